@@ -1,0 +1,38 @@
+// Package config defines samsa's broker and topic configs under Apache
+// Kafka's names, with Kafka's types and defaults (samsa's own defaults
+// differ in a few documented places: node.id 0, loopback listeners, data in
+// ./samsa-data, and flush.messages 1 so that acks=all waits for fsync).
+//
+// Usage:
+//
+//	b, err := config.Load("server.properties", []string{"num.partitions=3"})
+//	if err != nil { ... }          // errors.Is(err, config.ErrUnknownConfig) etc.
+//	t, err := b.ResolveTopic(map[string]string{"retention.ms": "3600000"})
+//
+// A properties file is read as Java reads one:
+//
+//	+------------------------------+-----------------------------------+
+//	| line                         | meaning                           |
+//	+------------------------------+-----------------------------------+
+//	| # text    or    ! text       | comment                           |
+//	| key=value  key: value        | entry; blanks around the          |
+//	| key value                    | separator are dropped             |
+//	| value ending in odd '\'      | continues on the next line, whose |
+//	|                              | leading blanks are dropped        |
+//	| \t \n \r \f \uXXXX \<c>      | escapes in keys and values        |
+//	+------------------------------+-----------------------------------+
+//
+// Precedence, highest first: overrides given to Load, the properties file,
+// the default. For durations with several forms the most precise set form
+// wins: log.retention.ms over log.retention.minutes over
+// log.retention.hours; log.roll.ms over log.roll.hours.
+//
+// Invariants:
+//  1. BrokerDefs and TopicDefs are sorted by name and hold no duplicates.
+//  2. Every value in Broker.Raw passed its Def's Check.
+//  3. Every error names the config at fault and wraps ErrUnknownConfig or
+//     ErrInvalidConfig.
+//
+// The package has no global state beyond its immutable tables; everything
+// is safe for concurrent use.
+package config
