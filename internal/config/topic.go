@@ -32,34 +32,34 @@ func ValidateTopic(configs map[string]string) error {
 // Topic is the typed, resolved configuration of one topic: its overrides
 // over the broker's topic defaults.
 type Topic struct {
-	CleanupPolicy                string // cleanup.policy, normalised "delete", "compact" or "compact,delete"
-	CompressionType              string // compression.type
-	CompressionGzipLevel         int32  // compression.gzip.level
-	CompressionLz4Level          int32  // compression.lz4.level
-	CompressionZstdLevel         int32  // compression.zstd.level
-	DeleteRetentionMs            int64  // delete.retention.ms
-	FileDeleteDelayMs            int64  // file.delete.delay.ms
-	FlushMessages                int64  // flush.messages
-	FlushMs                      int64  // flush.ms
-	IndexIntervalBytes           int32  // index.interval.bytes
-	MaxCompactionLagMs           int64  // max.compaction.lag.ms
-	MaxMessageBytes              int32  // max.message.bytes
-	MessageTimestampType         string // message.timestamp.type
-	MessageTimestampBeforeMaxMs  int64  // message.timestamp.before.max.ms
-	MessageTimestampAfterMaxMs   int64  // message.timestamp.after.max.ms
-	MinCleanableDirtyRatio       float64
-	MinCompactionLagMs           int64 // min.compaction.lag.ms
-	MinInsyncReplicas            int32 // min.insync.replicas
-	Preallocate                  bool  // preallocate (inert)
-	RetentionBytes               int64 // retention.bytes; -1 unlimited
-	RetentionMs                  int64 // retention.ms; -1 unlimited
-	SegmentBytes                 int64 // segment.bytes
-	SegmentIndexBytes            int64 // segment.index.bytes
-	SegmentJitterMs              int64 // segment.jitter.ms
-	SegmentMs                    int64 // segment.ms
-	UncleanLeaderElectionEnable  bool  // unclean.leader.election.enable
-	MessageDownconversionEnable  bool  // message.downconversion.enable (inert)
-	RemoteStorageEnable          bool  // remote.storage.enable (inert)
+	CleanupPolicy               string // cleanup.policy, normalised "delete", "compact" or "compact,delete"
+	CompressionType             string // compression.type
+	CompressionGzipLevel        int32  // compression.gzip.level
+	CompressionLz4Level         int32  // compression.lz4.level
+	CompressionZstdLevel        int32  // compression.zstd.level
+	DeleteRetentionMs           int64  // delete.retention.ms
+	FileDeleteDelayMs           int64  // file.delete.delay.ms
+	FlushMessages               int64  // flush.messages
+	FlushMs                     int64  // flush.ms
+	IndexIntervalBytes          int32  // index.interval.bytes
+	MaxCompactionLagMs          int64  // max.compaction.lag.ms
+	MaxMessageBytes             int32  // max.message.bytes
+	MessageTimestampType        string // message.timestamp.type
+	MessageTimestampBeforeMaxMs int64  // message.timestamp.before.max.ms
+	MessageTimestampAfterMaxMs  int64  // message.timestamp.after.max.ms
+	MinCleanableDirtyRatio      float64
+	MinCompactionLagMs          int64 // min.compaction.lag.ms
+	MinInsyncReplicas           int32 // min.insync.replicas
+	Preallocate                 bool  // preallocate (inert)
+	RetentionBytes              int64 // retention.bytes; -1 unlimited
+	RetentionMs                 int64 // retention.ms; -1 unlimited
+	SegmentBytes                int64 // segment.bytes
+	SegmentIndexBytes           int64 // segment.index.bytes
+	SegmentJitterMs             int64 // segment.jitter.ms
+	SegmentMs                   int64 // segment.ms
+	UncleanLeaderElectionEnable bool  // unclean.leader.election.enable
+	MessageDownconversionEnable bool  // message.downconversion.enable (inert)
+	RemoteStorageEnable         bool  // remote.storage.enable (inert)
 }
 
 // Compact reports whether the cleanup policy includes compact.
