@@ -1,0 +1,215 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// parseFrom parses --from: beginning, end, an offset, or @<unix-ms>.
+func parseFrom(s string) (kgo.Offset, error) {
+	switch s {
+	case "beginning", "start", "earliest":
+		return kgo.NewOffset().AtStart(), nil
+	case "end", "latest":
+		return kgo.NewOffset().AtEnd(), nil
+	}
+	if ms, ok := strings.CutPrefix(s, "@"); ok {
+		ts, err := strconv.ParseInt(ms, 10, 64)
+		if err != nil || ts < 0 {
+			return kgo.Offset{}, usagef("--from %q: want @<unix milliseconds>", s)
+		}
+		return kgo.NewOffset().AfterMilli(ts), nil
+	}
+	o, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || o < 0 {
+		return kgo.Offset{}, usagef("--from %q: want beginning, end, an offset or @<unix-ms>", s)
+	}
+	return kgo.NewOffset().At(o), nil
+}
+
+// topicPartitions returns the partitions of topic, or only want when it is
+// not -1 (checking that it exists).
+func topicPartitions(ctx context.Context, g *globals, topic string, want int32) ([]int32, error) {
+	adm, err := newAdmin(g)
+	if err != nil {
+		return nil, err
+	}
+	defer adm.Close()
+	td, err := adm.ListTopics(ctx, topic)
+	if err != nil {
+		return nil, fmt.Errorf("metadata for %s: %w", topic, err)
+	}
+	t, ok := td[topic]
+	if !ok {
+		return nil, fmt.Errorf("topic %s: not in the metadata response", topic)
+	}
+	if t.Err != nil {
+		return nil, fmt.Errorf("topic %s: %w", topic, t.Err)
+	}
+	if want >= 0 {
+		if _, ok := t.Partitions[want]; !ok {
+			return nil, fmt.Errorf("topic %s has no partition %d (it has %d)", topic, want, len(t.Partitions))
+		}
+		return []int32{want}, nil
+	}
+	ps := make([]int32, 0, len(t.Partitions))
+	for _, p := range t.Partitions.Sorted() {
+		ps = append(ps, p.Partition)
+	}
+	return ps, nil
+}
+
+func newConsumeCmd(g *globals, e env) *cobra.Command {
+	var (
+		from      string
+		partition int32
+		count     int
+		timeout   time.Duration
+		format    string
+		asJSON    bool
+	)
+	cmd := &cobra.Command{
+		Use:   "consume TOPIC",
+		Short: "Print records of a topic to stdout",
+		Long: `Consume TOPIC directly from its partitions (no consumer group, nothing is
+committed) and print each record to stdout.
+
+--from picks where to start in every partition: beginning, end, an
+offset, or @<unix-ms> for the first record at or after that timestamp.
+--count stops after that many records; --timeout stops once no record has
+arrived for that long. Without either, consume runs until interrupted.
+
+--format is a template with the verbs
+  %k key            %v value (also %s)
+  %t timestamp (ms) %T topic
+  %o offset         %p partition
+  %h headers as k=v,k=v
+  %K key length     %S value length (-1 when null)
+  %% percent sign   \n \t \r \\ escapes
+--json prints one JSON object per record instead; keys and values that are
+not UTF-8 appear base64-encoded in key_b64 / value_b64.`,
+		Example: `  samsa consume orders --from beginning --count 10
+  samsa consume orders --partition 2 --from 1500 --format '%o %k=%v\n'
+  samsa consume orders --from @1700000000000 --timeout 5s --json`,
+		Args: exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			topic := args[0]
+			start, err := parseFrom(from)
+			if err != nil {
+				return err
+			}
+			f, err := parseFormat(format)
+			if err != nil {
+				return err
+			}
+			if partition < -1 {
+				return usagef("--partition %d: want a partition number or -1", partition)
+			}
+			if count < 0 || timeout < 0 {
+				return usagef("--count and --timeout must not be negative")
+			}
+			ctx := cmd.Context()
+			parts, err := topicPartitions(ctx, g, topic, partition)
+			if err != nil {
+				return err
+			}
+			offs := make(map[int32]kgo.Offset, len(parts))
+			for _, p := range parts {
+				offs[p] = start
+			}
+			cl, err := newClient(g,
+				kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: offs}),
+				kgo.FetchMaxWait(500*time.Millisecond),
+			)
+			if err != nil {
+				return err
+			}
+			defer cl.Close()
+			c := consumer{cl: cl, e: e, count: count, timeout: timeout, format: f, json: asJSON}
+			return c.run(ctx)
+		},
+	}
+	cmd.Flags().StringVarP(&from, "from", "o", "end", "start at beginning, end, <offset> or @<unix-ms>")
+	cmd.Flags().Int32VarP(&partition, "partition", "p", -1, "consume only this partition (-1: all)")
+	cmd.Flags().IntVarP(&count, "count", "c", 0, "stop after N records (0: no limit)")
+	cmd.Flags().DurationVar(&timeout, "timeout", 0, "stop after no records arrived for this long (0: wait forever)")
+	cmd.Flags().StringVarP(&format, "format", "f", `%v\n`, "output template, see above")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object per record")
+	return cmd
+}
+
+// consumer prints records until its limits are reached.
+type consumer struct {
+	cl      *kgo.Client
+	e       env
+	count   int
+	timeout time.Duration
+	format  recordFormat
+	json    bool
+}
+
+func (c *consumer) run(ctx context.Context) error {
+	var (
+		seen int
+		buf  []byte
+	)
+	for c.count == 0 || seen < c.count {
+		pctx, cancel := ctx, context.CancelFunc(func() {})
+		if c.timeout > 0 {
+			pctx, cancel = context.WithTimeout(ctx, c.timeout)
+		}
+		max := -1
+		if c.count > 0 {
+			max = c.count - seen
+		}
+		fs := c.cl.PollRecords(pctx, max)
+		expired := pctx.Err() != nil
+		cancel()
+		if fs.IsClientClosed() {
+			return nil
+		}
+		var errs []error
+		fs.EachError(func(t string, p int32, err error) {
+			if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+				return
+			}
+			errs = append(errs, fmt.Errorf("fetch %s/%d: %w", t, p, err))
+		})
+		if len(errs) > 0 {
+			return errors.Join(errs...)
+		}
+		buf = buf[:0]
+		var err error
+		fs.EachRecord(func(r *kgo.Record) {
+			seen++
+			if err != nil {
+				return
+			}
+			if c.json {
+				buf, err = appendJSON(buf, r)
+			} else {
+				buf = c.format.appendRecord(buf, r)
+			}
+		})
+		if err != nil {
+			return err
+		}
+		if _, werr := c.e.stdout.Write(buf); werr != nil {
+			return fmt.Errorf("write stdout: %w", werr)
+		}
+		if ctx.Err() != nil {
+			return nil // interrupted: not a failure
+		}
+		if expired && fs.NumRecords() == 0 {
+			return nil // --timeout without records
+		}
+	}
+	return nil
+}

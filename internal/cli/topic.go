@@ -1,0 +1,360 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func newTopicCmd(g *globals, e env) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "topic",
+		Short: "Create, list, describe, alter and delete topics",
+		Long: `Topic administration through the Kafka admin API (CreateTopics,
+Metadata, ListOffsets, DescribeConfigs, IncrementalAlterConfigs,
+DeleteTopics).`,
+		Example: `  samsa topic create orders --partitions 6 --config retention.ms=86400000
+  samsa topic list
+  samsa topic describe orders
+  samsa topic alter-config orders --set cleanup.policy=compact --delete retention.ms
+  samsa topic delete orders`,
+		Args: noArgs,
+		RunE: helpRun,
+	}
+	cmd.AddCommand(
+		newTopicCreateCmd(g, e),
+		newTopicListCmd(g, e),
+		newTopicDescribeCmd(g, e),
+		newTopicDeleteCmd(g, e),
+		newTopicAlterConfigCmd(g, e),
+	)
+	return cmd
+}
+
+// parseKV parses "k=v" entries as a flag named flag gives them.
+func parseKV(flag string, kvs []string) (map[string]string, error) {
+	out := make(map[string]string, len(kvs))
+	for _, kv := range kvs {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return nil, usagef("--%s %q: want key=value", flag, kv)
+		}
+		out[k] = v
+	}
+	return out, nil
+}
+
+func newTopicCreateCmd(g *globals, e env) *cobra.Command {
+	var (
+		partitions int32
+		rf         int16
+		configs    []string
+	)
+	cmd := &cobra.Command{
+		Use:   "create NAME",
+		Short: "Create a topic",
+		Long: `Create a topic with the given number of partitions, replication factor
+and topic configs. -1 for either number uses the broker's default
+(num.partitions, default.replication.factor).`,
+		Example: `  samsa topic create orders --partitions 6 --replication-factor 3
+  samsa topic create events --config cleanup.policy=compact --config min.insync.replicas=2`,
+		Args: exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			kv, err := parseKV("config", configs)
+			if err != nil {
+				return err
+			}
+			cfg := make(map[string]*string, len(kv))
+			for k, v := range kv {
+				cfg[k] = &v
+			}
+			adm, err := newAdmin(g)
+			if err != nil {
+				return err
+			}
+			defer adm.Close()
+			resp, err := adm.CreateTopic(cmd.Context(), partitions, rf, cfg, args[0])
+			if err != nil {
+				return fmt.Errorf("create topic %s: %w", args[0], withMessage(err, resp.ErrMessage))
+			}
+			fmt.Fprintf(e.stdout, "created topic %s (partitions %d, replication factor %d)\n",
+				resp.Topic, resp.NumPartitions, resp.ReplicationFactor)
+			return nil
+		},
+	}
+	cmd.Flags().Int32VarP(&partitions, "partitions", "p", -1, "number of partitions (-1: broker default)")
+	cmd.Flags().Int16VarP(&rf, "replication-factor", "r", -1, "replicas per partition (-1: broker default)")
+	cmd.Flags().StringArrayVarP(&configs, "config", "c", nil, "topic config key=value (repeatable)")
+	return cmd
+}
+
+// withMessage appends a broker's error message to err when there is one.
+func withMessage(err error, msg string) error {
+	if msg == "" || msg == err.Error() {
+		return err
+	}
+	return fmt.Errorf("%w: %s", err, msg)
+}
+
+func newTopicListCmd(g *globals, e env) *cobra.Command {
+	var internal bool
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List topics",
+		Long: `List the topics of the cluster, one per line, sorted by name, with their
+partition count.`,
+		Example: `  samsa topic list
+  samsa topic list --internal`,
+		Args: exactArgs(0),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			adm, err := newAdmin(g)
+			if err != nil {
+				return err
+			}
+			defer adm.Close()
+			var td kadm.TopicDetails
+			if internal {
+				td, err = adm.ListTopicsWithInternal(cmd.Context())
+			} else {
+				td, err = adm.ListTopics(cmd.Context())
+			}
+			if err != nil {
+				return fmt.Errorf("list topics: %w", err)
+			}
+			tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "TOPIC\tPARTITIONS")
+			for _, t := range td.Sorted() {
+				fmt.Fprintf(tw, "%s\t%d\n", t.Topic, len(t.Partitions))
+			}
+			return tw.Flush()
+		},
+	}
+	cmd.Flags().BoolVar(&internal, "internal", false, "include internal topics")
+	return cmd
+}
+
+func newTopicDescribeCmd(g *globals, e env) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "describe NAME...",
+		Short: "Show partitions, leaders, replicas, ISR, offsets and configs of topics",
+		Long: `Describe topics: the topic id, each partition's leader, leader epoch,
+replicas, in-sync replicas and log start/end offsets, and the topic configs
+that are set on the topic (not inherited defaults).`,
+		Example: `  samsa topic describe orders
+  samsa topic describe orders payments`,
+		Args: minArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			adm, err := newAdmin(g)
+			if err != nil {
+				return err
+			}
+			defer adm.Close()
+			td, err := adm.ListTopics(ctx, args...)
+			if err != nil {
+				return fmt.Errorf("describe topics: %w", err)
+			}
+			var live []string
+			var failed int
+			for _, name := range args {
+				t, ok := td[name]
+				if !ok || t.Err != nil {
+					failed++
+					continue
+				}
+				live = append(live, name)
+			}
+			var starts, ends kadm.ListedOffsets
+			var cfgs kadm.ResourceConfigs
+			if len(live) > 0 {
+				if starts, err = adm.ListStartOffsets(ctx, live...); err != nil {
+					return fmt.Errorf("list start offsets: %w", err)
+				}
+				if ends, err = adm.ListEndOffsets(ctx, live...); err != nil {
+					return fmt.Errorf("list end offsets: %w", err)
+				}
+				// NB: a broker without DescribeConfigs still gets the
+				// partition view; the config section is then left out.
+				cfgs, _ = adm.DescribeTopicConfigs(ctx, live...)
+			}
+			for i, name := range args {
+				if i > 0 {
+					fmt.Fprintln(e.stdout)
+				}
+				t, ok := td[name]
+				if !ok {
+					fmt.Fprintf(e.stdout, "Topic: %s\tError: not returned by the broker\n", name)
+					continue
+				}
+				if t.Err != nil {
+					fmt.Fprintf(e.stdout, "Topic: %s\tError: %v\n", name, t.Err)
+					continue
+				}
+				writeTopic(e, t, starts, ends, cfgs)
+			}
+			if failed > 0 {
+				return fmt.Errorf("%d of %d topics could not be described", failed, len(args))
+			}
+			return nil
+		},
+	}
+	return cmd
+}
+
+// writeTopic prints one topic of `topic describe`.
+func writeTopic(e env, t kadm.TopicDetail, starts, ends kadm.ListedOffsets, cfgs kadm.ResourceConfigs) {
+	rf := 0
+	for _, p := range t.Partitions {
+		rf = max(rf, len(p.Replicas))
+	}
+	fmt.Fprintf(e.stdout, "Topic: %s\tID: %s\tPartitions: %d\tReplicationFactor: %d\n",
+		t.Topic, t.ID, len(t.Partitions), rf)
+	if rc, err := cfgs.On(t.Topic, nil); err == nil && rc.Err == nil {
+		var set []string
+		for _, c := range rc.Configs {
+			if c.Source == kmsg.ConfigSourceDynamicTopicConfig {
+				v := c.MaybeValue()
+				if c.Sensitive {
+					v = "(sensitive)"
+				}
+				set = append(set, c.Key+"="+v)
+			}
+		}
+		sort.Strings(set)
+		fmt.Fprintf(e.stdout, "Configs: %s\n", strings.Join(set, ","))
+	}
+	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "PARTITION\tLEADER\tEPOCH\tREPLICAS\tISR\tLOG-START\tLOG-END\tERROR")
+	for _, p := range t.Partitions.Sorted() {
+		fmt.Fprintf(tw, "%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\n",
+			p.Partition, p.Leader, p.LeaderEpoch, int32s(p.Replicas), int32s(p.ISR),
+			offsetOf(starts, t.Topic, p.Partition), offsetOf(ends, t.Topic, p.Partition),
+			errText(p.Err))
+	}
+	tw.Flush()
+}
+
+func offsetOf(l kadm.ListedOffsets, topic string, p int32) string {
+	o, ok := l.Lookup(topic, p)
+	if !ok || o.Err != nil {
+		return "?"
+	}
+	return fmt.Sprint(o.Offset)
+}
+
+func int32s(v []int32) string {
+	s := make([]string, len(v))
+	for i, x := range v {
+		s[i] = fmt.Sprint(x)
+	}
+	return strings.Join(s, ",")
+}
+
+func errText(err error) string {
+	if err == nil {
+		return "-"
+	}
+	return err.Error()
+}
+
+func newTopicDeleteCmd(g *globals, e env) *cobra.Command {
+	return &cobra.Command{
+		Use:   "delete NAME...",
+		Short: "Delete topics",
+		Long: `Delete topics and all their data. Each topic is reported on its own line;
+the command fails if any topic could not be deleted.`,
+		Example: `  samsa topic delete orders
+  samsa topic delete old-1 old-2`,
+		Args: minArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			adm, err := newAdmin(g)
+			if err != nil {
+				return err
+			}
+			defer adm.Close()
+			resps, err := adm.DeleteTopics(cmd.Context(), args...)
+			if err != nil {
+				return fmt.Errorf("delete topics: %w", err)
+			}
+			var errs []error
+			for _, name := range args {
+				r, ok := resps[name]
+				switch {
+				case !ok:
+					errs = append(errs, fmt.Errorf("delete topic %s: not in the response", name))
+				case r.Err != nil:
+					errs = append(errs, fmt.Errorf("delete topic %s: %w", name, withMessage(r.Err, r.ErrMessage)))
+				default:
+					fmt.Fprintf(e.stdout, "deleted topic %s\n", name)
+				}
+			}
+			return errors.Join(errs...)
+		},
+	}
+}
+
+func newTopicAlterConfigCmd(g *globals, e env) *cobra.Command {
+	var sets, dels []string
+	cmd := &cobra.Command{
+		Use:   "alter-config NAME",
+		Short: "Set or delete topic configs",
+		Long: `Change topic configs incrementally (IncrementalAlterConfigs): --set
+replaces one config's value, --delete removes a config so that the
+broker default applies again. Configs not named are left as they are.`,
+		Example: `  samsa topic alter-config orders --set retention.ms=3600000
+  samsa topic alter-config orders --set cleanup.policy=compact --delete retention.bytes`,
+		Args: exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			kv, err := parseKV("set", sets)
+			if err != nil {
+				return err
+			}
+			if len(kv) == 0 && len(dels) == 0 {
+				return usagef("alter-config: nothing to do, give --set or --delete")
+			}
+			var alters []kadm.AlterConfig
+			keys := make([]string, 0, len(kv))
+			for k := range kv {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+			for _, k := range keys {
+				v := kv[k]
+				alters = append(alters, kadm.AlterConfig{Op: kadm.SetConfig, Name: k, Value: &v})
+			}
+			for _, k := range dels {
+				if _, ok := kv[k]; ok {
+					return usagef("alter-config: %s is both set and deleted", k)
+				}
+				alters = append(alters, kadm.AlterConfig{Op: kadm.DeleteConfig, Name: k})
+			}
+			adm, err := newAdmin(g)
+			if err != nil {
+				return err
+			}
+			defer adm.Close()
+			resps, err := adm.AlterTopicConfigs(cmd.Context(), alters, args[0])
+			if err != nil {
+				return fmt.Errorf("alter configs of %s: %w", args[0], err)
+			}
+			r, err := resps.On(args[0], nil)
+			if err != nil {
+				return fmt.Errorf("alter configs of %s: %w", args[0], err)
+			}
+			if r.Err != nil {
+				return fmt.Errorf("alter configs of %s: %w", args[0], withMessage(r.Err, r.ErrMessage))
+			}
+			fmt.Fprintf(e.stdout, "altered %d configs of topic %s\n", len(alters), args[0])
+			return nil
+		},
+	}
+	cmd.Flags().StringArrayVar(&sets, "set", nil, "config key=value to set (repeatable)")
+	cmd.Flags().StringArrayVar(&dels, "delete", nil, "config key to delete (repeatable)")
+	return cmd
+}
