@@ -1,0 +1,112 @@
+package storage
+
+import (
+	"errors"
+	"log/slog"
+	"time"
+
+	"samsa/internal/vfs"
+)
+
+// Sentinel errors. The broker maps them to Kafka error codes.
+var (
+	// ErrOffsetOutOfRange: a read or lookup below the log start offset or
+	// above the log end offset (OFFSET_OUT_OF_RANGE).
+	ErrOffsetOutOfRange = errors.New("storage: offset out of range")
+	// ErrClosed: the log or manager was closed (or deleted).
+	ErrClosed = errors.New("storage: log closed")
+	// ErrLogDirOffline: a write or sync failed; the log dir is offline and
+	// nothing more is acknowledged from it (KAFKA_STORAGE_ERROR).
+	ErrLogDirOffline = errors.New("storage: log dir offline")
+	// ErrMessageTooLarge: batch larger than the segment can ever hold.
+	ErrMessageTooLarge = errors.New("storage: batch too large")
+)
+
+// Internal errors.
+var (
+	errBadIndex      = errors.New("storage: bad index")
+	errBadCheckpoint = errors.New("storage: bad checkpoint")
+	errBadMetadata   = errors.New("storage: bad partition.metadata")
+)
+
+// TopicPartition names a partition.
+type TopicPartition struct {
+	Topic     string
+	Partition int32
+}
+
+// Config is a log's configuration under Kafka's topic config names.
+type Config struct {
+	SegmentBytes       int64 // segment.bytes, default 1 GiB
+	SegmentMs          int64 // segment.ms, default 7 days
+	SegmentIndexBytes  int64 // segment.index.bytes, default 10 MiB
+	IndexIntervalBytes int64 // index.interval.bytes, default 4096
+	RetentionMs        int64 // retention.ms, default 7 days; -1 unlimited
+	RetentionBytes     int64 // retention.bytes, default -1 (unlimited)
+	// FlushMessages is flush.messages. 1 (samsa's default) means every
+	// record is fsynced before it counts as durable: appends are group
+	// committed and DurableOffset trails LogEndOffset by at most one fsync.
+	// Larger values give Kafka's page-cache mode: a background flush after
+	// that many messages or FlushMs, and DurableOffset is not waited for.
+	FlushMessages     int64
+	FlushMs           int64 // flush.ms; -1 never
+	FileDeleteDelayMs int64 // file.delete.delay.ms, default 60000
+}
+
+// DefaultConfig returns Kafka's defaults (and samsa's durable flush policy).
+func DefaultConfig() Config {
+	return Config{
+		SegmentBytes:       1 << 30,
+		SegmentMs:          7 * 24 * 3600 * 1000,
+		SegmentIndexBytes:  10 << 20,
+		IndexIntervalBytes: 4096,
+		RetentionMs:        7 * 24 * 3600 * 1000,
+		RetentionBytes:     -1,
+		FlushMessages:      1,
+		FlushMs:            -1,
+		FileDeleteDelayMs:  60000,
+	}
+}
+
+// Durable reports whether the config uses samsa's fsync-before-visible policy.
+func (c Config) Durable() bool { return c.FlushMessages <= 1 }
+
+// normalizeConfig returns DefaultConfig for a zero Config and replaces
+// sizes that make no sense (<= 0) by their defaults; other fields are used
+// as given.
+func normalizeConfig(c Config) Config {
+	d := DefaultConfig()
+	if c == (Config{}) {
+		return d
+	}
+	if c.SegmentBytes <= 0 {
+		c.SegmentBytes = d.SegmentBytes
+	}
+	if c.SegmentIndexBytes <= 0 {
+		c.SegmentIndexBytes = d.SegmentIndexBytes
+	}
+	if c.IndexIntervalBytes < 0 {
+		c.IndexIntervalBytes = d.IndexIntervalBytes
+	}
+	if c.SegmentMs == 0 {
+		c.SegmentMs = d.SegmentMs
+	}
+	if c.FileDeleteDelayMs < 0 {
+		c.FileDeleteDelayMs = 0
+	}
+	return c
+}
+
+// ManagerConfig configures a Manager.
+type ManagerConfig struct {
+	FS     vfs.FS
+	Dir    string // the log dir (log.dirs; one per Manager)
+	Logger *slog.Logger
+	// RetentionCheckInterval is log.retention.check.interval.ms.
+	RetentionCheckInterval time.Duration
+	// Now returns the current time; nil means time.Now.
+	Now func() time.Time
+	// DefaultConfig is used for logs found on disk at open; the broker
+	// calls Log.SetConfig once it knows the topic's configs.
+	DefaultConfig Config
+}

@@ -1,0 +1,119 @@
+package storage
+
+import (
+	"time"
+)
+
+// flushTick is how often the flusher checks page-cache logs for flush.ms.
+const flushTick = 50 * time.Millisecond
+
+// markDirty queues l for the flusher (once until the flusher takes it).
+func (m *Manager) markDirty(l *Log) {
+	if !l.dirty.CompareAndSwap(false, true) {
+		return
+	}
+	m.flushMu.Lock()
+	m.dirty = append(m.dirty, l)
+	m.flushMu.Unlock()
+	select {
+	case m.kick <- struct{}{}:
+	default:
+	}
+}
+
+// flushLoop is the group-commit flusher: it syncs each dirty log's unsynced
+// segments and then publishes the log end offset it read before syncing as
+// the durable offset. Appends that arrive during a sync mark the log dirty
+// again and are covered by the next pass, so one fsync serves every append
+// queued while the previous one ran.
+func (m *Manager) flushLoop() {
+	t := time.NewTicker(flushTick)
+	defer t.Stop()
+	for {
+		select {
+		case <-m.stop:
+			return
+		case <-m.kick:
+		case <-t.C:
+			m.flushTimed()
+		}
+		m.flushDirty()
+	}
+}
+
+func (m *Manager) flushDirty() {
+	for {
+		m.flushMu.Lock()
+		dirty := m.dirty
+		m.dirty = nil
+		m.flushMu.Unlock()
+		if len(dirty) == 0 {
+			return
+		}
+		for _, l := range dirty {
+			l.dirty.Store(false)
+			if l.closed.Load() || l.offline.Load() || m.offline.Load() {
+				continue
+			}
+			if err := l.flush(false); err != nil {
+				l.goOffline(err)
+			}
+		}
+	}
+}
+
+// flushTimed queues page-cache logs whose flush.ms elapsed with data
+// pending.
+func (m *Manager) flushTimed() {
+	now := m.now()
+	for _, l := range m.Logs() {
+		cfg := l.cfg.Load()
+		if cfg.Durable() || cfg.FlushMs < 0 {
+			continue
+		}
+		l.mu.RLock()
+		due := (l.pendingMsgs > 0 || len(l.unsynced) > 0) && now.Sub(l.lastFlush) >= time.Duration(cfg.FlushMs)*time.Millisecond
+		l.mu.RUnlock()
+		if due {
+			m.markDirty(l)
+		}
+	}
+}
+
+// flush fsyncs everything appended so far (the rolled segments not yet
+// synced and the active one; with final, the indexes too) without holding
+// appendMu, then advances the recovery point and the durable offset. An
+// error must take the log offline: the caller never retries.
+func (l *Log) flush(final bool) error {
+	l.mu.Lock()
+	leo := l.logEnd.Load()
+	gen := l.truncGen
+	segs := append(l.unsynced, l.segs[len(l.segs)-1])
+	l.unsynced = nil
+	l.pendingMsgs = 0
+	if l.m != nil {
+		l.lastFlush = l.m.now()
+	}
+	l.mu.Unlock()
+	for i, s := range segs {
+		if err := s.sync(final || i < len(segs)-1); err != nil {
+			return err
+		}
+	}
+	l.mu.Lock()
+	moved := false
+	if gen == l.truncGen {
+		if leo > l.recoveryPoint.Load() {
+			l.recoveryPoint.Store(leo)
+		}
+		if leo > l.durable.Load() {
+			l.durable.Store(leo)
+			moved = true
+		}
+	}
+	l.mu.Unlock()
+	if moved {
+		l.notify(true)
+	}
+	return nil
+}

@@ -1,0 +1,456 @@
+package storage
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"math"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"samsa/internal/record"
+	"samsa/internal/vfs"
+)
+
+// Log is one partition's log. Append is serialised internally; reads run
+// concurrently with appends.
+//
+// Lock order: appendMu -> mu -> segment.fileMu. Changed channels have their
+// own leaf lock (chMu).
+type Log struct {
+	m       *Manager
+	fs      vfs.FS
+	dir     string
+	tp      TopicPartition
+	topicID [16]byte
+	logger  *slog.Logger
+
+	cfg atomic.Pointer[Config]
+
+	// appendMu serialises writers: Append, Truncate, DeleteRecordsBefore,
+	// roll and retention. File writes happen under it, not under mu.
+	appendMu sync.Mutex
+
+	// mu guards segs (replaced, never modified in place, so a reader may
+	// keep the slice it got), each segment's in-memory indexes and
+	// counters, unsynced and pendingMsgs.
+	mu   sync.RWMutex
+	segs []*segment
+	// unsynced holds segments rolled since the last flush; the flusher
+	// syncs them with the active one.
+	unsynced    []*segment
+	pendingMsgs int64     // page-cache mode: messages appended since the last flush
+	truncGen    int64     // bumped by Truncate; a flush that raced one publishes nothing
+	lastFlush   time.Time // page-cache mode: time of the last flush
+
+	logStart      atomic.Int64
+	logEnd        atomic.Int64
+	durable       atomic.Int64 // durable mode: everything below is fsynced
+	recoveryPoint atomic.Int64 // everything below is fsynced, any mode
+	dirty         atomic.Bool  // queued for the flusher
+	offline       atomic.Bool
+	closed        atomic.Bool
+
+	chMu      sync.Mutex
+	changed   chan struct{} // closed on any offset move; nil until asked for
+	durableCh chan struct{} // closed when durable moves, on offline and close
+}
+
+// LogStartOffset returns the first offset that can be read.
+func (l *Log) LogStartOffset() int64 { return l.logStart.Load() }
+
+// LogEndOffset returns the offset the next appended record gets.
+func (l *Log) LogEndOffset() int64 { return l.logEnd.Load() }
+
+// DurableOffset is the offset below which everything is fsynced. In
+// page-cache mode it equals LogEndOffset.
+func (l *Log) DurableOffset() int64 {
+	if !l.cfg.Load().Durable() {
+		return l.logEnd.Load()
+	}
+	return l.durable.Load()
+}
+
+// Dir returns the log's directory.
+func (l *Log) Dir() string { return l.dir }
+
+// TopicPartition returns the partition this log holds.
+func (l *Log) TopicPartition() TopicPartition { return l.tp }
+
+// TopicID returns the topic id from partition.metadata.
+func (l *Log) TopicID() [16]byte { return l.topicID }
+
+// Config returns the log's current configuration.
+func (l *Log) Config() Config { return *l.cfg.Load() }
+
+// SetConfig changes the log's configuration (dynamic topic configs).
+func (l *Log) SetConfig(cfg Config) {
+	cfg = normalizeConfig(cfg)
+	old := l.cfg.Swap(&cfg)
+	if old.Durable() != cfg.Durable() && l.m != nil {
+		// Whatever is unsynced gets synced under the new policy.
+		l.m.markDirty(l)
+	}
+}
+
+// Size returns the total bytes of the log's segments.
+func (l *Log) Size() int64 {
+	l.mu.RLock()
+	segs := l.segs
+	l.mu.RUnlock()
+	var n int64
+	for _, s := range segs {
+		n += s.size.Load()
+	}
+	return n
+}
+
+// Changed returns a channel that is closed the next time LogEndOffset,
+// DurableOffset or LogStartOffset changes (fetch long-poll waits on it).
+func (l *Log) Changed() <-chan struct{} {
+	l.chMu.Lock()
+	defer l.chMu.Unlock()
+	if l.changed == nil {
+		l.changed = make(chan struct{})
+	}
+	return l.changed
+}
+
+// notify wakes Changed waiters and, when durable is set, WaitDurable
+// waiters. A channel nobody asked for is not allocated.
+func (l *Log) notify(durable bool) {
+	l.chMu.Lock()
+	if l.changed != nil {
+		close(l.changed)
+		l.changed = nil
+	}
+	if durable && l.durableCh != nil {
+		close(l.durableCh)
+		l.durableCh = nil
+	}
+	l.chMu.Unlock()
+}
+
+func (l *Log) durableChan() <-chan struct{} {
+	l.chMu.Lock()
+	defer l.chMu.Unlock()
+	if l.durableCh == nil {
+		l.durableCh = make(chan struct{})
+	}
+	return l.durableCh
+}
+
+// WaitDurable blocks until every offset below offset is fsynced (group
+// commit: one fsync serves every waiter queued at that moment), the log
+// fails (ErrLogDirOffline), or ctx is done. In page-cache mode it returns
+// at once.
+func (l *Log) WaitDurable(ctx context.Context, offset int64) error {
+	for {
+		ch := l.durableChan()
+		if l.offline.Load() || (l.m != nil && l.m.offline.Load()) {
+			return ErrLogDirOffline
+		}
+		if l.DurableOffset() >= offset {
+			return nil
+		}
+		if l.closed.Load() {
+			return ErrClosed
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+func (l *Log) checkWritable() error {
+	if l.closed.Load() {
+		return ErrClosed
+	}
+	if l.offline.Load() || (l.m != nil && l.m.offline.Load()) {
+		return ErrLogDirOffline
+	}
+	return nil
+}
+
+// goOffline marks the log (and its Manager) failed after an IO error.
+func (l *Log) goOffline(err error) {
+	if l.offline.Swap(true) {
+		return
+	}
+	l.logger.Error("storage: log dir offline", "dir", l.dir, "err", err)
+	if l.m != nil {
+		l.m.setOffline(err)
+	}
+	l.notify(true)
+}
+
+// AppendResult describes an appended batch.
+type AppendResult struct {
+	BaseOffset     int64
+	LastOffset     int64
+	LogAppendTime  int64 // -1 unless the batch was stamped with LogAppendTime
+	LogStartOffset int64
+}
+
+// maxSegmentSize bounds a segment: index positions are int32.
+const maxSegmentSize = math.MaxInt32
+
+// Append writes a validated batch (record.Batch.Validate has passed) at the
+// log end: it patches baseOffset and partitionLeaderEpoch, stamps
+// LogAppendTime (nowMs) when logAppendTime is set, writes it, updates the
+// indexes and rolls the segment when due. It neither blocks on fsync nor
+// waits for anything: call WaitDurable for that. b is modified in place and
+// may be retained until the call returns.
+func (l *Log) Append(b record.Batch, leaderEpoch int32, logAppendTime bool, nowMs int64) (AppendResult, error) {
+	if len(b) < record.HeaderSize {
+		return AppendResult{}, fmt.Errorf("storage: append %d bytes: %w", len(b), record.ErrShortBatch)
+	}
+	size := int64(len(b))
+	if size > maxSegmentSize {
+		return AppendResult{}, fmt.Errorf("storage: append %d bytes: %w", size, ErrMessageTooLarge)
+	}
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	if err := l.checkWritable(); err != nil {
+		return AppendResult{}, err
+	}
+	cfg := l.cfg.Load()
+	base := l.logEnd.Load()
+	b.SetBaseOffset(base)
+	b.SetLeaderEpoch(leaderEpoch)
+	res := AppendResult{BaseOffset: base, LastOffset: b.LastOffset(), LogAppendTime: -1}
+	if logAppendTime {
+		b.SetLogAppendTime(nowMs)
+		res.LogAppendTime = nowMs
+	}
+	maxTs := b.MaxTimestamp()
+
+	seg := l.activeSegment()
+	if l.shouldRoll(seg, cfg, size, res.LastOffset, nowMs) {
+		var err error
+		if seg, err = l.rollLocked(); err != nil {
+			l.goOffline(err)
+			return AppendResult{}, ErrLogDirOffline
+		}
+	}
+
+	pos := seg.size.Load()
+	if n, err := seg.log.Write(b); err != nil || n != len(b) {
+		if err == nil {
+			err = fmt.Errorf("short write %d of %d", n, len(b))
+		}
+		l.goOffline(fmt.Errorf("storage: write %s: %w", seg.path(logSuffix), err))
+		return AppendResult{}, ErrLogDirOffline
+	}
+	if err := l.indexBatchLocked(seg, cfg, pos, size, res.LastOffset, maxTs); err != nil {
+		l.goOffline(err)
+		return AppendResult{}, ErrLogDirOffline
+	}
+
+	l.mu.Lock()
+	seg.size.Store(pos + size)
+	seg.nextOffset.Store(res.LastOffset + 1)
+	l.logEnd.Store(res.LastOffset + 1)
+	if !cfg.Durable() {
+		l.pendingMsgs += int64(b.NumRecords())
+	}
+	pending := l.pendingMsgs
+	l.mu.Unlock()
+	res.LogStartOffset = l.logStart.Load()
+
+	l.notify(!cfg.Durable())
+	if cfg.Durable() || (cfg.FlushMessages > 0 && pending >= cfg.FlushMessages) {
+		if l.m != nil {
+			l.m.markDirty(l)
+		}
+	}
+	return res, nil
+}
+
+// indexBatchLocked updates seg's indexes and timestamps for a batch of size
+// bytes written at pos, following Kafka's rule: an index entry when more
+// than index.interval.bytes were written since the last one, so the first
+// batch of a segment gets none. Called with appendMu held.
+func (l *Log) indexBatchLocked(seg *segment, cfg *Config, pos, size, lastOffset, maxTs int64) error {
+	var idxBuf [offsetEntrySize]byte
+	var tBuf [timeEntrySize]byte
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if seg.maxTimestamp < 0 || maxTs > seg.maxTimestamp {
+		seg.maxTimestamp = maxTs
+		seg.offsetOfMaxTs = lastOffset
+	}
+	if seg.firstBatchTs < 0 {
+		seg.firstBatchTs = maxTs
+	}
+	if seg.bytesSinceIndex > cfg.IndexIntervalBytes {
+		e := offsetEntry{rel: int32(lastOffset - seg.baseOffset), pos: int32(pos)}
+		if _, err := seg.index.file.Write(e.encode(idxBuf[:0])); err != nil {
+			return fmt.Errorf("storage: write %s: %w", seg.path(indexSuffix), err)
+		}
+		seg.index.entries = append(seg.index.entries, e)
+		if err := l.maybeTimeIndexLocked(seg, tBuf[:0]); err != nil {
+			return err
+		}
+		seg.bytesSinceIndex = 0
+	}
+	seg.bytesSinceIndex += size
+	return nil
+}
+
+// maybeTimeIndexLocked appends (maxTimestamp, offsetOfMaxTs) to seg's time
+// index when the timestamp grew since the last entry.
+func (l *Log) maybeTimeIndexLocked(seg *segment, buf []byte) error {
+	if seg.maxTimestamp < 0 || seg.maxTimestamp <= seg.lastTimeIndexed {
+		return nil
+	}
+	rel := int32(seg.offsetOfMaxTs - seg.baseOffset)
+	if len(seg.timeIndex.entries) > 0 && rel <= seg.lastTimeIndexedRel {
+		return nil
+	}
+	e := timeEntry{ts: seg.maxTimestamp, rel: rel}
+	if _, err := seg.timeIndex.file.Write(e.encode(buf)); err != nil {
+		return fmt.Errorf("storage: write %s: %w", seg.path(timeIndexSuffix), err)
+	}
+	seg.timeIndex.entries = append(seg.timeIndex.entries, e)
+	seg.lastTimeIndexed, seg.lastTimeIndexedRel = e.ts, e.rel
+	return nil
+}
+
+func (l *Log) activeSegment() *segment {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.segs[len(l.segs)-1]
+}
+
+// shouldRoll applies Kafka's roll rules to appending size bytes ending at
+// lastOffset. A non-empty segment rolls when the batch would push it past
+// segment.bytes, when segment.ms passed since its first batch's timestamp,
+// when an index is full, or when lastOffset no longer fits a relative int32.
+func (l *Log) shouldRoll(seg *segment, cfg *Config, size, lastOffset, nowMs int64) bool {
+	cur := seg.size.Load()
+	if cur == 0 {
+		return false
+	}
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	switch {
+	case cur+size > cfg.SegmentBytes || cur+size > maxSegmentSize:
+		return true
+	case cfg.SegmentMs >= 0 && seg.firstBatchTs >= 0 && nowMs-seg.firstBatchTs > cfg.SegmentMs:
+		return true
+	case seg.index.full() || seg.timeIndex.full():
+		return true
+	case lastOffset-seg.baseOffset > math.MaxInt32:
+		return true
+	}
+	return false
+}
+
+// rollLocked closes the active segment for appends and starts a new one at
+// the log end. Called with appendMu held.
+func (l *Log) rollLocked() (*segment, error) {
+	old := l.activeSegment()
+	leo := l.logEnd.Load()
+	cfg := l.cfg.Load()
+	l.mu.Lock()
+	err := l.maybeTimeIndexLocked(old, nil)
+	l.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	seg, err := createSegment(l.fs, l.dir, leo, cfg)
+	if err != nil {
+		return nil, err
+	}
+	l.mu.Lock()
+	segs := make([]*segment, len(l.segs), len(l.segs)+1)
+	copy(segs, l.segs)
+	l.segs = append(segs, seg)
+	l.unsynced = append(l.unsynced, old)
+	l.mu.Unlock()
+	l.logger.Debug("storage: rolled segment", "dir", l.dir, "base", leo)
+	if l.m != nil {
+		l.m.markDirty(l)
+	}
+	return seg, nil
+}
+
+// createSegment creates empty files for a segment at base.
+func createSegment(fs vfs.FS, dir string, base int64, cfg *Config) (*segment, error) {
+	s := newSegment(dir, base, cfg)
+	var err error
+	if s.log, err = fs.Create(s.path(logSuffix)); err != nil {
+		return nil, fmt.Errorf("storage: create segment: %w", err)
+	}
+	if s.index.file, err = fs.Create(s.path(indexSuffix)); err != nil {
+		s.log.Close()
+		return nil, fmt.Errorf("storage: create segment: %w", err)
+	}
+	if s.timeIndex.file, err = fs.Create(s.path(timeIndexSuffix)); err != nil {
+		s.log.Close()
+		s.index.file.Close()
+		return nil, fmt.Errorf("storage: create segment: %w", err)
+	}
+	return s, nil
+}
+
+func newSegment(dir string, base int64, cfg *Config) *segment {
+	s := &segment{
+		dir:             dir,
+		baseOffset:      base,
+		maxTimestamp:    -1,
+		offsetOfMaxTs:   -1,
+		firstBatchTs:    -1,
+		lastTimeIndexed: -1,
+	}
+	s.nextOffset.Store(base)
+	s.index.maxEntries = max(1, int(cfg.SegmentIndexBytes/offsetEntrySize))
+	s.timeIndex.maxEntries = max(1, int(cfg.SegmentIndexBytes/timeEntrySize))
+	return s
+}
+
+// segmentFor returns the index in segs of the segment that holds offset: the
+// last one whose base offset is <= offset.
+func segmentFor(segs []*segment, offset int64) int {
+	i := sort.Search(len(segs), func(i int) bool { return segs[i].baseOffset > offset })
+	return max(i-1, 0)
+}
+
+// closeLog closes the log's files. Called by the Manager.
+func (l *Log) closeFiles() error {
+	l.mu.Lock()
+	segs := l.segs
+	l.mu.Unlock()
+	var errs []error
+	for _, s := range segs {
+		if err := s.close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("storage: close %s: %w", l.dir, errs[0])
+	}
+	return nil
+}
+
+// markClosed makes the log refuse further calls and wakes waiters.
+func (l *Log) markClosed() {
+	l.closed.Store(true)
+	l.notify(true)
+}
+
+// partitionDir returns the directory name of tp.
+func partitionDir(tp TopicPartition) string {
+	return fmt.Sprintf("%s-%d", tp.Topic, tp.Partition)
+}
+
+// fileExists reports whether name exists on fs.
+func fileExists(fs vfs.FS, name string) bool {
+	_, err := fs.Stat(name)
+	return err == nil
+}

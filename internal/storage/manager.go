@@ -1,0 +1,378 @@
+package storage
+
+import (
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"samsa/internal/vfs"
+)
+
+// Manager owns every partition log in one log dir, the group-commit flusher
+// and the retention loop. It is safe for concurrent use.
+//
+// Goroutines: the flusher and the retention loop, started by OpenManager
+// and stopped by Close (stop asks, done is closed when both have exited).
+// Delayed file deletions are timers owned by the Manager; Close cancels them
+// and deletes at once.
+type Manager struct {
+	fs     vfs.FS
+	dir    string
+	logger *slog.Logger
+	now    func() time.Time
+	defCfg Config
+	retInt time.Duration
+
+	// mu guards logs.
+	mu   sync.RWMutex
+	logs map[TopicPartition]*Log
+
+	// flushMu guards dirty; kick wakes the flusher.
+	flushMu sync.Mutex
+	dirty   []*Log
+	kick    chan struct{}
+
+	// delMu guards pendingDel, segments renamed to .deleted awaiting
+	// file.delete.delay.ms.
+	delMu      sync.Mutex
+	pendingDel map[*segment]*time.Timer
+
+	ckMu sync.Mutex // serialises checkpoint writes
+
+	offline    atomic.Bool
+	offlineErr atomic.Pointer[error]
+
+	closeOnce sync.Once
+	closeErr  error
+	stop      chan struct{} // closed by Close to ask the goroutines to exit
+	wg        sync.WaitGroup
+}
+
+// OpenManager opens the log dir, recovers every partition log found in it
+// (see the package doc) and starts the background goroutines.
+func OpenManager(cfg ManagerConfig) (*Manager, error) {
+	if cfg.FS == nil {
+		cfg.FS = vfs.Default
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.RetentionCheckInterval <= 0 {
+		cfg.RetentionCheckInterval = 5 * time.Minute
+	}
+	m := &Manager{
+		fs:         cfg.FS,
+		dir:        cfg.Dir,
+		logger:     cfg.Logger,
+		now:        cfg.Now,
+		defCfg:     normalizeConfig(cfg.DefaultConfig),
+		retInt:     cfg.RetentionCheckInterval,
+		logs:       map[TopicPartition]*Log{},
+		kick:       make(chan struct{}, 1),
+		pendingDel: map[*segment]*time.Timer{},
+		stop:       make(chan struct{}),
+	}
+	if err := m.fs.MkdirAll(m.dir, 0o755); err != nil {
+		return nil, fmt.Errorf("storage: open %s: %w", m.dir, err)
+	}
+	if err := m.recoverAll(); err != nil {
+		for _, l := range m.logs {
+			l.closeFiles()
+		}
+		return nil, err
+	}
+	m.goFunc(m.flushLoop)
+	m.goFunc(m.retentionLoop)
+	return m, nil
+}
+
+// goFunc starts a goroutine owned by m.
+func (m *Manager) goFunc(f func()) {
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		f()
+	}()
+}
+
+func (m *Manager) isClosed() bool {
+	select {
+	case <-m.stop:
+		return true
+	default:
+		return false
+	}
+}
+
+func (m *Manager) setOffline(err error) {
+	if m.offline.CompareAndSwap(false, true) {
+		m.offlineErr.Store(&err)
+		m.logger.Error("storage: log dir offline", "dir", m.dir, "err", err)
+		for _, l := range m.Logs() {
+			l.notify(true)
+		}
+	}
+}
+
+// Offline reports whether a write or sync failed in this log dir.
+func (m *Manager) Offline() bool { return m.offline.Load() }
+
+// Dir returns the log dir.
+func (m *Manager) Dir() string { return m.dir }
+
+// Log returns the log of tp, or nil.
+func (m *Manager) Log(tp TopicPartition) *Log {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.logs[tp]
+}
+
+// Logs returns every open log, sorted by topic and partition. The caller
+// owns the returned slice.
+func (m *Manager) Logs() []*Log {
+	m.mu.RLock()
+	out := make([]*Log, 0, len(m.logs))
+	for _, l := range m.logs {
+		out = append(out, l)
+	}
+	m.mu.RUnlock()
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i].tp, out[j].tp
+		if a.Topic != b.Topic {
+			return a.Topic < b.Topic
+		}
+		return a.Partition < b.Partition
+	})
+	return out
+}
+
+// Create opens tp's log, creating its directory if needed. Creating an
+// existing log returns it (and updates its config).
+func (m *Manager) Create(tp TopicPartition, topicID [16]byte, cfg Config) (*Log, error) {
+	if tp.Topic == "" || tp.Partition < 0 || strings.ContainsAny(tp.Topic, "/\\") || tp.Topic == "." || tp.Topic == ".." {
+		return nil, fmt.Errorf("storage: create %q-%d: invalid topic partition", tp.Topic, tp.Partition)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.isClosed() {
+		return nil, ErrClosed
+	}
+	if m.offline.Load() {
+		return nil, ErrLogDirOffline
+	}
+	if l := m.logs[tp]; l != nil {
+		l.SetConfig(cfg)
+		return l, nil
+	}
+	dir := filepath.Join(m.dir, partitionDir(tp))
+	if err := m.fs.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("storage: create %s: %w", dir, err)
+	}
+	if err := writeFileAtomic(m.fs, dir, metadataFile, encodeMetadata(topicID)); err != nil {
+		return nil, err
+	}
+	if err := m.fs.SyncDir(m.dir); err != nil {
+		return nil, fmt.Errorf("storage: sync dir %s: %w", m.dir, err)
+	}
+	c := normalizeConfig(cfg)
+	l := m.newLog(tp, topicID, dir, c)
+	seg, err := createSegment(m.fs, dir, 0, &c)
+	if err != nil {
+		return nil, err
+	}
+	l.segs = []*segment{seg}
+	if err := m.fs.SyncDir(dir); err != nil {
+		seg.close()
+		return nil, fmt.Errorf("storage: sync dir %s: %w", dir, err)
+	}
+	m.logs[tp] = l
+	return l, nil
+}
+
+func (m *Manager) newLog(tp TopicPartition, topicID [16]byte, dir string, cfg Config) *Log {
+	l := &Log{m: m, fs: m.fs, dir: dir, tp: tp, topicID: topicID, logger: m.logger}
+	l.cfg.Store(&cfg)
+	l.lastFlush = m.now()
+	return l
+}
+
+// encodeMetadata returns partition.metadata's contents as Kafka writes it.
+func encodeMetadata(id [16]byte) []byte {
+	return []byte("version: 0\ntopic_id: " + base64.RawURLEncoding.EncodeToString(id[:]) + "\n")
+}
+
+// decodeMetadata parses partition.metadata.
+func decodeMetadata(data []byte) ([16]byte, error) {
+	var id [16]byte
+	var version, topicID string
+	for _, line := range strings.Split(string(data), "\n") {
+		k, v, ok := strings.Cut(line, ":")
+		if !ok {
+			continue
+		}
+		switch strings.TrimSpace(k) {
+		case "version":
+			version = strings.TrimSpace(v)
+		case "topic_id":
+			topicID = strings.TrimSpace(v)
+		}
+	}
+	if version != "0" {
+		return id, fmt.Errorf("%w: version %q", errBadMetadata, version)
+	}
+	b, err := base64.RawURLEncoding.DecodeString(topicID)
+	if err != nil || len(b) != 16 {
+		return id, fmt.Errorf("%w: topic_id %q", errBadMetadata, topicID)
+	}
+	copy(id[:], b)
+	return id, nil
+}
+
+// Delete closes tp's log and removes its directory (renamed to
+// <topic>-<p>.<id>-delete first, so a crash leaves no half-deleted log that
+// looks live).
+func (m *Manager) Delete(tp TopicPartition) error {
+	m.mu.Lock()
+	l := m.logs[tp]
+	delete(m.logs, tp)
+	m.mu.Unlock()
+	if l == nil {
+		return nil
+	}
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	l.markClosed()
+	m.cancelPendingDeletes(l.dir)
+	cerr := l.closeFiles()
+	var rnd [16]byte
+	rand.Read(rnd[:])
+	target := filepath.Join(m.dir, fmt.Sprintf("%s.%s-delete", partitionDir(tp), hex.EncodeToString(rnd[:])))
+	if err := m.fs.Rename(l.dir, target); err != nil {
+		return fmt.Errorf("storage: delete %s: %w", l.dir, err)
+	}
+	if err := m.fs.SyncDir(m.dir); err != nil {
+		return fmt.Errorf("storage: delete %s: %w", l.dir, err)
+	}
+	if err := m.fs.RemoveAll(target); err != nil {
+		return fmt.Errorf("storage: delete %s: %w", target, err)
+	}
+	if cerr != nil {
+		m.logger.Warn("storage: closing deleted log", "dir", l.dir, "err", cerr)
+	}
+	return nil
+}
+
+// Close flushes every log, writes the checkpoints and the clean-shutdown
+// marker, stops the goroutines and closes the files. It is idempotent.
+// The marker is not written when the log dir went offline.
+func (m *Manager) Close() error {
+	m.closeOnce.Do(func() { m.closeErr = m.close() })
+	return m.closeErr
+}
+
+func (m *Manager) close() error {
+	m.mu.Lock()
+	close(m.stop)
+	m.mu.Unlock()
+	m.wg.Wait()
+	logs := m.Logs()
+	var errs []error
+	for _, l := range logs {
+		l.appendMu.Lock()
+		l.markClosed()
+		l.appendMu.Unlock()
+	}
+	clean := !m.offline.Load()
+	if clean {
+		for _, l := range logs {
+			if err := l.flush(true); err != nil {
+				errs = append(errs, err)
+				clean = false
+			}
+		}
+	}
+	if clean {
+		if err := m.checkpoint(); err != nil {
+			errs = append(errs, err)
+			clean = false
+		}
+	}
+	m.cancelPendingDeletes("")
+	for _, l := range logs {
+		if err := l.closeFiles(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if clean {
+		if err := writeFileAtomic(m.fs, m.dir, cleanShutdownFile, nil); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// deleteSegmentsLater renames segs' files to .deleted and removes them after
+// file.delete.delay.ms, so Regions handed out by Read stay readable.
+func (m *Manager) deleteSegmentsLater(segs []*segment, delayMs int64) {
+	for _, s := range segs {
+		for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
+			if err := m.fs.Rename(s.path(suf), s.path(suf)+deletedSuffix); err != nil && !os.IsNotExist(err) {
+				m.logger.Warn("storage: rename segment for deletion", "file", s.path(suf), "err", err)
+			}
+		}
+	}
+	m.delMu.Lock()
+	defer m.delMu.Unlock()
+	for _, s := range segs {
+		if m.isClosed() || delayMs <= 0 {
+			m.removeSegmentFiles(s)
+			continue
+		}
+		m.pendingDel[s] = time.AfterFunc(time.Duration(delayMs)*time.Millisecond, func() {
+			m.delMu.Lock()
+			defer m.delMu.Unlock()
+			if _, ok := m.pendingDel[s]; !ok {
+				return // Close or Delete got there first
+			}
+			delete(m.pendingDel, s)
+			m.removeSegmentFiles(s)
+		})
+	}
+}
+
+// cancelPendingDeletes removes at once the pending segments under dir (all
+// when dir is empty).
+func (m *Manager) cancelPendingDeletes(dir string) {
+	m.delMu.Lock()
+	defer m.delMu.Unlock()
+	for s, t := range m.pendingDel {
+		if dir != "" && s.dir != dir {
+			continue
+		}
+		t.Stop()
+		delete(m.pendingDel, s)
+		m.removeSegmentFiles(s)
+	}
+}
+
+func (m *Manager) removeSegmentFiles(s *segment) {
+	s.close()
+	for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
+		if err := m.fs.Remove(s.path(suf) + deletedSuffix); err != nil && !os.IsNotExist(err) {
+			m.logger.Warn("storage: remove deleted segment", "file", s.path(suf), "err", err)
+		}
+	}
+}

@@ -1,0 +1,501 @@
+package storage
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	"samsa/internal/record"
+	"samsa/internal/vfs"
+)
+
+// recoverAll opens every partition log in the log dir. See the package doc
+// for the rules.
+func (m *Manager) recoverAll() error {
+	names, err := m.fs.List(m.dir)
+	if err != nil {
+		return fmt.Errorf("storage: list %s: %w", m.dir, err)
+	}
+	clean := fileExists(m.fs, filepath.Join(m.dir, cleanShutdownFile))
+	rps, err := readCheckpoint(m.fs, m.dir, recoveryPointFile)
+	if err != nil {
+		m.logger.Warn("storage: ignoring recovery point checkpoint", "err", err)
+		rps, clean = map[TopicPartition]int64{}, false
+	}
+	lsos, err := readCheckpoint(m.fs, m.dir, logStartOffsetFile)
+	if err != nil {
+		m.logger.Warn("storage: ignoring log start offset checkpoint", "err", err)
+		lsos = map[TopicPartition]int64{}
+	}
+	for _, name := range names {
+		path := filepath.Join(m.dir, name)
+		if strings.HasSuffix(name, "-delete") {
+			if err := m.fs.RemoveAll(path); err != nil {
+				return fmt.Errorf("storage: remove %s: %w", path, err)
+			}
+			continue
+		}
+		if strings.HasSuffix(name, ".tmp") {
+			m.fs.Remove(path)
+			continue
+		}
+		tp, ok := parsePartitionDir(name)
+		if !ok {
+			continue
+		}
+		if fi, err := m.fs.Stat(path); err != nil || !fi.IsDir() {
+			continue
+		}
+		rp, ok := rps[tp]
+		if !ok {
+			rp = 0
+		}
+		l, err := m.loadLog(tp, path, rp, lsos[tp], clean)
+		if err != nil {
+			return err
+		}
+		m.logs[tp] = l
+	}
+	if clean {
+		if err := m.fs.Remove(filepath.Join(m.dir, cleanShutdownFile)); err != nil {
+			return fmt.Errorf("storage: remove clean shutdown marker: %w", err)
+		}
+		if err := m.fs.SyncDir(m.dir); err != nil {
+			return fmt.Errorf("storage: sync dir %s: %w", m.dir, err)
+		}
+	}
+	return nil
+}
+
+// parsePartitionDir parses "<topic>-<partition>".
+func parsePartitionDir(name string) (TopicPartition, bool) {
+	i := strings.LastIndexByte(name, '-')
+	if i <= 0 {
+		return TopicPartition{}, false
+	}
+	p, err := strconv.ParseInt(name[i+1:], 10, 32)
+	if err != nil || p < 0 || strconv.FormatInt(p, 10) != name[i+1:] {
+		return TopicPartition{}, false
+	}
+	return TopicPartition{Topic: name[:i], Partition: int32(p)}, true
+}
+
+// resolveLeftovers deletes .deleted and .cleaned files and renames a .swap
+// file into place when its original is gone (deleting it otherwise). It
+// returns the remaining names.
+func resolveLeftovers(fs vfs.FS, dir string, names []string) ([]string, error) {
+	have := map[string]bool{}
+	for _, n := range names {
+		have[n] = true
+	}
+	for _, n := range names {
+		path := filepath.Join(dir, n)
+		switch {
+		case strings.HasSuffix(n, deletedSuffix), strings.HasSuffix(n, cleanedSuffix), strings.HasSuffix(n, ".tmp"):
+			if err := fs.Remove(path); err != nil {
+				return nil, fmt.Errorf("storage: remove %s: %w", path, err)
+			}
+			delete(have, n)
+		case strings.HasSuffix(n, swapSuffix):
+			orig := strings.TrimSuffix(n, swapSuffix)
+			if have[orig] {
+				if err := fs.Remove(path); err != nil {
+					return nil, fmt.Errorf("storage: remove %s: %w", path, err)
+				}
+			} else {
+				if err := fs.Rename(path, filepath.Join(dir, orig)); err != nil {
+					return nil, fmt.Errorf("storage: rename %s: %w", path, err)
+				}
+				have[orig] = true
+			}
+			delete(have, n)
+		}
+	}
+	out := make([]string, 0, len(have))
+	for n := range have {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// loadLog opens and recovers one partition directory.
+func (m *Manager) loadLog(tp TopicPartition, dir string, recoveryPoint, logStart int64, clean bool) (*Log, error) {
+	names, err := m.fs.List(dir)
+	if err != nil {
+		return nil, fmt.Errorf("storage: list %s: %w", dir, err)
+	}
+	if names, err = resolveLeftovers(m.fs, dir, names); err != nil {
+		return nil, err
+	}
+	var topicID [16]byte
+	if data, err := readFile(m.fs, filepath.Join(dir, metadataFile)); err == nil {
+		if topicID, err = decodeMetadata(data); err != nil {
+			m.logger.Warn("storage: bad partition.metadata", "dir", dir, "err", err)
+		}
+	}
+	cfg := m.defCfg
+	l := m.newLog(tp, topicID, dir, cfg)
+
+	var bases []int64
+	for _, n := range names {
+		if stem, ok := strings.CutSuffix(n, logSuffix); ok {
+			if b, err := strconv.ParseInt(stem, 10, 64); err == nil && b >= 0 {
+				bases = append(bases, b)
+			}
+		}
+	}
+	sort.Slice(bases, func(i, j int) bool { return bases[i] < bases[j] })
+	// A segment from bases[i] must be scanned when it can hold offsets at or
+	// above the recovery point.
+	for i, base := range bases {
+		seg, err := openSegment(m.fs, dir, base, &cfg)
+		if err != nil {
+			l.segs = append(l.segs, seg)
+			l.closeFiles()
+			return nil, err
+		}
+		l.segs = append(l.segs, seg)
+		mustScan := !clean && (i == len(bases)-1 || bases[i+1] > recoveryPoint)
+		torn := false
+		if !mustScan {
+			if err := l.loadTrusted(seg, i == len(bases)-1); err != nil {
+				m.logger.Warn("storage: segment needs recovery", "file", seg.path(logSuffix), "err", err)
+				mustScan = true
+			}
+		}
+		if mustScan {
+			if torn, err = l.recoverSegment(seg, i == len(bases)-1); err != nil {
+				l.closeFiles()
+				return nil, err
+			}
+		}
+		if torn && i < len(bases)-1 {
+			// Everything after a torn batch is gone: delete later segments.
+			for _, b := range bases[i+1:] {
+				s := newSegment(dir, b, &cfg)
+				for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
+					if err := m.fs.Remove(s.path(suf)); err != nil && !os.IsNotExist(err) {
+						l.closeFiles()
+						return nil, fmt.Errorf("storage: remove %s: %w", s.path(suf), err)
+					}
+				}
+				m.logger.Warn("storage: deleted segment after torn batch", "file", s.path(logSuffix))
+			}
+			break
+		}
+	}
+	// Drop trailing empty segments but the first, so the active segment is
+	// the last non-empty one or the only one.
+	if len(l.segs) == 0 {
+		seg, err := createSegment(m.fs, dir, max(logStart, 0), &cfg)
+		if err != nil {
+			return nil, err
+		}
+		l.segs = []*segment{seg}
+	}
+	for _, s := range l.segs {
+		if err := s.sync(true); err != nil {
+			l.closeFiles()
+			return nil, err
+		}
+	}
+	if err := m.fs.SyncDir(dir); err != nil {
+		l.closeFiles()
+		return nil, fmt.Errorf("storage: sync dir %s: %w", dir, err)
+	}
+	leo := l.segs[len(l.segs)-1].nextOffset.Load()
+	lso := max(l.segs[0].baseOffset, min(logStart, leo))
+	l.logStart.Store(lso)
+	l.logEnd.Store(leo)
+	l.durable.Store(leo)
+	l.recoveryPoint.Store(leo)
+	return l, nil
+}
+
+// openSegment opens an existing segment's files for appending. A missing
+// index file is created empty and flagged by a zero maxEntries check later.
+func openSegment(fs vfs.FS, dir string, base int64, cfg *Config) (*segment, error) {
+	s := newSegment(dir, base, cfg)
+	var err error
+	if s.log, err = fs.OpenReadWrite(s.path(logSuffix)); err != nil {
+		return nil, fmt.Errorf("storage: open segment: %w", err)
+	}
+	if s.index.file, err = fs.OpenReadWrite(s.path(indexSuffix)); err != nil {
+		s.log.Close()
+		return nil, fmt.Errorf("storage: open segment: %w", err)
+	}
+	if s.timeIndex.file, err = fs.OpenReadWrite(s.path(timeIndexSuffix)); err != nil {
+		s.log.Close()
+		s.index.file.Close()
+		return nil, fmt.Errorf("storage: open segment: %w", err)
+	}
+	fi, err := s.log.Stat()
+	if err != nil {
+		s.close()
+		return nil, fmt.Errorf("storage: stat %s: %w", s.path(logSuffix), err)
+	}
+	s.size.Store(fi.Size())
+	return s, nil
+}
+
+// loadTrusted loads seg's indexes from their files, checking them, and
+// scans the batch headers after the last time index entry to find the
+// segment's end offset and largest timestamp. Any inconsistency is an error:
+// the caller then recovers the segment.
+func (l *Log) loadTrusted(seg *segment, active bool) error {
+	size := seg.size.Load()
+	ibuf, err := readAllAt(seg.index.file)
+	if err != nil {
+		return err
+	}
+	tbuf, err := readAllAt(seg.timeIndex.file)
+	if err != nil {
+		return err
+	}
+	if size > 0 && len(ibuf) == 0 && size > l.cfg.Load().IndexIntervalBytes*2 {
+		return fmt.Errorf("%w: empty index for %d bytes", errBadIndex, size)
+	}
+	idx, err := decodeOffsetIndex(ibuf, size)
+	if err != nil {
+		return err
+	}
+	tidx, err := decodeTimeIndex(tbuf, math.MaxInt32)
+	if err != nil {
+		return err
+	}
+	var hbuf [scanHeaderSize]byte
+	if n := len(idx); n > 0 {
+		h, err := readHeader(seg.log, int64(idx[n-1].pos), size, &hbuf)
+		if err != nil {
+			return err
+		}
+		if h.lastOffset != seg.baseOffset+int64(idx[n-1].rel) {
+			return fmt.Errorf("%w: last entry points at offset %d, not %d", errBadIndex, h.lastOffset, seg.baseOffset+int64(idx[n-1].rel))
+		}
+	}
+	seg.index.entries, seg.timeIndex.entries = idx, tidx
+	t, err := l.scanTail(seg)
+	if err != nil {
+		seg.index.entries, seg.timeIndex.entries = nil, nil
+		return err
+	}
+	if last, ok := seg.timeIndex.last(); ok && seg.baseOffset+int64(last.rel) >= t.nextOffset {
+		seg.index.entries, seg.timeIndex.entries = nil, nil
+		return fmt.Errorf("%w: time index past the end of the segment", errBadIndex)
+	}
+	t.apply(seg)
+	return nil
+}
+
+// tailState is what scanTail learns about a segment.
+type tailState struct {
+	nextOffset      int64
+	maxTimestamp    int64
+	offsetOfMaxTs   int64
+	firstBatchTs    int64
+	bytesSinceIndex int64
+	lastTimeIndexed int64
+	lastTimeRel     int32
+}
+
+func (t tailState) apply(seg *segment) {
+	seg.nextOffset.Store(t.nextOffset)
+	seg.maxTimestamp, seg.offsetOfMaxTs = t.maxTimestamp, t.offsetOfMaxTs
+	seg.firstBatchTs = t.firstBatchTs
+	seg.bytesSinceIndex = t.bytesSinceIndex
+	seg.lastTimeIndexed, seg.lastTimeIndexedRel = t.lastTimeIndexed, t.lastTimeRel
+}
+
+// scanTail reads batch headers from the position of seg's last time index
+// entry to the end of the segment. seg's index entries must be loaded and
+// not change during the call.
+func (l *Log) scanTail(seg *segment) (tailState, error) {
+	size := seg.size.Load()
+	t := tailState{nextOffset: seg.baseOffset, maxTimestamp: -1, offsetOfMaxTs: -1, firstBatchTs: -1, lastTimeIndexed: -1}
+	var hbuf [scanHeaderSize]byte
+	if size == 0 {
+		return t, nil
+	}
+	first, err := readHeader(seg.log, 0, size, &hbuf)
+	if err != nil {
+		return t, err
+	}
+	t.firstBatchTs = first.maxTimestamp
+	var pos int64
+	if last, ok := seg.timeIndex.last(); ok {
+		t.maxTimestamp, t.offsetOfMaxTs = last.ts, seg.baseOffset+int64(last.rel)
+		t.lastTimeIndexed, t.lastTimeRel = last.ts, last.rel
+		pos = seg.index.lookup(last.rel)
+	}
+	if n := len(seg.index.entries); n > 0 {
+		t.bytesSinceIndex = size - int64(seg.index.entries[n-1].pos)
+	} else {
+		t.bytesSinceIndex = size
+	}
+	for pos < size {
+		h, err := readHeader(seg.log, pos, size, &hbuf)
+		if err != nil {
+			return t, err
+		}
+		if h.magic != 2 || h.baseOffset < t.nextOffset && pos > 0 {
+			return t, record.MarkCorrupt(fmt.Errorf("storage: bad batch at %d of %s", pos, seg.path(logSuffix)))
+		}
+		if h.maxTimestamp > t.maxTimestamp {
+			t.maxTimestamp, t.offsetOfMaxTs = h.maxTimestamp, h.lastOffset
+		}
+		t.nextOffset = h.lastOffset + 1
+		pos += h.size
+	}
+	return t, nil
+}
+
+// rescanSegment recomputes seg's tail state after a truncation. Called with
+// appendMu held.
+func (l *Log) rescanSegment(seg *segment) error {
+	l.mu.RLock()
+	t, err := l.scanTail(seg)
+	l.mu.RUnlock()
+	if err != nil {
+		return err
+	}
+	l.mu.Lock()
+	t.apply(seg)
+	l.mu.Unlock()
+	return nil
+}
+
+// recoverSegment reads every batch of seg, checking its length, magic, CRC
+// and offsets, truncates the file at the first bad or short batch and
+// rebuilds both indexes. It reports whether it truncated.
+func (l *Log) recoverSegment(seg *segment, active bool) (bool, error) {
+	cfg := l.cfg.Load()
+	size := seg.size.Load()
+	seg.index.entries, seg.timeIndex.entries = nil, nil
+	seg.bytesSinceIndex, seg.maxTimestamp, seg.offsetOfMaxTs, seg.firstBatchTs = 0, -1, -1, -1
+	seg.lastTimeIndexed, seg.lastTimeIndexedRel = -1, 0
+	next := seg.baseOffset
+	var pos int64
+	var buf []byte
+	var hbuf [scanHeaderSize]byte
+	var bad error
+	for pos < size {
+		h, err := readHeader(seg.log, pos, size, &hbuf)
+		if err != nil {
+			bad = err
+			break
+		}
+		if h.magic != 2 || h.baseOffset < next || h.lastOffset-seg.baseOffset > math.MaxInt32 {
+			bad = fmt.Errorf("batch offsets %d..%d magic %d", h.baseOffset, h.lastOffset, h.magic)
+			break
+		}
+		if int64(cap(buf)) < h.size {
+			buf = make([]byte, h.size)
+		}
+		buf = buf[:h.size]
+		if _, err := seg.log.ReadAt(buf, pos); err != nil {
+			bad = err
+			break
+		}
+		b, _, err := record.Split(buf)
+		if err != nil {
+			bad = err
+			break
+		}
+		if b.ComputeCRC() != b.CRC() {
+			bad = errors.New("crc mismatch")
+			break
+		}
+		if seg.maxTimestamp < 0 || h.maxTimestamp > seg.maxTimestamp {
+			seg.maxTimestamp, seg.offsetOfMaxTs = h.maxTimestamp, h.lastOffset
+		}
+		if seg.firstBatchTs < 0 {
+			seg.firstBatchTs = h.maxTimestamp
+		}
+		if seg.bytesSinceIndex > cfg.IndexIntervalBytes {
+			seg.index.entries = append(seg.index.entries, offsetEntry{rel: int32(h.lastOffset - seg.baseOffset), pos: int32(pos)})
+			appendTimeEntry(seg)
+			seg.bytesSinceIndex = 0
+		}
+		seg.bytesSinceIndex += h.size
+		next = h.lastOffset + 1
+		pos += h.size
+	}
+	if !active {
+		appendTimeEntry(seg)
+	}
+	torn := pos < size
+	if torn {
+		l.logger.Warn("storage: truncating torn or corrupt segment tail",
+			"file", seg.path(logSuffix), "position", pos, "truncatedBytes", size-pos, "reason", bad)
+		if err := seg.log.Truncate(pos); err != nil {
+			return false, fmt.Errorf("storage: truncate %s: %w", seg.path(logSuffix), err)
+		}
+		seg.size.Store(pos)
+	}
+	seg.nextOffset.Store(next)
+	if err := writeIndexFiles(seg); err != nil {
+		return false, err
+	}
+	return torn, nil
+}
+
+// appendTimeEntry adds (maxTimestamp, offsetOfMaxTs) to seg's in-memory time
+// index when it grew.
+func appendTimeEntry(seg *segment) {
+	if seg.maxTimestamp < 0 || seg.maxTimestamp <= seg.lastTimeIndexed {
+		return
+	}
+	rel := int32(seg.offsetOfMaxTs - seg.baseOffset)
+	if len(seg.timeIndex.entries) > 0 && rel <= seg.lastTimeIndexedRel {
+		return
+	}
+	seg.timeIndex.entries = append(seg.timeIndex.entries, timeEntry{ts: seg.maxTimestamp, rel: rel})
+	seg.lastTimeIndexed, seg.lastTimeIndexedRel = seg.maxTimestamp, rel
+}
+
+// writeIndexFiles rewrites both index files from memory.
+func writeIndexFiles(seg *segment) error {
+	ib := make([]byte, 0, len(seg.index.entries)*offsetEntrySize)
+	for _, e := range seg.index.entries {
+		ib = e.encode(ib)
+	}
+	tb := make([]byte, 0, len(seg.timeIndex.entries)*timeEntrySize)
+	for _, e := range seg.timeIndex.entries {
+		tb = e.encode(tb)
+	}
+	for _, w := range []struct {
+		f    vfs.File
+		data []byte
+		name string
+	}{{seg.index.file, ib, seg.path(indexSuffix)}, {seg.timeIndex.file, tb, seg.path(timeIndexSuffix)}} {
+		if err := w.f.Truncate(0); err != nil {
+			return fmt.Errorf("storage: rewrite %s: %w", w.name, err)
+		}
+		if _, err := w.f.Write(w.data); err != nil {
+			return fmt.Errorf("storage: rewrite %s: %w", w.name, err)
+		}
+	}
+	return nil
+}
+
+// readAllAt reads a whole file from position 0.
+func readAllAt(f vfs.File) ([]byte, error) {
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	buf := make([]byte, fi.Size())
+	if len(buf) == 0 {
+		return buf, nil
+	}
+	if _, err := f.ReadAt(buf, 0); err != nil {
+		return nil, err
+	}
+	return buf, nil
+}

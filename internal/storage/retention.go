@@ -1,0 +1,268 @@
+package storage
+
+import (
+	"fmt"
+	"time"
+)
+
+// retentionLoop runs RunRetention every RetentionCheckInterval until Close.
+func (m *Manager) retentionLoop() {
+	t := time.NewTicker(m.retInt)
+	defer t.Stop()
+	for {
+		select {
+		case <-m.stop:
+			return
+		case <-t.C:
+			m.RunRetention()
+		}
+	}
+}
+
+// RunRetention runs one retention pass over every log: roll active segments
+// older than segment.ms, delete whole segments past retention.ms (by their
+// largest timestamp) or beyond retention.bytes or below the log start
+// offset, then write the checkpoints. Tests call it to run a pass
+// deterministically. It is safe for concurrent use.
+func (m *Manager) RunRetention() {
+	now := m.now().UnixMilli()
+	for _, l := range m.Logs() {
+		if err := l.retain(now); err != nil {
+			m.logger.Warn("storage: retention", "dir", l.dir, "err", err)
+		}
+	}
+	if !m.isClosed() && !m.offline.Load() {
+		if err := m.checkpoint(); err != nil {
+			m.logger.Warn("storage: checkpoint", "dir", m.dir, "err", err)
+		}
+	}
+}
+
+// retain applies the retention rules to l at time nowMs.
+func (l *Log) retain(nowMs int64) error {
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	if err := l.checkWritable(); err != nil {
+		return nil
+	}
+	cfg := l.cfg.Load()
+	active := l.activeSegment()
+	if !active.empty() {
+		l.mu.RLock()
+		due := cfg.SegmentMs >= 0 && active.firstBatchTs >= 0 && nowMs-active.firstBatchTs > cfg.SegmentMs
+		l.mu.RUnlock()
+		if due {
+			if _, err := l.rollLocked(); err != nil {
+				l.goOffline(err)
+				return err
+			}
+		}
+	}
+
+	l.mu.RLock()
+	segs := l.segs
+	var total int64
+	for _, s := range segs {
+		total += s.size.Load()
+	}
+	lso := l.logStart.Load()
+	n := 0 // segments to delete: a prefix, never the active one
+	for ; n < len(segs)-1; n++ {
+		s := segs[n]
+		switch {
+		case segs[n+1].baseOffset <= lso:
+		case cfg.RetentionMs >= 0 && s.maxTimestamp >= 0 && nowMs-s.maxTimestamp > cfg.RetentionMs:
+		case cfg.RetentionBytes >= 0 && total-s.size.Load() >= cfg.RetentionBytes:
+		default:
+			goto done
+		}
+		total -= s.size.Load()
+	}
+done:
+	l.mu.RUnlock()
+	if n == 0 {
+		return nil
+	}
+	l.deleteFirstLocked(n, cfg)
+	return nil
+}
+
+// deleteFirstLocked removes the first n segments (never all of them) and
+// advances the log start offset to the new first segment. Called with
+// appendMu held.
+func (l *Log) deleteFirstLocked(n int, cfg *Config) {
+	l.mu.Lock()
+	gone := l.segs[:n:n]
+	l.segs = append([]*segment(nil), l.segs[n:]...)
+	if first := l.segs[0].baseOffset; first > l.logStart.Load() {
+		l.logStart.Store(first)
+	}
+	l.mu.Unlock()
+	l.logger.Info("storage: deleting segments", "dir", l.dir, "count", n, "logStartOffset", l.logStart.Load())
+	l.notify(false)
+	l.dropSegments(gone, cfg)
+}
+
+// dropSegments schedules gone for deletion.
+func (l *Log) dropSegments(gone []*segment, cfg *Config) {
+	if l.m != nil {
+		l.m.deleteSegmentsLater(gone, cfg.FileDeleteDelayMs)
+		return
+	}
+	for _, s := range gone {
+		s.close()
+	}
+}
+
+// DeleteRecordsBefore advances the log start offset to offset (DeleteRecords)
+// and deletes segments wholly below it. offset must be <= the high
+// watermark, which the caller checks. It returns the new log start offset.
+func (l *Log) DeleteRecordsBefore(offset int64) (int64, error) {
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	if err := l.checkWritable(); err != nil {
+		return 0, err
+	}
+	if offset > l.logEnd.Load() || offset < 0 {
+		return 0, fmt.Errorf("storage: delete records before %d (log end %d): %w", offset, l.logEnd.Load(), ErrOffsetOutOfRange)
+	}
+	if offset <= l.logStart.Load() {
+		return l.logStart.Load(), nil
+	}
+	l.logStart.Store(offset)
+	l.notify(false)
+	l.mu.RLock()
+	n := 0
+	for n < len(l.segs)-1 && l.segs[n+1].baseOffset <= offset {
+		n++
+	}
+	l.mu.RUnlock()
+	if n > 0 {
+		l.deleteFirstLocked(n, l.cfg.Load())
+	}
+	return l.logStart.Load(), nil
+}
+
+// Truncate removes every batch at or above offset (follower truncation). A
+// batch that straddles offset is removed whole, so the log end offset
+// becomes the base offset of the first removed batch. Truncating below the
+// log start offset empties the log and restarts it at offset.
+func (l *Log) Truncate(offset int64) error {
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	if err := l.checkWritable(); err != nil {
+		return err
+	}
+	if offset >= l.logEnd.Load() {
+		return nil
+	}
+	if offset < 0 {
+		return fmt.Errorf("storage: truncate to %d: %w", offset, ErrOffsetOutOfRange)
+	}
+	cfg := l.cfg.Load()
+	if offset < l.logStart.Load() {
+		return l.truncateFullyLocked(offset, cfg)
+	}
+	l.mu.RLock()
+	segs := l.segs
+	i := segmentFor(segs, offset)
+	seg := segs[i]
+	pos := seg.index.lookup(int32(offset - seg.baseOffset))
+	l.mu.RUnlock()
+	// Find the first batch whose last offset is >= offset.
+	end := seg.size.Load()
+	newEnd := seg.baseOffset
+	var hbuf [scanHeaderSize]byte
+	for pos < end {
+		h, err := readHeader(seg.log, pos, end, &hbuf)
+		if err != nil {
+			l.goOffline(err)
+			return ErrLogDirOffline
+		}
+		if h.lastOffset >= offset {
+			newEnd = h.baseOffset
+			break
+		}
+		pos += h.size
+		newEnd = h.lastOffset + 1
+	}
+	if err := seg.log.Truncate(pos); err != nil {
+		l.goOffline(err)
+		return ErrLogDirOffline
+	}
+	l.mu.Lock()
+	err := l.truncateIndexesLocked(seg, pos, newEnd)
+	gone := append([]*segment(nil), segs[i+1:]...)
+	l.segs = append([]*segment(nil), segs[:i+1]...)
+	var keep []*segment
+	for _, u := range l.unsynced {
+		if u.baseOffset < seg.baseOffset {
+			keep = append(keep, u)
+		}
+	}
+	l.unsynced = keep
+	l.truncGen++
+	seg.size.Store(pos)
+	seg.nextOffset.Store(newEnd)
+	l.logEnd.Store(newEnd)
+	if l.durable.Load() > newEnd {
+		l.durable.Store(newEnd)
+	}
+	if l.recoveryPoint.Load() > newEnd {
+		l.recoveryPoint.Store(newEnd)
+	}
+	l.mu.Unlock()
+	if err != nil {
+		l.goOffline(err)
+		return ErrLogDirOffline
+	}
+	l.logger.Info("storage: truncated", "dir", l.dir, "offset", offset, "logEndOffset", newEnd)
+	l.dropSegments(gone, cfg)
+	if err := l.rescanSegment(seg); err != nil {
+		l.goOffline(err)
+		return ErrLogDirOffline
+	}
+	l.notify(true)
+	if l.m != nil {
+		l.m.markDirty(l)
+	}
+	return nil
+}
+
+// truncateIndexesLocked cuts seg's indexes after a truncation of its log to
+// pos, where newEnd is the segment's new next offset.
+func (l *Log) truncateIndexesLocked(seg *segment, pos, newEnd int64) error {
+	if err := seg.index.truncateAfterPos(pos); err != nil {
+		return fmt.Errorf("storage: truncate %s: %w", seg.path(indexSuffix), err)
+	}
+	if err := seg.timeIndex.truncateFromRel(int32(newEnd - seg.baseOffset)); err != nil {
+		return fmt.Errorf("storage: truncate %s: %w", seg.path(timeIndexSuffix), err)
+	}
+	return nil
+}
+
+// truncateFullyLocked deletes every segment and starts an empty log at
+// offset.
+func (l *Log) truncateFullyLocked(offset int64, cfg *Config) error {
+	l.mu.RLock()
+	old := l.segs
+	l.mu.RUnlock()
+	// Move the old files aside first: the new segment may reuse a name.
+	l.dropSegments(old, cfg)
+	seg, err := createSegment(l.fs, l.dir, offset, cfg)
+	if err != nil {
+		l.goOffline(err)
+		return ErrLogDirOffline
+	}
+	l.mu.Lock()
+	l.segs = []*segment{seg}
+	l.unsynced = nil
+	l.truncGen++
+	l.logStart.Store(offset)
+	l.logEnd.Store(offset)
+	l.durable.Store(offset)
+	l.recoveryPoint.Store(offset)
+	l.mu.Unlock()
+	l.notify(true)
+	return nil
+}
