@@ -1,14 +1,100 @@
 package cli
 
-import "github.com/spf13/cobra"
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"samsa/internal/config"
+)
 
 // newServeCmd returns the `samsa serve` command.
 func newServeCmd() *cobra.Command {
-	return &cobra.Command{
+	var (
+		configPath string
+		overrides  []string
+		logLevel   string
+	)
+	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run a samsa broker",
+		Long: `Run a samsa broker.
+
+With no flags, serve runs a complete single-broker cluster: a Kafka listener
+on 127.0.0.1:9092, an embedded etcd holding the cluster metadata, the admin
+HTTP endpoints (/metrics, /healthz, /readyz) on 127.0.0.1:9080, and data in
+./samsa-data.
+
+Configuration uses Kafka's names (node.id, listeners, log.dirs,
+log.retention.ms, ...), from a server.properties file given with --config
+and from --override name=value, which wins over the file. Unknown names are
+an error. See docs/configuration.md for every config.
+
+SIGINT or SIGTERM shut the broker down cleanly: it stops accepting, finishes
+in-flight requests, flushes the logs, and deregisters. A second signal exits
+at once.`,
+		Example: `  samsa serve
+  samsa serve --config server.properties
+  samsa serve --override log.dirs=/var/lib/samsa --override listeners=PLAINTEXT://0.0.0.0:9092`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return nil
+			cfg, err := config.Load(configPath, overrides)
+			if err != nil {
+				return usageError{err}
+			}
+			var level slog.Level
+			if err := level.UnmarshalText([]byte(logLevel)); err != nil {
+				return usagef("--log-level: %v", err)
+			}
+			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
+			return serve(cmd.Context(), cfg, log)
 		},
 	}
+	cmd.Flags().StringVar(&configPath, "config", "", "a Kafka-style server.properties file")
+	cmd.Flags().StringArrayVar(&overrides, "override", nil, "set a config, name=value (repeatable; wins over --config)")
+	cmd.Flags().StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	return cmd
+}
+
+// serve runs a node until ctx is done (the first SIGINT/SIGTERM), then
+// shuts it down; a second signal during shutdown exits at once.
+func serve(ctx context.Context, cfg *config.Broker, log *slog.Logger) error {
+	start := time.Now()
+	n, err := StartNode(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	listeners := make([]string, len(cfg.Listeners))
+	for i, l := range cfg.Listeners {
+		listeners[i] = l.String()
+	}
+	log.Info("samsa broker ready", "node.id", cfg.NodeID, "listeners", strings.Join(listeners, ","),
+		"addr", n.Addr(), "admin", n.AdminAddr(), "log.dirs", strings.Join(cfg.LogDirs, ","),
+		"startup", time.Since(start).Round(time.Millisecond))
+
+	<-ctx.Done()
+	log.Info("shutting down; a second signal exits at once")
+	again := make(chan os.Signal, 1)
+	signal.Notify(again, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(again)
+	go func() {
+		if _, ok := <-again; ok {
+			fmt.Fprintln(os.Stderr, "samsa: second signal, exiting now")
+			os.Exit(1)
+		}
+	}()
+	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := n.Shutdown(sctx); err != nil {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	log.Info("samsa broker stopped")
+	return nil
 }

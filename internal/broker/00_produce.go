@@ -1,0 +1,150 @@
+package broker
+
+// Produce: v3-11
+//
+// * v3: record batch v2 only; exactly one batch per partition, as Kafka
+//   requires of v3+ (more is INVALID_RECORD).
+// * v5: LogStartOffset in the response.
+// * v8: RecordErrors and ErrorMessage in the response (KIP-467).
+// * v9: flexible versions.
+// * v10-11: CurrentLeader and NodeEndpoints tagged fields (KIP-951); a single
+//   broker is always the leader of what it hosts, so they stay empty.
+//
+// Differences from Kafka: acks=-1 (all) is answered only after the batch is
+// fsynced under the default flush policy (flush.messages=1), one fsync
+// shared by every produce waiting at that moment. Idempotent and
+// transactional batches are not accepted yet: a batch carrying a producer id
+// gets UNKNOWN_PRODUCER_ID and a transactional one INVALID_TXN_STATE,
+// because this broker never issued the id (it does not serve
+// InitProducerId).
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"samsa/internal/record"
+	"samsa/internal/replica"
+	"samsa/internal/server"
+	"samsa/internal/storage"
+)
+
+var errMultipleBatches = fmt.Errorf("%w: produce requests v3+ carry exactly one record batch per partition", record.ErrInvalidRecord)
+
+// pendingAck is a partition whose acks=all answer waits for durability.
+type pendingAck struct {
+	topic, partition int // indexes into the response
+	log              *storage.Log
+	end              int64 // wait until everything below end is durable
+}
+
+func (b *Broker) handleProduce(ctx context.Context, req *kmsg.ProduceRequest) server.Reply {
+	resp := req.ResponseKind().(*kmsg.ProduceResponse)
+	var waits []pendingAck
+
+	acksValid := req.Acks == -1 || req.Acks == 0 || req.Acks == 1
+	img := b.cluster.Image()
+	nowMs := b.now().UnixMilli()
+
+	for i := range req.Topics {
+		rt := &req.Topics[i]
+		st := kmsg.NewProduceResponseTopic()
+		st.Topic = rt.Topic
+		st.TopicID = rt.TopicID
+		t := img.Topics[rt.Topic]
+		for j := range rt.Partitions {
+			rp := &rt.Partitions[j]
+			sp := kmsg.NewProduceResponseTopicPartition()
+			sp.Partition = rp.Partition
+			sp.BaseOffset = -1
+			sp.LogAppendTime = -1
+			sp.LogStartOffset = -1
+			switch {
+			case !acksValid:
+				sp.ErrorCode = kerr.InvalidRequiredAcks.Code
+			case t == nil || rp.Partition < 0 || int(rp.Partition) >= len(t.Replicas):
+				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			default:
+				tc, err := b.topicConfig(img, t.Configs)
+				if err != nil {
+					sp.ErrorCode = kerr.UnknownServerError.Code
+					break
+				}
+				p, err := b.replicas.Leader(storage.TopicPartition{Topic: rt.Topic, Partition: rp.Partition})
+				if err != nil {
+					sp.ErrorCode = errCode(err).Code
+					break
+				}
+				res, err := b.appendBatch(p, rp.Records, int(tc.MaxMessageBytes), tc.MessageTimestampType == "LogAppendTime", nowMs)
+				if err != nil {
+					sp.ErrorCode = errCode(err).Code
+					sp.ErrorMessage = errMessage(err)
+					break
+				}
+				sp.BaseOffset = res.BaseOffset
+				sp.LogAppendTime = res.LogAppendTime
+				sp.LogStartOffset = res.LogStartOffset
+				if req.Acks == -1 {
+					waits = append(waits, pendingAck{
+						topic: len(resp.Topics), partition: len(st.Partitions),
+						log: p.Log, end: res.LastOffset + 1,
+					})
+				}
+			}
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	if req.Acks == 0 {
+		return server.Reply{None: true}
+	}
+	if len(waits) == 0 {
+		return server.Reply{Msg: resp}
+	}
+	return server.Reply{Wait: func(ctx context.Context) server.Reply {
+		for _, w := range waits {
+			if err := w.log.WaitDurable(ctx, w.end); err != nil {
+				sp := &resp.Topics[w.topic].Partitions[w.partition]
+				sp.ErrorCode = errCode(err).Code
+				sp.BaseOffset = -1
+			}
+		}
+		return server.Reply{Msg: resp}
+	}}
+}
+
+// appendBatch validates the records of one partition of a produce request
+// and appends them.
+func (b *Broker) appendBatch(p *replica.Partition, records []byte, maxMessageBytes int, logAppendTime bool, nowMs int64) (storage.AppendResult, error) {
+	if len(records) > maxMessageBytes {
+		return storage.AppendResult{}, errMessageTooLarge
+	}
+	batch, rest, err := record.Split(records)
+	if err != nil {
+		if errors.Is(err, record.ErrShortBatch) {
+			err = record.MarkCorrupt(err)
+		}
+		return storage.AppendResult{}, err
+	}
+	if len(rest) != 0 {
+		return storage.AppendResult{}, errMultipleBatches
+	}
+	if _, err := batch.Validate(record.ValidateOptions{
+		MaxDecompressedBytes: 2 * maxMessageBytes,
+		FromClient:           true,
+	}); err != nil {
+		return storage.AppendResult{}, err
+	}
+	switch {
+	case batch.Transactional():
+		return storage.AppendResult{}, errTransactional
+	case batch.ProducerID() != record.NoProducerID:
+		return storage.AppendResult{}, errUnknownProducer
+	case batch.Control():
+		return storage.AppendResult{}, fmt.Errorf("%w: control batch from a client", record.ErrInvalidRecord)
+	}
+	return p.Log.Append(batch, p.LeaderEpoch(), logAppendTime, nowMs)
+}

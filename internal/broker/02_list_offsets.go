@@ -1,0 +1,85 @@
+package broker
+
+// ListOffsets: v1-8
+//
+// * v1: one offset per partition; timestamp -1 latest, -2 earliest.
+// * v2: isolation level; read_committed reads up to the last stable offset,
+//   which is the high watermark while samsa has no transactions.
+// * v4: CurrentLeaderEpoch in the request (KIP-320), LeaderEpoch in the
+//   response.
+// * v6: flexible versions.
+// * v7: timestamp -3, the record with the largest timestamp (KIP-734).
+// * v8: timestamp -4, earliest local offset (KIP-405); without tiered
+//   storage it is the log start offset.
+//
+// Offsets are bounded by the high watermark: a lookup by timestamp never
+// returns an offset a consumer could not fetch yet.
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"samsa/internal/storage"
+)
+
+func (b *Broker) handleListOffsets(req *kmsg.ListOffsetsRequest) kmsg.Response {
+	resp := req.ResponseKind().(*kmsg.ListOffsetsResponse)
+	img := b.cluster.Image()
+	for i := range req.Topics {
+		rt := &req.Topics[i]
+		st := kmsg.NewListOffsetsResponseTopic()
+		st.Topic = rt.Topic
+		t := img.Topics[rt.Topic]
+		for j := range rt.Partitions {
+			rp := &rt.Partitions[j]
+			sp := kmsg.NewListOffsetsResponseTopicPartition()
+			sp.Partition = rp.Partition
+			sp.Timestamp, sp.Offset, sp.LeaderEpoch = -1, -1, -1
+			if t == nil || rp.Partition < 0 || int(rp.Partition) >= len(t.Replicas) {
+				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+				st.Partitions = append(st.Partitions, sp)
+				continue
+			}
+			p, err := b.replicas.Leader(storage.TopicPartition{Topic: rt.Topic, Partition: rp.Partition})
+			if err != nil {
+				sp.ErrorCode = errCode(err).Code
+				st.Partitions = append(st.Partitions, sp)
+				continue
+			}
+			if code := checkLeaderEpoch(p, rp.CurrentLeaderEpoch); code != 0 {
+				sp.ErrorCode = code
+				st.Partitions = append(st.Partitions, sp)
+				continue
+			}
+			sp.LeaderEpoch = p.LeaderEpoch()
+			hw := p.HighWatermark()
+			switch ts := rp.Timestamp; {
+			case ts == -1: // latest
+				sp.Offset = hw
+			case ts == -2 || ts == -4: // earliest, earliest local
+				sp.Offset = p.Log.LogStartOffset()
+			case ts == -3 && req.Version >= 7: // max timestamp
+				mts, off, ok, err := p.Log.MaxTimestamp()
+				switch {
+				case err != nil:
+					sp.ErrorCode = errCode(err).Code
+				case ok && off < hw:
+					sp.Timestamp, sp.Offset = mts, off
+				}
+			case ts < 0:
+				sp.ErrorCode = kerr.UnsupportedVersion.Code
+			default:
+				off, found, ok, err := p.Log.OffsetForTimestamp(ts)
+				switch {
+				case err != nil:
+					sp.ErrorCode = errCode(err).Code
+				case ok && off < hw:
+					sp.Timestamp, sp.Offset = found, off
+				}
+			}
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return resp
+}

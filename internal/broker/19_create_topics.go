@@ -1,0 +1,155 @@
+package broker
+
+// CreateTopics: v2-7
+//
+// * v1: ValidateOnly and ErrorMessage.
+// * v4: NumPartitions and ReplicationFactor may be -1: the broker defaults
+//   (num.partitions, default.replication.factor). (KIP-464)
+// * v5: flexible versions; the response carries the topic's partition count,
+//   replication factor and configs (KIP-525).
+// * v7: topic ids (KIP-516).
+//
+// Names follow Kafka's rules: 1-249 characters of [a-zA-Z0-9._-], not "."
+// or "..", and not colliding with an existing topic when '.' and '_' are
+// treated alike. samsa does not take hand-made replica assignments yet: a
+// request with one gets INVALID_REQUEST.
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"samsa/internal/cluster"
+	"samsa/internal/config"
+)
+
+func (b *Broker) handleCreateTopics(ctx context.Context, req *kmsg.CreateTopicsRequest) kmsg.Response {
+	resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
+	seen := make(map[string]int)
+	for _, rt := range req.Topics {
+		seen[rt.Topic]++
+	}
+	created := false
+	for _, rt := range req.Topics {
+		st := kmsg.NewCreateTopicsResponseTopic()
+		st.Topic = rt.Topic
+		st.NumPartitions, st.ReplicationFactor = -1, -1
+		fail := func(code *kerr.Error, err error) {
+			st.ErrorCode = code.Code
+			st.ErrorMessage = errMessage(err)
+			resp.Topics = append(resp.Topics, st)
+		}
+		img := b.cluster.Image()
+		if seen[rt.Topic] > 1 {
+			fail(kerr.InvalidRequest, fmt.Errorf("topic %q appears more than once in the request", rt.Topic))
+			continue
+		}
+		if err := validateTopicName(img, rt.Topic); err != nil {
+			fail(kerr.InvalidTopicException, err)
+			continue
+		}
+		if img.Topics[rt.Topic] != nil {
+			fail(kerr.TopicAlreadyExists, fmt.Errorf("topic %q already exists", rt.Topic))
+			continue
+		}
+		if len(rt.ReplicaAssignment) > 0 {
+			fail(kerr.InvalidRequest, fmt.Errorf("manual replica assignment is not supported"))
+			continue
+		}
+		partitions, rf := rt.NumPartitions, rt.ReplicationFactor
+		if partitions == -1 {
+			partitions = b.cfg.NumPartitions
+		}
+		if rf == -1 {
+			rf = b.cfg.DefaultReplicationFactor
+		}
+		if partitions <= 0 {
+			fail(kerr.InvalidPartitions, fmt.Errorf("number of partitions must be larger than 0"))
+			continue
+		}
+		if rf <= 0 {
+			fail(kerr.InvalidReplicationFactor, fmt.Errorf("replication factor must be larger than 0"))
+			continue
+		}
+		if int(rf) > len(img.Brokers) {
+			fail(kerr.InvalidReplicationFactor, fmt.Errorf("replication factor %d larger than the %d available brokers", rf, len(img.Brokers)))
+			continue
+		}
+		configs := make(map[string]string, len(rt.Configs))
+		for _, c := range rt.Configs {
+			if c.Value == nil {
+				continue
+			}
+			configs[c.Name] = *c.Value
+		}
+		if err := config.ValidateTopic(configs); err != nil {
+			fail(kerr.InvalidConfig, err)
+			continue
+		}
+		if _, err := b.topicConfig(img, configs); err != nil {
+			fail(kerr.InvalidConfig, err)
+			continue
+		}
+		if !req.ValidateOnly {
+			t, err := b.cluster.CreateTopic(ctx, rt.Topic, partitions, rf, configs)
+			if err != nil {
+				fail(errCode(err), err)
+				continue
+			}
+			st.TopicID = t.ID
+			created = true
+		}
+		st.NumPartitions, st.ReplicationFactor = partitions, rf
+		if req.Version >= 5 {
+			st.Configs = b.describedTopicConfigs(b.cluster.Image(), configs)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	if created {
+		if err := b.reconcile(); err != nil {
+			b.log.Warn("reconcile after create topics", "err", err)
+		}
+	}
+	return resp
+}
+
+// describedTopicConfigs lists every topic config with its value and source,
+// in the shape CreateTopics v5+ returns.
+func (b *Broker) describedTopicConfigs(img *cluster.Image, overrides map[string]string) []kmsg.CreateTopicsResponseTopicConfig {
+	var out []kmsg.CreateTopicsResponseTopicConfig
+	for _, e := range b.topicConfigEntries(img, overrides) {
+		c := kmsg.NewCreateTopicsResponseTopicConfig()
+		c.Name, c.Value, c.ReadOnly, c.Source, c.IsSensitive = e.name, e.value, e.readOnly, int8(e.source), e.sensitive
+		out = append(out, c)
+	}
+	return out
+}
+
+// validateTopicName applies Kafka's topic name rules.
+func validateTopicName(img *cluster.Image, name string) error {
+	switch {
+	case name == "":
+		return fmt.Errorf("%w: the empty string", errTopicName)
+	case name == "." || name == "..":
+		return fmt.Errorf("%w: %q", errTopicName, name)
+	case len(name) > 249:
+		return fmt.Errorf("%w: longer than 249 characters", errTopicName)
+	}
+	for _, c := range name {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return fmt.Errorf("%w: %q contains a character other than ASCII alphanumerics, '.', '_' and '-'", errTopicName, name)
+		}
+	}
+	if img != nil && img.Topics[name] == nil && strings.ContainsAny(name, "._") {
+		norm := strings.ReplaceAll(name, ".", "_")
+		for other := range img.Topics {
+			if strings.ReplaceAll(other, ".", "_") == norm {
+				return fmt.Errorf("%w: %q collides with existing topic %q", errTopicName, name, other)
+			}
+		}
+	}
+	return nil
+}

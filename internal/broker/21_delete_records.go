@@ -1,0 +1,61 @@
+package broker
+
+// DeleteRecords: v0-2
+//
+// * v2: flexible versions.
+//
+// Offset -1 means the high watermark. An offset above the high watermark or
+// below zero gets OFFSET_OUT_OF_RANGE. The log start offset moves at once
+// (LowWatermark in the response) and segments wholly below it are deleted.
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"samsa/internal/storage"
+)
+
+func (b *Broker) handleDeleteRecords(req *kmsg.DeleteRecordsRequest) kmsg.Response {
+	resp := req.ResponseKind().(*kmsg.DeleteRecordsResponse)
+	img := b.cluster.Image()
+	for _, rt := range req.Topics {
+		st := kmsg.NewDeleteRecordsResponseTopic()
+		st.Topic = rt.Topic
+		t := img.Topics[rt.Topic]
+		for _, rp := range rt.Partitions {
+			sp := kmsg.NewDeleteRecordsResponseTopicPartition()
+			sp.Partition = rp.Partition
+			sp.LowWatermark = -1
+			if t == nil || rp.Partition < 0 || int(rp.Partition) >= len(t.Replicas) {
+				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+				st.Partitions = append(st.Partitions, sp)
+				continue
+			}
+			p, err := b.replicas.Leader(storage.TopicPartition{Topic: rt.Topic, Partition: rp.Partition})
+			if err != nil {
+				sp.ErrorCode = errCode(err).Code
+				st.Partitions = append(st.Partitions, sp)
+				continue
+			}
+			hw := p.HighWatermark()
+			off := rp.Offset
+			if off == -1 {
+				off = hw
+			}
+			if off < 0 || off > hw {
+				sp.ErrorCode = kerr.OffsetOutOfRange.Code
+				st.Partitions = append(st.Partitions, sp)
+				continue
+			}
+			low, err := p.Log.DeleteRecordsBefore(off)
+			if err != nil {
+				sp.ErrorCode = errCode(err).Code
+			} else {
+				sp.LowWatermark = low
+			}
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return resp
+}

@@ -1,0 +1,54 @@
+package broker
+
+// CreatePartitions: v0-3
+//
+// * v2: flexible versions.
+//
+// Grows a topic to Count partitions; new partitions get replicas assigned
+// like a new topic's. Fewer or equal partitions than now is
+// INVALID_PARTITIONS; manual assignments are refused (INVALID_REQUEST), as
+// in CreateTopics.
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func (b *Broker) handleCreatePartitions(ctx context.Context, req *kmsg.CreatePartitionsRequest) kmsg.Response {
+	resp := req.ResponseKind().(*kmsg.CreatePartitionsResponse)
+	changed := false
+	for _, rt := range req.Topics {
+		st := kmsg.NewCreatePartitionsResponseTopic()
+		st.Topic = rt.Topic
+		t := b.cluster.Image().Topics[rt.Topic]
+		var err error
+		var code *kerr.Error
+		switch {
+		case t == nil:
+			code, err = kerr.UnknownTopicOrPartition, fmt.Errorf("unknown topic %q", rt.Topic)
+		case len(rt.Assignment) > 0:
+			code, err = kerr.InvalidRequest, fmt.Errorf("manual replica assignment is not supported")
+		case int(rt.Count) <= len(t.Replicas):
+			code, err = kerr.InvalidPartitions, fmt.Errorf("topic %q has %d partitions; the count must grow", rt.Topic, len(t.Replicas))
+		case req.ValidateOnly:
+		default:
+			if err = b.cluster.CreatePartitions(ctx, rt.Topic, rt.Count); err != nil {
+				code = errCode(err)
+			} else {
+				changed = true
+			}
+		}
+		st.ErrorCode = errorCode(code)
+		st.ErrorMessage = errMessage(err)
+		resp.Topics = append(resp.Topics, st)
+	}
+	if changed {
+		if err := b.reconcile(); err != nil {
+			b.log.Warn("reconcile after create partitions", "err", err)
+		}
+	}
+	return resp
+}

@@ -1,0 +1,38 @@
+package broker
+
+// DescribeCluster: v0-1
+//
+// * v0: brokers, cluster id, controller id (KIP-700).
+// * v1: EndpointType (KIP-919); samsa serves only broker endpoints (1).
+
+import (
+	"sort"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func (b *Broker) handleDescribeCluster(req *kmsg.DescribeClusterRequest) kmsg.Response {
+	resp := req.ResponseKind().(*kmsg.DescribeClusterResponse)
+	if req.Version >= 1 && req.EndpointType != 1 {
+		resp.ErrorCode = kerr.UnsupportedEndpointType.Code
+		return resp
+	}
+	img := b.cluster.Image()
+	resp.ClusterID = img.ClusterID
+	resp.ControllerID = img.ControllerID
+	resp.EndpointType = 1
+	resp.ClusterAuthorizedOperations = -2147483648
+	ids := make([]int32, 0, len(img.Brokers))
+	for id := range img.Brokers {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	for _, id := range ids {
+		br := img.Brokers[id]
+		rb := kmsg.NewDescribeClusterResponseBroker()
+		rb.NodeID, rb.Host, rb.Port, rb.Rack = br.NodeID, br.Host, br.Port, br.Rack
+		resp.Brokers = append(resp.Brokers, rb)
+	}
+	return resp
+}

@@ -1,0 +1,252 @@
+package broker
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"samsa/internal/cluster"
+	"samsa/internal/config"
+	"samsa/internal/replica"
+	"samsa/internal/server"
+	"samsa/internal/storage"
+)
+
+// Config wires a Broker to the parts it serves from.
+type Config struct {
+	Broker  *config.Broker
+	Cluster *cluster.Cluster
+	Logs    *storage.Manager
+	// LogDir is the log dir Logs manages (DescribeLogDirs reports it).
+	LogDir string
+	Logger *slog.Logger
+	// Now returns the current time; nil means time.Now.
+	Now func() time.Time
+}
+
+// Broker serves Kafka requests. Create it with New and stop it with Close.
+type Broker struct {
+	cfg      *config.Broker
+	cluster  *cluster.Cluster
+	logs     *storage.Manager
+	logDir   string
+	replicas *replica.Manager
+	log      *slog.Logger
+	now      func() time.Time
+
+	// reconcileMu serialises reconcile passes (the reconciler goroutine and
+	// handlers that create topics and want their partitions hosted at once).
+	reconcileMu sync.Mutex
+
+	stop    chan struct{} // closed by Close to ask the reconciler to stop
+	done    chan struct{} // closed when the reconciler has exited
+	closeMu sync.Once
+}
+
+// New returns a Broker and starts its reconciler. It hosts the partitions
+// the current image assigns to this broker before returning.
+func New(cfg Config) (*Broker, error) {
+	b := &Broker{
+		cfg:      cfg.Broker,
+		cluster:  cfg.Cluster,
+		logs:     cfg.Logs,
+		logDir:   cfg.LogDir,
+		replicas: replica.NewManager(cfg.Logs),
+		log:      cfg.Logger,
+		now:      cfg.Now,
+		stop:     make(chan struct{}),
+		done:     make(chan struct{}),
+	}
+	if b.log == nil {
+		b.log = slog.Default()
+	}
+	if b.now == nil {
+		b.now = time.Now
+	}
+	if err := b.reconcile(); err != nil {
+		return nil, err
+	}
+	go b.runReconciler()
+	return b, nil
+}
+
+// Close stops the reconciler. It does not close the cluster or the logs,
+// which the caller owns. It is idempotent.
+func (b *Broker) Close() error {
+	b.closeMu.Do(func() { close(b.stop) })
+	<-b.done
+	return nil
+}
+
+func (b *Broker) runReconciler() {
+	defer close(b.done)
+	for {
+		changed := b.cluster.Changed()
+		if err := b.reconcile(); err != nil {
+			b.log.Error("reconcile partitions", "err", err)
+		}
+		select {
+		case <-b.stop:
+			return
+		case <-changed:
+		case <-time.After(5 * time.Second):
+			// Retry after errors even when nothing changes.
+		}
+	}
+}
+
+// reconcile makes the hosted partitions match the image: a log for every
+// partition with a replica here, none for partitions that are gone.
+func (b *Broker) reconcile() error {
+	b.reconcileMu.Lock()
+	defer b.reconcileMu.Unlock()
+	img := b.cluster.Image()
+	self := b.cfg.NodeID
+	want := make(map[storage.TopicPartition]bool)
+	var firstErr error
+	for _, t := range img.Topics {
+		cfg, err := b.storageConfig(img, t.Configs)
+		if err != nil {
+			b.log.Error("topic config", "topic", t.Name, "err", err)
+			cfg = storage.DefaultConfig()
+		}
+		for p, replicas := range t.Replicas {
+			if !contains(replicas, self) {
+				continue
+			}
+			tp := storage.TopicPartition{Topic: t.Name, Partition: int32(p)}
+			want[tp] = true
+			leader, epoch := false, int32(0)
+			if p < len(t.Partitions) {
+				leader = t.Partitions[p].Leader == self
+				epoch = t.Partitions[p].LeaderEpoch
+			}
+			if _, err := b.replicas.Ensure(tp, t.ID, cfg, leader, epoch); err != nil && firstErr == nil {
+				firstErr = err
+			}
+		}
+	}
+	for _, p := range b.replicas.Partitions() {
+		if !want[p.TP] {
+			if err := b.replicas.Remove(p.TP); err != nil && firstErr == nil {
+				firstErr = err
+			}
+		}
+	}
+	// Logs found on disk for topics that no longer exist (deleted while
+	// this broker was down) are removed too.
+	for _, l := range b.logs.Logs() {
+		tp, ok := parseLogDir(l.Dir())
+		if ok && !want[tp] {
+			if err := b.logs.Delete(tp); err != nil && firstErr == nil {
+				firstErr = err
+			}
+		}
+	}
+	return firstErr
+}
+
+// Handle implements server.Handler.
+func (b *Broker) Handle(ctx context.Context, c *server.Conn, req *server.Request) server.Reply {
+	switch r := req.Body.(type) {
+	case *kmsg.ProduceRequest:
+		return b.handleProduce(ctx, r)
+	case *kmsg.FetchRequest:
+		return b.handleFetch(ctx, r)
+	case *kmsg.ListOffsetsRequest:
+		return msg(b.handleListOffsets(r))
+	case *kmsg.MetadataRequest:
+		return msg(b.handleMetadata(ctx, r))
+	case *kmsg.ApiVersionsRequest:
+		return msg(b.handleApiVersions(r, req.UnsupportedVersion))
+	case *kmsg.CreateTopicsRequest:
+		return msg(b.handleCreateTopics(ctx, r))
+	case *kmsg.DeleteTopicsRequest:
+		return msg(b.handleDeleteTopics(ctx, r))
+	case *kmsg.DeleteRecordsRequest:
+		return msg(b.handleDeleteRecords(r))
+	case *kmsg.DescribeConfigsRequest:
+		return msg(b.handleDescribeConfigs(r))
+	case *kmsg.AlterConfigsRequest:
+		return msg(b.handleAlterConfigs(ctx, r))
+	case *kmsg.DescribeLogDirsRequest:
+		return msg(b.handleDescribeLogDirs(r))
+	case *kmsg.CreatePartitionsRequest:
+		return msg(b.handleCreatePartitions(ctx, r))
+	case *kmsg.IncrementalAlterConfigsRequest:
+		return msg(b.handleIncrementalAlterConfigs(ctx, r))
+	case *kmsg.DescribeClusterRequest:
+		return msg(b.handleDescribeCluster(r))
+	}
+	// The server only passes keys that Versions accepts, so this is a
+	// broken invariant.
+	panic(fmt.Sprintf("broker: no handler for api key %d", req.APIKey))
+}
+
+func msg(r kmsg.Response) server.Reply { return server.Reply{Msg: r} }
+
+// storageConfig resolves a topic's overrides over the broker's static and
+// dynamic configs into the log configuration.
+func (b *Broker) storageConfig(img *cluster.Image, overrides map[string]string) (storage.Config, error) {
+	t, err := b.topicConfig(img, overrides)
+	if err != nil {
+		return storage.Config{}, err
+	}
+	return StorageConfig(t), nil
+}
+
+// StorageConfig returns the log configuration of a resolved topic config.
+func StorageConfig(t config.Topic) storage.Config {
+	return storage.Config{
+		SegmentBytes:       t.SegmentBytes,
+		SegmentMs:          t.SegmentMs,
+		SegmentIndexBytes:  t.SegmentIndexBytes,
+		IndexIntervalBytes: int64(t.IndexIntervalBytes),
+		RetentionMs:        t.RetentionMs,
+		RetentionBytes:     t.RetentionBytes,
+		FlushMessages:      t.FlushMessages,
+		FlushMs:            t.FlushMs,
+		FileDeleteDelayMs:  t.FileDeleteDelayMs,
+	}
+}
+
+// topicConfig resolves a topic's overrides. Dynamic broker configs with a
+// topic-level counterpart (log.retention.ms -> retention.ms) apply to every
+// topic that does not override them; the node's own beat the cluster-wide
+// default, as in Kafka.
+func (b *Broker) topicConfig(img *cluster.Image, overrides map[string]string) (config.Topic, error) {
+	merged := make(map[string]string, len(overrides))
+	for _, node := range []string{"", fmt.Sprint(b.cfg.NodeID)} {
+		for k, v := range img.BrokerConfigs[node] {
+			if d, ok := config.LookupBroker(k); ok && d.Topic != "" {
+				merged[d.Topic] = v
+			}
+		}
+	}
+	for k, v := range overrides {
+		merged[k] = v
+	}
+	return b.cfg.ResolveTopic(merged)
+}
+
+func contains(s []int32, v int32) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+// errorCode returns the code of a kerr error, 0 for nil.
+func errorCode(err *kerr.Error) int16 {
+	if err == nil {
+		return 0
+	}
+	return err.Code
+}

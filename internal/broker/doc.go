@@ -1,0 +1,20 @@
+// Package broker answers Kafka requests: each API key has its own file
+// (NN_name.go, NN the key) that turns a kmsg request into a kmsg response
+// using the packages below it (cluster for metadata, replica and storage for
+// logs). It implements server.Handler.
+//
+// Versions: every API is served from the first version that uses record
+// batch v2 (Produce v3, Fetch v4) up to the newest whose semantics samsa
+// implements; the table is in versions.go and the ApiVersions response is
+// built from it. Each file's header lists its versions and how samsa differs
+// from Kafka.
+//
+// Errors: packages below return Go errors; errCode in errors.go is the one
+// place that maps them to Kafka error codes.
+//
+// Concurrency: Handle runs on a connection's read goroutine; it appends in
+// request order and leaves waiting (acks=all durability, Fetch long-poll) to
+// the Reply's Wait, which runs on the connection's write goroutine. The
+// Broker owns one goroutine, the reconciler, which makes the hosted
+// partitions follow the cluster metadata image.
+package broker

@@ -1,0 +1,97 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"samsa/internal/cluster"
+	"samsa/internal/config"
+	"samsa/internal/record"
+	"samsa/internal/replica"
+	"samsa/internal/storage"
+)
+
+// Sentinels of this package, each mapped by errCode.
+var (
+	errTopicName       = errors.New("broker: invalid topic name")
+	errMessageTooLarge = errors.New("broker: record batch larger than max.message.bytes")
+	errTransactional   = errors.New("broker: transactional batch without a transaction")
+	errUnknownProducer = errors.New("broker: producer id was not issued by this cluster")
+)
+
+// errCode maps an error from the packages below to the Kafka error it
+// means. It is the only place that does so; errors_test.go covers every
+// sentinel.
+func errCode(err error) *kerr.Error {
+	switch {
+	case err == nil:
+		return nil
+	case record.IsCorrupt(err):
+		return kerr.CorruptMessage
+	case errors.Is(err, record.ErrUnsupportedCodec):
+		return kerr.UnsupportedCompressionType
+	case errors.Is(err, record.ErrInvalidRecord),
+		errors.Is(err, record.ErrDecompressedTooLarge):
+		return kerr.InvalidRecord
+	case errors.Is(err, storage.ErrOffsetOutOfRange):
+		return kerr.OffsetOutOfRange
+	case errors.Is(err, storage.ErrMessageTooLarge):
+		return kerr.RecordListTooLarge
+	case errors.Is(err, storage.ErrLogDirOffline):
+		return kerr.KafkaStorageError
+	case errors.Is(err, storage.ErrClosed), errors.Is(err, replica.ErrNotLeader):
+		return kerr.NotLeaderForPartition
+	case errors.Is(err, cluster.ErrTopicExists):
+		return kerr.TopicAlreadyExists
+	case errors.Is(err, cluster.ErrUnknownTopic):
+		return kerr.UnknownTopicOrPartition
+	case errors.Is(err, cluster.ErrInvalidReplicationFactor):
+		return kerr.InvalidReplicationFactor
+	case errors.Is(err, cluster.ErrInvalidPartitions):
+		return kerr.InvalidPartitions
+	case errors.Is(err, cluster.ErrConflict):
+		return kerr.RequestTimedOut
+	case errors.Is(err, config.ErrUnknownConfig), errors.Is(err, config.ErrInvalidConfig):
+		return kerr.InvalidConfig
+	case errors.Is(err, errMessageTooLarge):
+		return kerr.MessageTooLarge
+	case errors.Is(err, errTransactional):
+		return kerr.InvalidTxnState
+	case errors.Is(err, errUnknownProducer):
+		return kerr.UnknownProducerID
+	case errors.Is(err, errTopicName):
+		return kerr.InvalidTopicException
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		return kerr.RequestTimedOut
+	}
+	return kerr.UnknownServerError
+}
+
+// errMessage returns err's text for the ErrorMessage fields of responses.
+func errMessage(err error) *string {
+	if err == nil {
+		return nil
+	}
+	s := err.Error()
+	return &s
+}
+
+// parseLogDir extracts the partition from a log directory path
+// (<dir>/<topic>-<partition>).
+func parseLogDir(dir string) (storage.TopicPartition, bool) {
+	base := filepath.Base(dir)
+	i := strings.LastIndexByte(base, '-')
+	if i <= 0 {
+		return storage.TopicPartition{}, false
+	}
+	p, err := strconv.ParseInt(base[i+1:], 10, 32)
+	if err != nil || p < 0 {
+		return storage.TopicPartition{}, false
+	}
+	return storage.TopicPartition{Topic: base[:i], Partition: int32(p)}, true
+}

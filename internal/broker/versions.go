@@ -1,0 +1,45 @@
+package broker
+
+import "github.com/twmb/franz-go/pkg/kmsg"
+
+// apiRange is a served version range of one API key.
+type apiRange struct{ min, max int16 }
+
+// versions is the table of served APIs. Every version listed is fully
+// handled, including the fields it added; see each NN_*.go file.
+var versions = map[int16]apiRange{
+	0:  {3, 11}, // Produce
+	1:  {4, 16}, // Fetch
+	2:  {1, 8},  // ListOffsets
+	3:  {0, 12}, // Metadata
+	18: {0, 3},  // ApiVersions
+	19: {2, 7},  // CreateTopics
+	20: {1, 6},  // DeleteTopics
+	21: {0, 2},  // DeleteRecords
+	32: {1, 4},  // DescribeConfigs
+	33: {0, 2},  // AlterConfigs
+	35: {1, 4},  // DescribeLogDirs
+	37: {0, 3},  // CreatePartitions
+	44: {0, 1},  // IncrementalAlterConfigs
+	60: {0, 1},  // DescribeCluster
+}
+
+// Versions implements server.Handler.
+func (b *Broker) Versions(key int16) (min, max int16, ok bool) {
+	r, ok := versions[key]
+	return r.min, r.max, ok
+}
+
+// apiVersionKeys returns the served ranges sorted by key, as ApiVersions
+// reports them.
+func apiVersionKeys() []kmsg.ApiVersionsResponseApiKey {
+	keys := make([]kmsg.ApiVersionsResponseApiKey, 0, len(versions))
+	for k := int16(0); k < 100; k++ {
+		r, ok := versions[k]
+		if !ok {
+			continue
+		}
+		keys = append(keys, kmsg.ApiVersionsResponseApiKey{ApiKey: k, MinVersion: r.min, MaxVersion: r.max})
+	}
+	return keys
+}

@@ -1,0 +1,200 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"samsa/internal/admin"
+	"samsa/internal/broker"
+	"samsa/internal/cluster"
+	"samsa/internal/config"
+	"samsa/internal/server"
+	"samsa/internal/storage"
+	"samsa/internal/vfs"
+)
+
+// Node is one running samsa broker: etcd membership, logs, the Kafka
+// listeners and the admin HTTP server. Start it with StartNode and stop it
+// with Shutdown or Close.
+type Node struct {
+	cfg     *config.Broker
+	log     *slog.Logger
+	cluster *cluster.Cluster
+	logs    *storage.Manager
+	broker  *broker.Broker
+	server  *server.Server
+	admin   *admin.Server
+	lns     []net.Listener
+	wg      sync.WaitGroup // Serve goroutines
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// StartNode starts a broker with cfg. It returns once the listeners accept
+// connections.
+func StartNode(ctx context.Context, cfg *config.Broker, log *slog.Logger) (_ *Node, err error) {
+	if len(cfg.LogDirs) != 1 {
+		return nil, fmt.Errorf("log.dirs: samsa serves exactly one log dir, got %d", len(cfg.LogDirs))
+	}
+	dir, err := filepath.Abs(cfg.LogDirs[0])
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("log dir: %w", err)
+	}
+	n := &Node{cfg: cfg, log: log}
+	defer func() {
+		if err != nil {
+			n.Close()
+		}
+	}()
+
+	// Listen first: the advertised port of a listener on port 0 is only
+	// known once it is bound.
+	for _, l := range cfg.Listeners {
+		ln, err := net.Listen("tcp", l.Addr())
+		if err != nil {
+			return nil, fmt.Errorf("listen %s: %w", l, err)
+		}
+		n.lns = append(n.lns, ln)
+	}
+	adv := cfg.Listeners[0]
+	if len(cfg.AdvertisedListeners) > 0 {
+		adv = cfg.AdvertisedListeners[0]
+	}
+	host, port := adv.Host, adv.Port
+	if port == 0 {
+		port = n.lns[0].Addr().(*net.TCPAddr).Port
+	}
+	if host == "" || host == "0.0.0.0" || host == "::" {
+		if h, err := os.Hostname(); err == nil {
+			host = h
+		}
+	}
+	var rack *string
+	if cfg.BrokerRack != "" {
+		r := cfg.BrokerRack
+		rack = &r
+	}
+	n.cluster, err = cluster.Open(ctx, cluster.Config{
+		NodeID:         cfg.NodeID,
+		DataDir:        dir,
+		EtcdEndpoints:  cfg.EtcdEndpoints,
+		AdvertisedHost: host,
+		AdvertisedPort: int32(port),
+		Rack:           rack,
+		SessionTimeout: time.Duration(cfg.BrokerSessionTimeoutMs) * time.Millisecond,
+		Logger:         log,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cluster: %w", err)
+	}
+	defaults, err := cfg.ResolveTopic(nil)
+	if err != nil {
+		return nil, err
+	}
+	n.logs, err = storage.OpenManager(storage.ManagerConfig{
+		FS:                     vfs.Default,
+		Dir:                    dir,
+		Logger:                 log,
+		RetentionCheckInterval: time.Duration(cfg.LogRetentionCheckIntervalMs) * time.Millisecond,
+		DefaultConfig:          broker.StorageConfig(defaults),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("storage: %w", err)
+	}
+	n.broker, err = broker.New(broker.Config{
+		Broker: cfg, Cluster: n.cluster, Logs: n.logs, LogDir: dir, Logger: log,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("broker: %w", err)
+	}
+	n.server = server.New(server.Config{
+		MaxRequestBytes:   cfg.SocketRequestMaxBytes,
+		IdleTimeout:       time.Duration(cfg.ConnectionsMaxIdleMs) * time.Millisecond,
+		QueuedMaxRequests: int(cfg.QueuedMaxRequests),
+		Logger:            log,
+	}, n.broker)
+	for _, ln := range n.lns {
+		n.wg.Add(1)
+		go func(ln net.Listener) {
+			defer n.wg.Done()
+			if err := n.server.Serve(ln); err != nil {
+				log.Error("kafka listener stopped", "addr", ln.Addr(), "err", err)
+			}
+		}(ln)
+	}
+	if cfg.AdminListener != "" {
+		reg := prometheus.NewRegistry()
+		registerMetrics(reg, n.server)
+		n.admin, err = admin.Start(cfg.AdminListener, reg, func() bool { return true })
+		if err != nil {
+			return nil, fmt.Errorf("admin listener %s: %w", cfg.AdminListener, err)
+		}
+	}
+	return n, nil
+}
+
+// Addr returns the address of the first Kafka listener.
+func (n *Node) Addr() string { return n.lns[0].Addr().String() }
+
+// AdminAddr returns the admin HTTP address, or "".
+func (n *Node) AdminAddr() string {
+	if n.admin == nil {
+		return ""
+	}
+	return n.admin.Addr()
+}
+
+// Shutdown stops the node cleanly: stop accepting, let in-flight requests
+// finish (until ctx is done), flush and close the logs, deregister from the
+// cluster and stop etcd.
+func (n *Node) Shutdown(ctx context.Context) error {
+	var errs []error
+	if n.server != nil {
+		errs = append(errs, n.server.Shutdown(ctx))
+	}
+	errs = append(errs, n.Close())
+	return errors.Join(errs...)
+}
+
+// Close stops the node at once (in-flight requests are cut off), then closes
+// the logs and the cluster membership. It is idempotent.
+func (n *Node) Close() error {
+	n.closeOnce.Do(func() {
+		var errs []error
+		if n.admin != nil {
+			errs = append(errs, n.admin.Close())
+		}
+		if n.server != nil {
+			errs = append(errs, n.server.Close())
+		} else {
+			for _, ln := range n.lns {
+				ln.Close()
+			}
+		}
+		n.wg.Wait()
+		if n.broker != nil {
+			errs = append(errs, n.broker.Close())
+		}
+		if n.logs != nil {
+			errs = append(errs, n.logs.Close())
+		}
+		if n.cluster != nil {
+			errs = append(errs, n.cluster.Close())
+		}
+		n.closeErr = errors.Join(errs...)
+	})
+	return n.closeErr
+}
