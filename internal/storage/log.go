@@ -380,21 +380,34 @@ func (l *Log) rollLocked() (*segment, error) {
 	return seg, nil
 }
 
-// createSegment creates empty files for a segment at base.
+// createSegment creates empty files for a segment at base. The files are
+// opened in append mode (OpenReadWrite) and emptied, so that writes after a
+// Truncate land at the new end.
 func createSegment(fs vfs.FS, dir string, base int64, cfg *Config) (*segment, error) {
 	s := newSegment(dir, base, cfg)
+	open := func(suffix string) (vfs.File, error) {
+		f, err := fs.OpenReadWrite(s.path(suffix))
+		if err != nil {
+			return nil, fmt.Errorf("storage: create segment: %w", err)
+		}
+		if err := f.Truncate(0); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("storage: create segment: %w", err)
+		}
+		return f, nil
+	}
 	var err error
-	if s.log, err = fs.Create(s.path(logSuffix)); err != nil {
-		return nil, fmt.Errorf("storage: create segment: %w", err)
+	if s.log, err = open(logSuffix); err != nil {
+		return nil, err
 	}
-	if s.index.file, err = fs.Create(s.path(indexSuffix)); err != nil {
+	if s.index.file, err = open(indexSuffix); err != nil {
 		s.log.Close()
-		return nil, fmt.Errorf("storage: create segment: %w", err)
+		return nil, err
 	}
-	if s.timeIndex.file, err = fs.Create(s.path(timeIndexSuffix)); err != nil {
+	if s.timeIndex.file, err = open(timeIndexSuffix); err != nil {
 		s.log.Close()
 		s.index.file.Close()
-		return nil, fmt.Errorf("storage: create segment: %w", err)
+		return nil, err
 	}
 	return s, nil
 }
