@@ -5,23 +5,7 @@ import (
 	"errors"
 )
 
-// Byte layout of a record batch, magic v2. All integers are big endian.
-//
-//	offset  size  field
-//	0       8     baseOffset              patched by the broker on append
-//	8       4     batchLength             bytes after this field
-//	12      4     partitionLeaderEpoch    patched by the broker on append
-//	16      1     magic                   always 2
-//	17      4     crc                     CRC-32C of bytes [21, end)
-//	21      2     attributes
-//	23      4     lastOffsetDelta
-//	27      8     baseTimestamp
-//	35      8     maxTimestamp
-//	43      8     producerId
-//	51      2     producerEpoch
-//	53      4     baseSequence
-//	57      4     recordsCount
-//	61      ...   records (possibly compressed)
+// Sizes and offsets of the batch header; the layout is drawn in doc.go.
 const (
 	// HeaderSize is the size of the batch header, up to the first record.
 	HeaderSize = 61

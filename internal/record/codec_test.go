@@ -1,0 +1,166 @@
+package record
+
+import (
+	"bytes"
+	"errors"
+	"math/rand/v2"
+	"runtime"
+	"testing"
+
+	"github.com/klauspost/compress/gzip"
+	"github.com/klauspost/compress/snappy"
+	"github.com/klauspost/compress/zstd"
+)
+
+func testPayload(n int) []byte {
+	r := rand.New(rand.NewPCG(1, 2))
+	b := make([]byte, n)
+	for i := range b {
+		// Half compressible text, half noise.
+		if i%2 == 0 {
+			b[i] = "abcdefgh"[i%8]
+		} else {
+			b[i] = byte(r.Uint32())
+		}
+	}
+	return b
+}
+
+func TestCompressDecompressRoundTrip(t *testing.T) {
+	for _, c := range Codecs {
+		for _, size := range []int{0, 1, 1000, 100 << 10} {
+			src := testPayload(size)
+			prefix := []byte("keep")
+			comp, err := Compress(c, bytes.Clone(prefix), src)
+			if err != nil {
+				t.Fatalf("%v/%d: Compress: %v", c, size, err)
+			}
+			if !bytes.HasPrefix(comp, prefix) {
+				t.Fatalf("%v/%d: Compress did not append to dst", c, size)
+			}
+			out, err := Decompress(c, comp[len(prefix):], size)
+			if err != nil {
+				t.Fatalf("%v/%d: Decompress: %v", c, size, err)
+			}
+			if !bytes.Equal(out, src) {
+				t.Fatalf("%v/%d: round trip differs", c, size)
+			}
+			if size > 1 {
+				if _, err := Decompress(c, comp[len(prefix):], size-1); !errors.Is(err, ErrDecompressedTooLarge) {
+					t.Fatalf("%v/%d: one byte over the cap: %v", c, size, err)
+				}
+			}
+		}
+	}
+	if _, err := Compress(7, nil, []byte("x")); !errors.Is(err, ErrUnsupportedCodec) {
+		t.Fatalf("Compress codec 7: %v", err)
+	}
+	if _, err := Decompress(5, []byte("x"), 0); !errors.Is(err, ErrUnsupportedCodec) {
+		t.Fatalf("Decompress codec 5: %v", err)
+	}
+}
+
+func TestDecompressSnappyRawBlockAndXerialChunks(t *testing.T) {
+	src := testPayload(100 << 10) // four xerial chunks
+	raw := snappy.Encode(nil, src)
+	out, err := Decompress(CodecSnappy, raw, 0)
+	if err != nil || !bytes.Equal(out, src) {
+		t.Fatalf("raw block: %v", err)
+	}
+	framed, _ := Compress(CodecSnappy, nil, src)
+	if !bytes.HasPrefix(framed, xerialMagic) {
+		t.Fatalf("snappy output lacks the xerial magic: %x", framed[:8])
+	}
+	out, err = Decompress(CodecSnappy, framed, 0)
+	if err != nil || !bytes.Equal(out, src) {
+		t.Fatalf("xerial: %v", err)
+	}
+	for _, cut := range []int{10, xerialHeaderSize + 2, len(framed) - 1} {
+		if _, err := Decompress(CodecSnappy, framed[:cut], 0); !IsCorrupt(err) {
+			t.Fatalf("xerial cut at %d: %v", cut, err)
+		}
+	}
+	// A raw block whose header claims more than the cap is refused before
+	// anything is allocated.
+	if _, err := Decompress(CodecSnappy, raw, len(src)-1); !errors.Is(err, ErrDecompressedTooLarge) {
+		t.Fatalf("raw over cap: %v", err)
+	}
+}
+
+// bomb returns n zero bytes compressed with c, streamed so that the test
+// itself does not hold n bytes.
+func bomb(t *testing.T, c Codec, n int) []byte {
+	t.Helper()
+	zeros := make([]byte, 1<<20)
+	var buf bytes.Buffer
+	switch c {
+	case CodecGzip:
+		w, _ := gzip.NewWriterLevel(&buf, gzip.BestCompression)
+		for i := 0; i < n; i += len(zeros) {
+			w.Write(zeros)
+		}
+		w.Close()
+	case CodecZstd:
+		w, _ := zstd.NewWriter(&buf, zstd.WithEncoderConcurrency(1), zstd.WithWindowSize(1<<20))
+		for i := 0; i < n; i += len(zeros) {
+			w.Write(zeros)
+		}
+		w.Close()
+	default:
+		b, err := Compress(c, nil, make([]byte, n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	return buf.Bytes()
+}
+
+func TestDecompressionBombStaysUnderCap(t *testing.T) {
+	const capBytes = 2 << 20
+	big := 200 << 20 // 200 MiB of zeros, the headline bomb
+	if raceEnabled {
+		big = 32 << 20
+	}
+	// The bound is four times the cap: the output buffer doubles up to
+	// cap+1 (about 2x in garbage) plus the codec's own state, which a
+	// sync.Pool may drop (always possible, frequent under -race).
+	tests := []struct {
+		c     Codec
+		size  int
+		bound uint64 // bytes allocated per Decompress
+	}{
+		{CodecGzip, big, 4 * capBytes},
+		{CodecZstd, big, 4 * capBytes},
+		{CodecLZ4, 64 << 20, 4 * capBytes},
+		{CodecSnappy, 64 << 20, 4 * capBytes},
+	}
+	for _, tt := range tests {
+		t.Run("codec="+tt.c.String(), func(t *testing.T) {
+			src := bomb(t, tt.c, tt.size)
+			if _, err := Decompress(tt.c, src, capBytes); !errors.Is(err, ErrDecompressedTooLarge) {
+				t.Fatalf("Decompress: %v", err)
+			}
+			// Batch-level too: the bomb as a batch's records section.
+			b := assemble(t, CodecNone, 1, 0, src)
+			b[22] |= byte(tt.c)
+			b.UpdateCRC()
+			if _, err := b.Validate(ValidateOptions{MaxDecompressedBytes: capBytes}); !errors.Is(err, ErrDecompressedTooLarge) {
+				t.Fatalf("Validate: %v", err)
+			}
+			const runs = 4
+			var before, after runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			for range runs {
+				Decompress(tt.c, src, capBytes)
+			}
+			runtime.ReadMemStats(&after)
+			per := (after.TotalAlloc - before.TotalAlloc) / runs
+			t.Logf("%s: %d byte bomb of %d bytes, %d bytes allocated per call", tt.c, len(src), tt.size, per)
+			if per > tt.bound {
+				t.Fatalf("allocated %d bytes per call, cap %d, bound %d", per, capBytes, tt.bound)
+			}
+		})
+	}
+}

@@ -1,0 +1,6 @@
+//go:build !race
+
+package record
+
+// raceEnabled scales heavy test workloads down under -race.
+const raceEnabled = false

@@ -1,0 +1,215 @@
+package record
+
+import "fmt"
+
+// Header is a record header. Value is nil when null; Key is never null.
+type Header struct {
+	Key   string
+	Value []byte
+}
+
+// Record is one decoded record. Key and Value are nil when null.
+type Record struct {
+	Attributes     int8
+	TimestampDelta int64
+	OffsetDelta    int32
+	Key            []byte
+	Value          []byte
+	Headers        []Header
+}
+
+// Offset returns the record's absolute offset within batch b.
+func (r *Record) Offset(b Batch) int64 { return b.BaseOffset() + int64(r.OffsetDelta) }
+
+// Timestamp returns the record's timestamp within batch b (maxTimestamp
+// when the batch uses LogAppendTime).
+func (r *Record) Timestamp(b Batch) int64 {
+	if b.LogAppendTime() {
+		return b.MaxTimestamp()
+	}
+	return b.BaseTimestamp() + r.TimestampDelta
+}
+
+const (
+	// minRecordSize is the smallest encoded record: a length varint and a
+	// body of six one-byte fields (attributes, timestampDelta,
+	// offsetDelta, keyLen -1, valueLen -1, headers 0).
+	minRecordSize = 7
+	minRecordBody = minRecordSize - 1
+	// minHeaderSize is the smallest encoded header: keyLen 0, valueLen -1.
+	minHeaderSize = 2
+)
+
+// Records decodes all records of b, decompressing with maxDecompressed as a
+// hard cap (DefaultMaxDecompressedBytes when <= 0). The returned records
+// alias a decompressed buffer or b; the caller owns the slice.
+//
+// Records does not check the CRC (Validate does) and accepts the offset
+// gaps of a compacted batch: offset deltas must increase and stay within
+// lastOffsetDelta. Malformed bytes give an error marked corrupt.
+func (b Batch) Records(maxDecompressed int) ([]Record, error) {
+	if err := b.checkFraming(); err != nil {
+		return nil, err
+	}
+	n := b.NumRecords()
+	if n < 0 {
+		return nil, corruptf("negative record count %d", n)
+	}
+	data, err := b.recordsData(maxDecompressed)
+	if err != nil {
+		return nil, err
+	}
+	if int64(n)*minRecordSize > int64(len(data)) {
+		return nil, corruptf("%d records cannot fit in %d bytes", n, len(data))
+	}
+	out := make([]Record, n)
+	if _, err := scanRecords(data, n, false, b.LastOffsetDelta(), out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// checkFraming checks what every reader of a batch relies on: the header
+// fits, batchLength matches the bytes, the magic is 2.
+func (b Batch) checkFraming() error {
+	if len(b) < HeaderSize {
+		return corruptf("batch of %d bytes is shorter than the %d byte header", len(b), HeaderSize)
+	}
+	if int64(b.BatchLength()) != int64(len(b)-LogOverhead) {
+		return corruptf("batchLength %d, but %d bytes follow it", b.BatchLength(), len(b)-LogOverhead)
+	}
+	if b.Magic() != 2 {
+		return corruptf("magic %d, want 2", b.Magic())
+	}
+	return nil
+}
+
+// recordsData returns the records section, decompressed.
+func (b Batch) recordsData(maxDecompressed int) ([]byte, error) {
+	data := []byte(b[HeaderSize:])
+	c := b.Codec()
+	if c == CodecNone {
+		return data, nil
+	}
+	if c > CodecZstd {
+		return nil, fmt.Errorf("%w: attributes name codec %d", ErrUnsupportedCodec, int8(c))
+	}
+	out, err := Decompress(c, data, maxDecompressed)
+	if err != nil {
+		return nil, fmt.Errorf("record: decompress %s batch: %w", c, err)
+	}
+	return out, nil
+}
+
+// scanRecords walks the n records encoded in data without allocating.
+// With strict, offset deltas must be 0..n-1; otherwise they must increase
+// and not exceed lastDelta (a compacted batch). When out is non-nil (len n)
+// the records are decoded into it, aliasing data. It returns the largest
+// timestampDelta. The caller has checked n*minRecordSize <= len(data).
+func scanRecords(data []byte, n int32, strict bool, lastDelta int32, out []Record) (maxTsDelta int64, err error) {
+	pos := 0
+	prev := int32(-1)
+	for i := int32(0); i < n; i++ {
+		length, k := readVarint(data, pos)
+		if k == 0 {
+			return 0, corruptf("record %d: malformed length varint", i)
+		}
+		pos += k
+		if length < minRecordBody || int(length) > len(data)-pos {
+			return 0, corruptf("record %d: length %d with %d bytes left", i, length, len(data)-pos)
+		}
+		rec := data[pos : pos+int(length)]
+		pos += int(length)
+
+		p := 1 // attributes
+		tsDelta, k := readVarlong(rec, p)
+		if k == 0 {
+			return 0, corruptf("record %d: malformed timestampDelta", i)
+		}
+		p += k
+		offDelta, k := readVarint(rec, p)
+		if k == 0 {
+			return 0, corruptf("record %d: malformed offsetDelta", i)
+		}
+		p += k
+		if strict {
+			if offDelta != i {
+				return 0, invalidf("record %d has offsetDelta %d", i, offDelta)
+			}
+		} else if offDelta <= prev || offDelta > lastDelta {
+			return 0, invalidf("record %d has offsetDelta %d after %d, lastOffsetDelta %d", i, offDelta, prev, lastDelta)
+		}
+		prev = offDelta
+		if i == 0 || tsDelta > maxTsDelta {
+			maxTsDelta = tsDelta
+		}
+
+		var key, value []byte
+		if p, key, err = readBytes(rec, p, i, "key"); err != nil {
+			return 0, err
+		}
+		if p, value, err = readBytes(rec, p, i, "value"); err != nil {
+			return 0, err
+		}
+		hc, k := readVarint(rec, p)
+		if k == 0 {
+			return 0, corruptf("record %d: malformed header count", i)
+		}
+		p += k
+		if hc < 0 || int64(hc)*minHeaderSize > int64(len(rec)-p) {
+			return 0, corruptf("record %d: %d headers in %d bytes", i, hc, len(rec)-p)
+		}
+		var headers []Header
+		if out != nil && hc > 0 {
+			headers = make([]Header, hc)
+		}
+		for h := int32(0); h < hc; h++ {
+			kl, k := readVarint(rec, p)
+			if k == 0 || kl < 0 || int(kl) > len(rec)-p-k {
+				return 0, corruptf("record %d header %d: bad key length", i, h)
+			}
+			p += k
+			hk := rec[p : p+int(kl)]
+			p += int(kl)
+			var hv []byte
+			if p, hv, err = readBytes(rec, p, i, "header value"); err != nil {
+				return 0, err
+			}
+			if headers != nil {
+				headers[h] = Header{Key: string(hk), Value: hv}
+			}
+		}
+		if p != len(rec) {
+			return 0, corruptf("record %d: %d bytes left over in a %d byte record", i, len(rec)-p, len(rec))
+		}
+		if out != nil {
+			out[i] = Record{
+				Attributes:     int8(rec[0]),
+				TimestampDelta: tsDelta,
+				OffsetDelta:    offDelta,
+				Key:            key,
+				Value:          value,
+				Headers:        headers,
+			}
+		}
+	}
+	if pos != len(data) {
+		return 0, corruptf("%d bytes after the last of %d records", len(data)-pos, n)
+	}
+	return maxTsDelta, nil
+}
+
+// readBytes reads a varint length (-1 for null) and that many bytes. The
+// returned slice is capped so that appending to it cannot clobber data.
+func readBytes(rec []byte, p int, i int32, what string) (int, []byte, error) {
+	l, k := readVarint(rec, p)
+	if k == 0 || l < -1 || int(l) > len(rec)-p-k {
+		return p, nil, corruptf("record %d: bad %s length", i, what)
+	}
+	p += k
+	if l < 0 {
+		return p, nil, nil
+	}
+	end := p + int(l)
+	return end, rec[p:end:end], nil
+}
