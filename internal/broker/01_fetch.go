@@ -199,4 +199,3 @@ func waitAny(ctx context.Context, chans []<-chan struct{}, d time.Duration) bool
 	i, _, _ := reflect.Select(cases)
 	return i >= 2
 }
-

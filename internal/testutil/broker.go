@@ -1,0 +1,150 @@
+package testutil
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"samsa/internal/cli"
+	"samsa/internal/config"
+)
+
+// Broker is an in-process samsa broker.
+type Broker struct {
+	t       testing.TB
+	Dir     string
+	cfgArgs []string
+	Node    *cli.Node
+}
+
+// StartBroker starts a broker on 127.0.0.1 with a free port and a data dir
+// under t.TempDir(). overrides are Kafka config settings, name=value. The
+// broker is closed when the test ends.
+func StartBroker(t testing.TB, overrides ...string) *Broker {
+	t.Helper()
+	b := &Broker{t: t, Dir: t.TempDir()}
+	b.cfgArgs = append([]string{
+		"listeners=PLAINTEXT://127.0.0.1:0",
+		"log.dirs=" + b.Dir,
+		"admin.listener=",
+	}, overrides...)
+	b.start()
+	t.Cleanup(func() { b.Node.Close() })
+	return b
+}
+
+func (b *Broker) start() {
+	b.t.Helper()
+	cfg, err := config.Load("", b.cfgArgs)
+	if err != nil {
+		b.t.Fatalf("config: %v", err)
+	}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	if os.Getenv("SAMSA_TEST_LOG") != "" {
+		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	n, err := cli.StartNode(ctx, cfg, log)
+	if err != nil {
+		b.t.Fatalf("start broker: %v", err)
+	}
+	b.Node = n
+}
+
+// Addr is the broker's Kafka address.
+func (b *Broker) Addr() string { return b.Node.Addr() }
+
+// Restart shuts the broker down cleanly and starts it again on the same data
+// dir and port.
+func (b *Broker) Restart() {
+	b.t.Helper()
+	addr := b.Addr()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := b.Node.Shutdown(ctx); err != nil {
+		b.t.Fatalf("shutdown: %v", err)
+	}
+	b.setListener(addr)
+	b.start()
+}
+
+func (b *Broker) setListener(addr string) {
+	for i, a := range b.cfgArgs {
+		if strings.HasPrefix(a, "listeners=") {
+			b.cfgArgs[i] = "listeners=PLAINTEXT://" + addr
+		}
+	}
+}
+
+// Client returns a franz-go client for the broker, closed at the end of the
+// test.
+func (b *Broker) Client(opts ...kgo.Opt) *kgo.Client {
+	b.t.Helper()
+	return NewClient(b.t, b.Addr(), opts...)
+}
+
+// NewClient returns a franz-go client for addr, closed at the end of the
+// test.
+func NewClient(t testing.TB, addr string, opts ...kgo.Opt) *kgo.Client {
+	t.Helper()
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(addr)}, opts...)...)
+	if err != nil {
+		t.Fatalf("client: %v", err)
+	}
+	t.Cleanup(cl.Close)
+	return cl
+}
+
+// Admin returns an admin client for the broker.
+func (b *Broker) Admin() *kadm.Client {
+	return kadm.NewClient(b.Client())
+}
+
+// CreateTopic creates a topic with the given partitions and configs
+// (name=value) and fails the test on error.
+func CreateTopic(t testing.TB, adm *kadm.Client, topic string, partitions int32, configs ...string) {
+	t.Helper()
+	cfgs := make(map[string]*string)
+	for _, c := range configs {
+		k, v, _ := strings.Cut(c, "=")
+		cfgs[k] = &v
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := adm.CreateTopic(ctx, partitions, 1, cfgs, topic)
+	if err == nil {
+		err = resp.Err
+	}
+	if err != nil {
+		t.Fatalf("create topic %s: %v", topic, err)
+	}
+}
+
+// Eventually polls cond every 10ms until it returns nil or d passes, then
+// fails the test with cond's last error.
+func Eventually(t testing.TB, d time.Duration, cond func() error) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		err := cond()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("condition not met after %v: %v", d, err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// Errorf is fmt.Errorf, for Eventually conditions.
+var Errorf = fmt.Errorf
