@@ -1,0 +1,177 @@
+package storage
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"samsa/internal/vfs"
+)
+
+func TestGroupCommitSharesFsyncs(t *testing.T) {
+	forEachFS(t, func(t *testing.T, base vfs.FS, dir string) {
+		fs := &countingFS{FS: base}
+		m := openManager(t, fs, dir, nil)
+		defer m.Close()
+		l, err := m.Create(testTP, [16]byte{}, DefaultConfig())
+		if err != nil {
+			t.Fatal(err)
+		}
+		fs.logSyncs.Store(0)
+		const workers, per = 16, 40
+		var wg sync.WaitGroup
+		errs := make(chan error, workers)
+		for w := 0; w < workers; w++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := 0; i < per; i++ {
+					res, err := l.Append(makeBatch(t, w, 1, 0), 0, false, 0)
+					if err != nil {
+						errs <- err
+						return
+					}
+					if err := l.WaitDurable(context.Background(), res.LastOffset+1); err != nil {
+						errs <- err
+						return
+					}
+					if d := l.DurableOffset(); d <= res.LastOffset {
+						errs <- errors.New("DurableOffset behind an acknowledged append")
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Fatal(err)
+		}
+		n := fs.logSyncs.Load()
+		t.Logf("%d appends, %d fsyncs", workers*per, n)
+		if n == 0 || n >= workers*per/2 {
+			t.Fatalf("%d fsyncs for %d appends: want far fewer", n, workers*per)
+		}
+		if l.DurableOffset() != l.LogEndOffset() {
+			t.Fatalf("DurableOffset %d, LogEndOffset %d", l.DurableOffset(), l.LogEndOffset())
+		}
+	})
+}
+
+func TestFailedSyncTakesLogDirOffline(t *testing.T) {
+	forEachFS(t, func(t *testing.T, base vfs.FS, dir string) {
+		fs := &countingFS{FS: base}
+		m := openManager(t, fs, dir, nil)
+		l, _ := m.Create(testTP, [16]byte{}, DefaultConfig())
+		other, _ := m.Create(TopicPartition{"other", 0}, [16]byte{}, DefaultConfig())
+		res, err := l.Append(makeBatch(t, 1, 3, 0), 0, false, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := l.WaitDurable(context.Background(), res.LastOffset+1); err != nil {
+			t.Fatal(err)
+		}
+		fs.failSync.Store(true)
+		res, err = l.Append(makeBatch(t, 2, 3, 0), 0, false, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := l.WaitDurable(ctx, res.LastOffset+1); !errors.Is(err, ErrLogDirOffline) {
+			t.Fatalf("WaitDurable after failed sync: %v", err)
+		}
+		// Never retried and acknowledged: a later good sync changes nothing.
+		fs.failSync.Store(false)
+		if _, err := l.Append(makeBatch(t, 3, 1, 0), 0, false, 0); !errors.Is(err, ErrLogDirOffline) {
+			t.Fatalf("Append after failed sync: %v", err)
+		}
+		if _, err := other.Append(makeBatch(t, 3, 1, 0), 0, false, 0); !errors.Is(err, ErrLogDirOffline) {
+			t.Fatalf("Append to another log of the dir: %v", err)
+		}
+		if err := l.WaitDurable(ctx, res.LastOffset+1); !errors.Is(err, ErrLogDirOffline) {
+			t.Fatalf("second WaitDurable: %v", err)
+		}
+		if d := l.DurableOffset(); d > res.BaseOffset {
+			t.Fatalf("DurableOffset %d covers the unsynced batch at %d", d, res.BaseOffset)
+		}
+		m.Close()
+		if fileExists(fs, dir+"/"+cleanShutdownFile) {
+			t.Fatal("clean shutdown marker written for an offline dir")
+		}
+	})
+}
+
+func TestPageCacheModeIsDurableAtOnce(t *testing.T) {
+	forEachFS(t, func(t *testing.T, base vfs.FS, dir string) {
+		fs := &countingFS{FS: base}
+		m := openManager(t, fs, dir, nil)
+		defer m.Close()
+		cfg := DefaultConfig()
+		cfg.FlushMessages = 10
+		l, _ := m.Create(testTP, [16]byte{}, cfg)
+		fs.logSyncs.Store(0)
+		for i := 0; i < 9; i++ {
+			res, err := l.Append(makeBatch(t, i, 1, 0), 0, false, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if l.DurableOffset() != res.LastOffset+1 {
+				t.Fatalf("DurableOffset %d, want %d", l.DurableOffset(), res.LastOffset+1)
+			}
+			if err := l.WaitDurable(context.Background(), res.LastOffset+1); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if n := fs.logSyncs.Load(); n != 0 {
+			t.Fatalf("%d syncs before flush.messages", n)
+		}
+		l.Append(makeBatch(t, 9, 1, 0), 0, false, 0)
+		waitFor(t, 5*time.Second, "flush after flush.messages", func() bool { return fs.logSyncs.Load() == 1 })
+	})
+}
+
+func TestChangedFiresOnAppend(t *testing.T) {
+	forEachFS(t, func(t *testing.T, fs vfs.FS, dir string) {
+		m := openManager(t, fs, dir, nil)
+		defer m.Close()
+		l, _ := m.Create(testTP, [16]byte{}, DefaultConfig())
+		ch := l.Changed()
+		select {
+		case <-ch:
+			t.Fatal("Changed closed before any change")
+		default:
+		}
+		l.Append(makeBatch(t, 1, 1, 0), 0, false, 0)
+		select {
+		case <-ch:
+		case <-time.After(5 * time.Second):
+			t.Fatal("Changed not closed by Append")
+		}
+	})
+}
+
+func TestWaitDurableHonoursContextAndClose(t *testing.T) {
+	forEachFS(t, func(t *testing.T, fs vfs.FS, dir string) {
+		m := openManager(t, fs, dir, nil)
+		l, _ := m.Create(testTP, [16]byte{}, DefaultConfig())
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		if err := l.WaitDurable(ctx, 100); !errors.Is(err, context.Canceled) {
+			t.Fatalf("WaitDurable with cancelled ctx: %v", err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- l.WaitDurable(context.Background(), 100) }()
+		m.Close()
+		select {
+		case err := <-done:
+			if !errors.Is(err, ErrClosed) {
+				t.Fatalf("WaitDurable after Close: %v", err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("WaitDurable not woken by Close")
+		}
+	})
+}
