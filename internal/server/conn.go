@@ -1,0 +1,354 @@
+package server
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Sizes of the per-connection buffers.
+const (
+	writeBufferSize = 64 << 10
+	// exactFrameMax is the largest frame read into a buffer of the declared
+	// size at once; larger frames grow their buffer as bytes arrive, so a
+	// client that declares a large frame and stalls does not pin it.
+	exactFrameMax = 1 << 20
+	// scratchKeepMax is the largest encode buffer kept between responses.
+	scratchKeepMax = 1 << 20
+)
+
+// errEmptyReply reports a Reply with none of its fields set.
+var errEmptyReply = errors.New("server: handler returned an empty Reply")
+
+// pending is a handled request whose reply is queued for the writer.
+type pending struct {
+	req   *Request
+	reply Reply
+}
+
+// conn is one client connection. The read goroutine (readLoop) owns
+// reading and calling Handle, and is the only sender on replies, which it
+// closes when it exits. The write goroutine (writeLoop) owns writing and
+// calling Wait; it closes the socket when it is done and, once the reader
+// has exited too, removes the connection from the server.
+type conn struct {
+	s   *Server
+	nc  net.Conn
+	pub *Conn
+
+	// ctx is passed to Handle and Wait; it ends when the connection closes.
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	replies chan pending
+	// inflight counts replies handed to the writer and not yet written.
+	inflight atomic.Int64
+	// stopReading is set by Shutdown: the reader stops, the writer drains.
+	readStopped atomic.Bool
+	readerDone  chan struct{}
+	closeOnce   sync.Once
+}
+
+func newConn(s *Server, nc net.Conn) *conn {
+	c := &conn{
+		s:          s,
+		nc:         nc,
+		pub:        &Conn{Remote: nc.RemoteAddr(), Local: nc.LocalAddr()},
+		replies:    make(chan pending, s.cfg.QueuedMaxRequests),
+		readerDone: make(chan struct{}),
+	}
+	c.ctx, c.cancel = context.WithCancel(s.ctx)
+	return c
+}
+
+// close ends the connection at once: Handle and Wait contexts end, and
+// blocked reads and writes fail. Safe to call many times from any
+// goroutine.
+func (c *conn) close() {
+	c.closeOnce.Do(func() {
+		c.cancel()
+		c.nc.Close()
+	})
+}
+
+// stopReading asks the reader to stop taking requests; replies already
+// queued are still written.
+func (c *conn) stopReading() {
+	c.readStopped.Store(true)
+	c.nc.SetReadDeadline(time.Now())
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+func (c *conn) readLoop() {
+	defer close(c.readerDone)
+	defer close(c.replies)
+	var hdr [4]byte
+	for {
+		if c.readStopped.Load() {
+			return
+		}
+		c.nc.SetReadDeadline(time.Now().Add(c.s.cfg.IdleTimeout))
+		// NB: checked again after setting the deadline, so that a
+		// stopReading that ran before the Set above is not lost.
+		if c.readStopped.Load() {
+			return
+		}
+		n, err := io.ReadFull(c.nc, hdr[:])
+		if err != nil {
+			if c.readStopped.Load() {
+				return
+			}
+			if n == 0 && isTimeout(err) && c.inflight.Load() > 0 {
+				// Idle only counts while nothing is in flight: a long
+				// Wait keeps the connection active.
+				continue
+			}
+			c.debug("read size", err)
+			c.close()
+			return
+		}
+		size := int32(binary.BigEndian.Uint32(hdr[:]))
+		if size <= 0 || size > c.s.cfg.MaxRequestBytes {
+			c.debug("frame", fmt.Errorf("%w: %d (max %d)", ErrFrameSize, size, c.s.cfg.MaxRequestBytes))
+			c.close()
+			return
+		}
+		frame, err := readFrameBody(c.nc, int(size))
+		if err != nil {
+			if !c.readStopped.Load() {
+				c.debug("read frame", err)
+				c.close()
+			}
+			return
+		}
+		c.s.bytesIn.Add(4 + int64(size))
+		if !c.serve(frame) {
+			return
+		}
+	}
+}
+
+// readFrameBody reads a frame of size bytes. Up to exactFrameMax the buffer
+// has the exact size; beyond, it grows as bytes arrive.
+func readFrameBody(r io.Reader, size int) ([]byte, error) {
+	if size <= exactFrameMax {
+		buf := make([]byte, size)
+		_, err := io.ReadFull(r, buf)
+		return buf, err
+	}
+	buf := make([]byte, 0, exactFrameMax)
+	for len(buf) < size {
+		if len(buf) == cap(buf) {
+			nb := make([]byte, len(buf), min(2*cap(buf), size))
+			copy(nb, buf)
+			buf = nb
+		}
+		n, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err != nil {
+			if err == io.EOF && len(buf) < size {
+				err = io.ErrUnexpectedEOF
+			}
+			if len(buf) < size {
+				return nil, err
+			}
+		}
+	}
+	return buf, nil
+}
+
+// serve decodes and handles one frame and queues its reply. It reports
+// whether the reader should go on.
+func (c *conn) serve(frame []byte) (ok bool) {
+	var req *Request
+	defer func() {
+		if v := recover(); v != nil {
+			c.recovered("handle", req, v)
+			ok = false
+		}
+	}()
+	req, err := DecodeRequest(frame, c.s.h.Versions)
+	if err != nil {
+		c.debug("decode", err)
+		c.close()
+		return false
+	}
+	c.s.countRequest(req.APIKey)
+	reply := c.s.h.Handle(c.ctx, c.pub, req)
+	c.inflight.Add(1)
+	select {
+	case c.replies <- pending{req: req, reply: reply}:
+		return true
+	case <-c.ctx.Done():
+		return false
+	}
+}
+
+// recovered records a panic of the handler and closes the connection.
+func (c *conn) recovered(where string, req *Request, v any) {
+	c.s.panics.Add(1)
+	args := []any{"where", where, "remote", c.pub.Remote, "panic", v, "stack", string(debug.Stack())}
+	if req != nil {
+		args = append(args, "api_key", req.APIKey, "api_version", req.APIVersion, "correlation_id", req.CorrelationID)
+	}
+	c.s.log.Error("server: recovered panic; closing connection", args...)
+	c.close()
+}
+
+func (c *conn) debug(what string, err error) {
+	c.s.log.Debug("server: closing connection", "remote", c.pub.Remote, "what", what, "err", err)
+}
+
+// countingWriter counts bytes written to the socket.
+type countingWriter struct {
+	w io.Writer
+	n *atomic.Int64
+}
+
+func (cw countingWriter) Write(p []byte) (int, error) {
+	n, err := cw.w.Write(p)
+	cw.n.Add(int64(n))
+	return n, err
+}
+
+func (c *conn) writeLoop() {
+	defer func() {
+		c.close()
+		<-c.readerDone
+		c.s.removeConn(c)
+	}()
+	bw := bufio.NewWriterSize(countingWriter{c.nc, &c.s.bytesOut}, writeBufferSize)
+	var scratch []byte
+	for {
+		var p pending
+		var ok bool
+		select {
+		case p, ok = <-c.replies:
+		case <-c.ctx.Done():
+			return
+		}
+		if !ok { // the reader is done and everything queued is written
+			c.flush(bw)
+			return
+		}
+		r := p.reply
+		for r.Wait != nil {
+			// Earlier responses go out before waiting: Wait may block for
+			// a long time (a Fetch long-poll).
+			if bw.Buffered() > 0 {
+				if err := c.flush(bw); err != nil {
+					return
+				}
+			}
+			if r, ok = c.wait(p.req, r.Wait); !ok || c.ctx.Err() != nil {
+				return
+			}
+		}
+		err := c.writeReply(bw, p.req, r, &scratch)
+		c.inflight.Add(-1)
+		if err != nil {
+			c.debug("write", err)
+			return
+		}
+		if len(c.replies) == 0 {
+			if err := c.flush(bw); err != nil {
+				return
+			}
+		}
+	}
+}
+
+func (c *conn) flush(bw *bufio.Writer) error {
+	if bw.Buffered() == 0 {
+		return nil
+	}
+	c.nc.SetWriteDeadline(time.Now().Add(c.s.cfg.IdleTimeout))
+	err := bw.Flush()
+	if err != nil {
+		c.debug("flush", err)
+	}
+	return err
+}
+
+// wait calls f, recovering a panic (which closes the connection).
+func (c *conn) wait(req *Request, f func(context.Context) Reply) (r Reply, ok bool) {
+	defer func() {
+		if v := recover(); v != nil {
+			c.recovered("wait", req, v)
+			ok = false
+		}
+	}()
+	return f(c.ctx), true
+}
+
+// writeReply encodes one response: size, correlation id, for flexible
+// versions except ApiVersions an empty tag section, then the body.
+func (c *conn) writeReply(bw *bufio.Writer, req *Request, r Reply, scratch *[]byte) error {
+	if r.None {
+		return nil
+	}
+	version := req.APIVersion
+	flexible := req.Body.IsFlexible()
+	if req.UnsupportedVersion {
+		version, flexible = 0, false
+	}
+	if req.APIKey == apiVersionsKey {
+		flexible = false // ApiVersions responses always use header v0
+	}
+	buf := (*scratch)[:0]
+	buf = append(buf, 0, 0, 0, 0)
+	buf = binary.BigEndian.AppendUint32(buf, uint32(req.CorrelationID))
+	if flexible {
+		buf = append(buf, 0)
+	}
+	c.nc.SetWriteDeadline(time.Now().Add(c.s.cfg.IdleTimeout))
+	switch {
+	case r.Msg != nil:
+		r.Msg.SetVersion(version)
+		buf = r.Msg.AppendTo(buf)
+		if len(buf)-4 > int(^uint32(0)>>1) {
+			return fmt.Errorf("server: response of %d bytes", len(buf))
+		}
+		binary.BigEndian.PutUint32(buf, uint32(len(buf)-4))
+		if _, err := bw.Write(buf); err != nil {
+			return err
+		}
+	case r.Body != nil:
+		n := r.Body.Len()
+		binary.BigEndian.PutUint32(buf, uint32(len(buf)-4+n))
+		if _, err := bw.Write(buf); err != nil {
+			return err
+		}
+		if err := bw.Flush(); err != nil {
+			return err
+		}
+		written, err := r.Body.WriteTo(c.nc)
+		c.s.bytesOut.Add(written)
+		if err != nil {
+			return fmt.Errorf("server: write body: %w", err)
+		}
+		if written != int64(n) {
+			return fmt.Errorf("server: body wrote %d bytes, declared %d", written, n)
+		}
+	default:
+		return errEmptyReply
+	}
+	if cap(buf) <= scratchKeepMax {
+		*scratch = buf
+	} else {
+		*scratch = nil
+	}
+	return nil
+}

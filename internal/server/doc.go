@@ -1,0 +1,83 @@
+// Package server is samsa's Kafka listener: it accepts connections, reads
+// request frames with size limits, decodes the request header and body,
+// hands each request to a Handler, and writes the responses back in request
+// order.
+//
+// Usage:
+//
+//	s := server.New(server.Config{MaxRequestBytes: 100 << 20}, handler)
+//	go s.Serve(ln)                 // one call per listener
+//	...
+//	err := s.Shutdown(ctx)         // or s.Close() to stop at once
+//
+// # Wire format
+//
+// A request frame:
+//
+//	+----------------+---------------------------------------------------+
+//	| size    int32  | bytes that follow; 1..socket.request.max.bytes     |
+//	+----------------+---------------------------------------------------+
+//	| api key        int16                                               |
+//	| api version    int16                                               |
+//	| correlation id int32                                               |
+//	| client id      int16 length + bytes, -1 null  (header v1 and v2)    |
+//	| tagged fields  uvarint count, then per field   (header v2 only:     |
+//	|                uvarint tag, uvarint size,       flexible versions)  |
+//	|                size bytes; tags increasing                         |
+//	+--------------------------------------------------------------------+
+//	| body           kmsg encoding at api version                        |
+//	+--------------------------------------------------------------------+
+//
+// A response frame:
+//
+//	+----------------+---------------------------------------------------+
+//	| size    int32  | bytes that follow                                 |
+//	| correlation id int32                                               |
+//	| tagged fields  one 0 byte: header v1, for flexible versions except  |
+//	|                ApiVersions, whose responses always use header v0    |
+//	| body           Reply.Msg.AppendTo at the request's version, or       |
+//	|                Reply.Body.WriteTo straight onto the socket          |
+//	+--------------------------------------------------------------------+
+//
+// # Goroutines and ordering
+//
+// The Server owns two goroutines per connection, started through one
+// helper and counted in a WaitGroup; Serve runs on its caller's goroutine.
+//
+//  1. The reader reads a frame, decodes it, calls Handler.Handle and queues
+//     the Reply on a channel of queued.max.requests entries. Handle runs
+//     one request at a time in arrival order. A full queue blocks the
+//     reader, which stops reading from the socket: that is the back-pressure.
+//  2. The writer takes replies in queue order, calls Reply.Wait (which may
+//     block) and writes the result through a 64 KiB buffered writer. It
+//     flushes when the queue is momentarily empty, so pipelined small
+//     responses share a write syscall, and before calling a Wait.
+//
+// Responses therefore go out in request order, and a slow Wait holds back
+// the responses after it but not the handling of later requests.
+//
+// # What closes a connection
+//
+//   - a frame size <= 0 or above socket.request.max.bytes (checked before
+//     anything is allocated; a TLS ClientHello on a plaintext port falls
+//     here);
+//   - an API key the Handler does not serve or kmsg does not know;
+//   - a version outside the Handler's range, except for ApiVersions, which
+//     is answered with an ApiVersions v0 response (UnsupportedVersion);
+//   - a header or body that does not decode (short or overlong lengths,
+//     varints over 5 bytes, tagged fields out of order or past the end);
+//   - no complete request for connections.max.idle.ms while nothing is in
+//     flight, including a frame declared and then not sent;
+//   - a panic in Handle or Wait (recovered, logged with its stack and
+//     counted in Panics);
+//   - a write error or a write stalled for connections.max.idle.ms;
+//   - Close, or Shutdown once its context is done.
+//
+// Shutdown stops the listeners and the readers, lets the writers write
+// every queued reply (until its context is done), then closes the
+// connections and waits for every goroutine. Close does the same at once.
+// Both are idempotent.
+//
+// Lock order: Server.mu is a leaf lock; no IO is done under it except
+// closing listeners and sockets.
+package server

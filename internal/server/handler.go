@@ -1,0 +1,55 @@
+package server
+
+import (
+	"context"
+	"io"
+	"net"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Handler serves decoded requests. The server calls Handle on the
+// connection's read goroutine, one request at a time in arrival order, so
+// side effects (appends to a log) happen in request order. Work that must
+// wait (acks=all durability, a Fetch long-poll) goes in the returned Reply's
+// Wait, which the connection's write goroutine calls in request order, while
+// the read goroutine goes on decoding and handling later requests.
+type Handler interface {
+	// Versions reports the version range the handler supports for an API
+	// key; ok is false for an API it does not serve.
+	Versions(key int16) (min, max int16, ok bool)
+	Handle(ctx context.Context, c *Conn, req *Request) Reply
+}
+
+// Reply is a handler's answer. Set exactly one of Msg, Body, Wait, or None.
+type Reply struct {
+	// Msg is encoded with AppendTo at the request's version (the server
+	// calls SetVersion on it).
+	Msg kmsg.Response
+	// Body is a response body already laid out in pieces (the Fetch
+	// sendfile path); it is written as is after the response header.
+	Body Body
+	// Wait is called on the write goroutine, in request order; its result
+	// is written. ctx is done when the connection or server closes.
+	Wait func(ctx context.Context) Reply
+	// None means no response is sent (Produce with acks=0).
+	None bool
+}
+
+// Body is a pre-encoded response body.
+type Body interface {
+	// Len is the exact number of bytes WriteTo writes.
+	Len() int
+	// WriteTo writes the body to the connection. w is the connection itself
+	// (a *net.TCPConn for plaintext listeners) so that file regions can go
+	// out through sendfile.
+	WriteTo(w io.Writer) (int64, error)
+}
+
+// Conn is one client connection, as handlers see it.
+type Conn struct {
+	// Remote is the client's address.
+	Remote net.Addr
+	// Local is the listener address the client connected to.
+	Local net.Addr
+}
