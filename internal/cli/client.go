@@ -49,9 +49,11 @@ func newClient(g *globals, opts ...kgo.Opt) (*kgo.Client, error) {
 }
 
 // newAdmin returns an admin client over a new kgo client. Closing the admin
-// client closes the kgo client.
+// client closes the kgo client. NB: kgo answers metadata requests from a
+// cache younger than MetadataMinAge (5s by default); a short age lets a
+// command see a topic it just created.
 func newAdmin(g *globals) (*kadm.Client, error) {
-	cl, err := newClient(g)
+	cl, err := newClient(g, kgo.MetadataMinAge(50*time.Millisecond))
 	if err != nil {
 		return nil, err
 	}

@@ -89,4 +89,3 @@ func checkGolden(t *testing.T, name, got string) {
 		t.Errorf("%s differs from the golden file (run with -update to accept):\n--- got\n%s\n--- want\n%s", path, got, want)
 	}
 }
-
