@@ -61,6 +61,11 @@ func Split(buf []byte) (b Batch, rest []byte, err error) {
 
 var errBadBatchLength = errors.New("record: batch length smaller than the header")
 
+// Header accessors. Each reads or writes one field of the header at the
+// offset drawn in doc.go; none checks the length (see Split and Validate).
+// Setters of fields inside the CRC-covered range leave the CRC stale: call
+// UpdateCRC after them. SetBaseOffset and SetLeaderEpoch do not need it.
+
 func (b Batch) BaseOffset() int64      { return int64(binary.BigEndian.Uint64(b[0:8])) }
 func (b Batch) SetBaseOffset(o int64)  { binary.BigEndian.PutUint64(b[0:8], uint64(o)) }
 func (b Batch) BatchLength() int32     { return int32(binary.BigEndian.Uint32(b[8:12])) }
