@@ -1,0 +1,494 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+)
+
+func TestOpenOnEmptyDirIsFastAndRegisters(t *testing.T) {
+	dir := t.TempDir()
+	start := time.Now()
+	c := openTest(t, 0, dir)
+	elapsed := time.Since(start)
+	t.Logf("Open on an empty data dir took %s", elapsed)
+
+	img := c.Image()
+	if b, ok := img.Brokers[0]; !ok || b.Host != "127.0.0.1" || b.Port != 9092 || b.Incarnation == "" {
+		t.Fatalf("broker 0 registration = %+v, %v", b, ok)
+	}
+	if img.ControllerID != 0 {
+		t.Fatalf("ControllerID = %d, want 0", img.ControllerID)
+	}
+	if !regexp.MustCompile(`^[A-Za-z0-9_-]{22}$`).MatchString(img.ClusterID) || img.ClusterID != c.ClusterID() {
+		t.Fatalf("cluster id %q (ClusterID() %q)", img.ClusterID, c.ClusterID())
+	}
+	meta, err := os.ReadFile(filepath.Join(dir, "meta.properties"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "version=1\ncluster.id=" + img.ClusterID + "\nnode.id=0\n"; string(meta) != want {
+		t.Fatalf("meta.properties = %q, want %q", meta, want)
+	}
+}
+
+func TestTopicLifecycle(t *testing.T) {
+	ctx := testCtx(t)
+	c := openTest(t, 0, t.TempDir())
+
+	cfgs := map[string]string{"cleanup.policy": "compact"}
+	tp, err := c.CreateTopic(ctx, "orders", 3, 1, cfgs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfgs["cleanup.policy"] = "delete" // the topic must not share the caller's map
+	img := c.Image()
+	got := img.Topics["orders"]
+	if got == nil {
+		t.Fatal("CreateTopic returned before the image had the topic")
+	}
+	if got.ID != tp.ID || img.TopicIDs[tp.ID] != got || got.ID == ([16]byte{}) {
+		t.Fatalf("topic id %x, image %x, by id %p", tp.ID, got.ID, img.TopicIDs[tp.ID])
+	}
+	if got.Configs["cleanup.policy"] != "compact" || len(got.Configs) != 1 {
+		t.Fatalf("configs = %v", got.Configs)
+	}
+	if len(got.Replicas) != 3 || len(got.Partitions) != 3 {
+		t.Fatalf("replicas %v, partitions %v", got.Replicas, got.Partitions)
+	}
+	for p, st := range got.Partitions {
+		if st.Leader != 0 || st.LeaderEpoch != 0 || st.PartitionEpoch != 0 || !slices.Equal(st.ISR, []int32{0}) {
+			t.Fatalf("partition %d state %+v", p, st)
+		}
+		if st.ModRevision == 0 || st.ModRevision != tp.Partitions[p].ModRevision {
+			t.Fatalf("partition %d mod revision %d, returned %d", p, st.ModRevision, tp.Partitions[p].ModRevision)
+		}
+	}
+
+	if _, err := c.CreateTopic(ctx, "orders", 1, 1, nil); !errors.Is(err, ErrTopicExists) {
+		t.Fatalf("duplicate create: %v, want ErrTopicExists", err)
+	}
+	if _, err := c.CreateTopic(ctx, "payments", 2, 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	if names := topicNames(c.Image()); !slices.Equal(names, []string{"orders", "payments"}) {
+		t.Fatalf("topics = %v", names)
+	}
+
+	if err := c.DeleteTopic(ctx, "orders"); err != nil {
+		t.Fatal(err)
+	}
+	img = c.Image()
+	if _, ok := img.Topics["orders"]; ok {
+		t.Fatal("deleted topic still in image")
+	}
+	if _, ok := img.TopicIDs[tp.ID]; ok {
+		t.Fatal("deleted topic id still in image")
+	}
+	if names := topicNames(img); !slices.Equal(names, []string{"payments"}) {
+		t.Fatalf("topics = %v", names)
+	}
+	if err := c.DeleteTopic(ctx, "orders"); !errors.Is(err, ErrUnknownTopic) {
+		t.Fatalf("second delete: %v, want ErrUnknownTopic", err)
+	}
+	// The partition keys went with the topic: recreating starts clean.
+	tp2, err := c.CreateTopic(ctx, "orders", 1, 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tp2.ID == tp.ID || len(c.Image().Topics["orders"].Partitions) != 1 {
+		t.Fatalf("recreated topic: id %x (old %x), partitions %d", tp2.ID, tp.ID, len(c.Image().Topics["orders"].Partitions))
+	}
+	resp, err := c.cli.Get(ctx, c.keys.partitionsOf("orders"), clientKeysOnly()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.Kvs) != 1 {
+		t.Fatalf("%d partition keys after recreate, want 1", len(resp.Kvs))
+	}
+}
+
+func TestCreateTopicValidates(t *testing.T) {
+	ctx := testCtx(t)
+	c := openTest(t, 0, t.TempDir())
+	for _, tc := range []struct {
+		name  string
+		topic string
+		parts int32
+		rf    int16
+		want  error
+	}{
+		{"zero partitions", "a", 0, 1, ErrInvalidPartitions},
+		{"negative partitions", "a", -1, 1, ErrInvalidPartitions},
+		{"zero replication factor", "a", 1, 0, ErrInvalidReplicationFactor},
+		{"more replicas than brokers", "a", 1, 2, ErrInvalidReplicationFactor},
+		{"slash in name", "a/b", 1, 1, ErrInvalidTopic},
+		{"dot", ".", 1, 1, ErrInvalidTopic},
+		{"empty", "", 1, 1, ErrInvalidTopic},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := c.CreateTopic(ctx, tc.topic, tc.parts, tc.rf, nil); !errors.Is(err, tc.want) {
+				t.Fatalf("CreateTopic: %v, want %v", err, tc.want)
+			}
+		})
+	}
+	if n := len(c.Image().Topics); n != 0 {
+		t.Fatalf("%d topics after failed creates", n)
+	}
+}
+
+func TestConcurrentCreatesOfOneNameHaveOneWinner(t *testing.T) {
+	ctx := testCtx(t)
+	c := openTest(t, 0, t.TempDir())
+	const n = 8
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	ids := make([][16]byte, n)
+	for i := range n {
+		wg.Go(func() {
+			tp, err := c.CreateTopic(ctx, "race", int32(i+1), 1, nil)
+			errs[i] = err
+			if err == nil {
+				ids[i] = tp.ID
+			}
+		})
+	}
+	wg.Wait()
+	winner := -1
+	for i, err := range errs {
+		switch {
+		case err == nil:
+			if winner >= 0 {
+				t.Fatalf("creates %d and %d both succeeded", winner, i)
+			}
+			winner = i
+		case !errors.Is(err, ErrTopicExists):
+			t.Fatalf("create %d: %v", i, err)
+		}
+	}
+	if winner < 0 {
+		t.Fatal("no create succeeded")
+	}
+	got := c.Image().Topics["race"]
+	if got.ID != ids[winner] || len(got.Partitions) != winner+1 {
+		t.Fatalf("image has id %x with %d partitions; winner %d wrote %x", got.ID, len(got.Partitions), winner, ids[winner])
+	}
+}
+
+func TestCreatePartitionsGrowsTopic(t *testing.T) {
+	ctx := testCtx(t)
+	c := openTest(t, 0, t.TempDir())
+	tp, err := c.CreateTopic(ctx, "grow", 2, 1, map[string]string{"retention.ms": "1000"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.CreatePartitions(ctx, "grow", 5); err != nil {
+		t.Fatal(err)
+	}
+	got := c.Image().Topics["grow"]
+	if len(got.Replicas) != 5 || len(got.Partitions) != 5 {
+		t.Fatalf("after grow: %d replicas, %d partitions", len(got.Replicas), len(got.Partitions))
+	}
+	if got.ID != tp.ID || got.Configs["retention.ms"] != "1000" {
+		t.Fatalf("grow changed id or configs: %x %v", got.ID, got.Configs)
+	}
+	for p := range 2 {
+		if got.Partitions[p].ModRevision != tp.Partitions[p].ModRevision {
+			t.Fatalf("partition %d rewritten by CreatePartitions", p)
+		}
+	}
+	for p := 2; p < 5; p++ {
+		st := got.Partitions[p]
+		if st.Leader != 0 || !slices.Equal(st.ISR, []int32{0}) || st.ModRevision <= tp.Partitions[0].ModRevision {
+			t.Fatalf("new partition %d state %+v", p, st)
+		}
+	}
+	for _, tc := range []struct {
+		topic string
+		count int32
+		want  error
+	}{
+		{"grow", 5, ErrInvalidPartitions},
+		{"grow", 3, ErrInvalidPartitions},
+		{"nope", 3, ErrUnknownTopic},
+	} {
+		if err := c.CreatePartitions(ctx, tc.topic, tc.count); !errors.Is(err, tc.want) {
+			t.Fatalf("CreatePartitions(%s, %d): %v, want %v", tc.topic, tc.count, err, tc.want)
+		}
+	}
+}
+
+func TestConfigsReplaceAndRemove(t *testing.T) {
+	ctx := testCtx(t)
+	c := openTest(t, 0, t.TempDir())
+	if _, err := c.CreateTopic(ctx, "cfg", 1, 1, map[string]string{"a": "1", "b": "2"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.SetTopicConfigs(ctx, "cfg", map[string]string{"c": "3"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Image().Topics["cfg"].Configs; len(got) != 1 || got["c"] != "3" {
+		t.Fatalf("topic configs = %v", got)
+	}
+	if err := c.SetTopicConfigs(ctx, "missing", nil); !errors.Is(err, ErrUnknownTopic) {
+		t.Fatalf("SetTopicConfigs on a missing topic: %v", err)
+	}
+
+	if err := c.SetBrokerConfigs(ctx, "", map[string]string{"log.retention.ms": "5"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.SetBrokerConfigs(ctx, "0", map[string]string{"num.io.threads": "4"}); err != nil {
+		t.Fatal(err)
+	}
+	bc := c.Image().BrokerConfigs
+	if bc[""]["log.retention.ms"] != "5" || bc["0"]["num.io.threads"] != "4" || len(bc) != 2 {
+		t.Fatalf("broker configs = %v", bc)
+	}
+	if err := c.SetBrokerConfigs(ctx, "", nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.SetBrokerConfigs(ctx, "7", nil); err != nil { // never set: a no-op
+		t.Fatal(err)
+	}
+	if bc := c.Image().BrokerConfigs; len(bc) != 1 || bc["0"]["num.io.threads"] != "4" {
+		t.Fatalf("broker configs after removing the default = %v", bc)
+	}
+	if err := c.SetBrokerConfigs(ctx, "x", map[string]string{"a": "b"}); err == nil {
+		t.Fatal("SetBrokerConfigs accepted node \"x\"")
+	}
+}
+
+func TestAlterPartitionIsCompareAndSwap(t *testing.T) {
+	ctx := testCtx(t)
+	c := openTest(t, 0, t.TempDir())
+	if _, err := c.CreateTopic(ctx, "isr", 1, 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	st, _ := c.Image().Partition("isr", 0)
+	next := st
+	next.LeaderEpoch, next.PartitionEpoch, next.ISR = 1, 1, []int32{0}
+	written, err := c.AlterPartition(ctx, "isr", 0, next)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if written.ModRevision <= st.ModRevision {
+		t.Fatalf("mod revision %d after write, was %d", written.ModRevision, st.ModRevision)
+	}
+	if got, _ := c.Image().Partition("isr", 0); got.LeaderEpoch != 1 || got.PartitionEpoch != 1 || got.ModRevision != written.ModRevision {
+		t.Fatalf("image after AlterPartition: %+v", got)
+	}
+	// A second write based on the old state loses.
+	stale := st
+	stale.PartitionEpoch = 5
+	if _, err := c.AlterPartition(ctx, "isr", 0, stale); !errors.Is(err, ErrInvalidUpdateVersion) {
+		t.Fatalf("stale AlterPartition: %v, want ErrInvalidUpdateVersion", err)
+	}
+	if _, err := c.AlterPartition(ctx, "isr", 3, written); !errors.Is(err, ErrUnknownPartition) {
+		t.Fatalf("AlterPartition of a missing partition: %v, want ErrUnknownPartition", err)
+	}
+	if got, _ := c.Image().Partition("isr", 0); got.PartitionEpoch != 1 {
+		t.Fatalf("stale write changed the state: %+v", got)
+	}
+}
+
+func TestReopenKeepsClusterIDAndTopics(t *testing.T) {
+	ctx := testCtx(t)
+	dir := t.TempDir()
+	c, err := Open(ctx, Config{NodeID: 3, DataDir: dir, AdvertisedHost: "h", AdvertisedPort: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tp, err := c.CreateTopic(ctx, "durable", 4, 1, map[string]string{"k": "v"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := c.ClusterID()
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+
+	start := time.Now()
+	c2 := openTest(t, 3, dir)
+	t.Logf("reopen took %s", time.Since(start))
+	img := c2.Image()
+	if img.ClusterID != id {
+		t.Fatalf("cluster id %s after reopen, was %s", img.ClusterID, id)
+	}
+	got := img.Topics["durable"]
+	if got == nil || got.ID != tp.ID || len(got.Partitions) != 4 || got.Configs["k"] != "v" {
+		t.Fatalf("topic after reopen: %+v", got)
+	}
+	if len(img.Brokers) != 1 || img.Brokers[3].Incarnation == "" {
+		t.Fatalf("brokers after reopen: %+v", img.Brokers)
+	}
+}
+
+func TestOpenRejectsOtherNodeID(t *testing.T) {
+	ctx := testCtx(t)
+	dir := t.TempDir()
+	c := openTest(t, 1, dir)
+	_ = c
+	if err := os.WriteFile(filepath.Join(t.TempDir(), "x"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	other := t.TempDir()
+	if err := writeMetaProperties(other, metaProperties{ClusterID: "abc", NodeID: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(ctx, Config{NodeID: 2, DataDir: other}); !errors.Is(err, ErrInconsistentNodeID) {
+		t.Fatalf("Open with node.id mismatch: %v, want ErrInconsistentNodeID", err)
+	}
+	// A data dir of another cluster cannot join this etcd.
+	if _, err := Open(ctx, Config{NodeID: 1, DataDir: other, EtcdEndpoints: []string{c.ClientURL()}}); !errors.Is(err, ErrInconsistentClusterID) {
+		t.Fatalf("Open with cluster.id mismatch: %v, want ErrInconsistentClusterID", err)
+	}
+}
+
+func TestTwoBrokersShareMetadata(t *testing.T) {
+	ctx := testCtx(t)
+	c0 := openTest(t, 0, t.TempDir())
+	dir1 := t.TempDir()
+	c1, err := Open(ctx, Config{NodeID: 1, DataDir: dir1, EtcdEndpoints: []string{c0.ClientURL()},
+		AdvertisedHost: "10.0.0.1", AdvertisedPort: 9093, SessionTimeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := false
+	t.Cleanup(func() {
+		if !closed {
+			_ = c1.Close()
+		}
+	})
+	if c1.ClusterID() != c0.ClusterID() {
+		t.Fatalf("node 1 joined cluster %s, node 0 is in %s", c1.ClusterID(), c0.ClusterID())
+	}
+	if m, ok, err := readMetaProperties(dir1); err != nil || !ok || m.ClusterID != c0.ClusterID() || m.NodeID != 1 {
+		t.Fatalf("node 1 meta.properties: %+v %v %v", m, ok, err)
+	}
+	bothRegistered := func(img *Image) bool { return len(img.Brokers) == 2 }
+	img0 := waitImage(t, c0, "node 0 to see node 1", bothRegistered)
+	waitImage(t, c1, "node 1 to see node 0", bothRegistered)
+	if b := img0.Brokers[1]; b.Host != "10.0.0.1" || b.Port != 9093 {
+		t.Fatalf("node 0 sees node 1 as %+v", b)
+	}
+
+	// A write through one broker shows on the other, with replicas on both.
+	tp, err := c1.CreateTopic(ctx, "shared", 4, 2, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	img0 = waitImage(t, c0, "node 0 to see the topic", func(img *Image) bool { return img.Topics["shared"] != nil })
+	got := img0.Topics["shared"]
+	if got.ID != tp.ID || len(got.Partitions) != 4 {
+		t.Fatalf("node 0 sees %+v", got)
+	}
+	leaders := map[int32]int{}
+	for p, r := range got.Replicas {
+		if len(r) != 2 || r[0] == r[1] || got.Partitions[p].Leader != r[0] {
+			t.Fatalf("partition %d replicas %v state %+v", p, r, got.Partitions[p])
+		}
+		leaders[r[0]]++
+	}
+	if leaders[0] != 2 || leaders[1] != 2 {
+		t.Fatalf("leaders not spread: %v", leaders)
+	}
+	if err := c0.DeleteTopic(ctx, "shared"); err != nil {
+		t.Fatal(err)
+	}
+	waitImage(t, c1, "node 1 to see the deletion", func(img *Image) bool { return img.Topics["shared"] == nil })
+
+	// Closing node 1 revokes its lease: its registration goes at once.
+	closed = true
+	if err := c1.Close(); err != nil {
+		t.Fatal(err)
+	}
+	img0 = waitImage(t, c0, "node 1's registration to go", func(img *Image) bool { return len(img.Brokers) == 1 })
+	if _, ok := img0.Brokers[0]; !ok || img0.ControllerID != 0 {
+		t.Fatalf("after node 1 closed: brokers %v controller %d", img0.Brokers, img0.ControllerID)
+	}
+}
+
+func TestLostLeaseRegistersAgain(t *testing.T) {
+	ctx := testCtx(t)
+	c := openTest(t, 0, t.TempDir())
+	old := c.leaseID.Load()
+	before := c.Image().Brokers[0]
+	rr, err := c.cli.Revoke(ctx, leaseID(old))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The revocation deleted the key at rr's revision; a later put is the
+	// new registration.
+	img := waitImage(t, c, "a new registration", func(img *Image) bool {
+		_, ok := img.Brokers[0]
+		return ok && img.Revision > rr.Header.Revision
+	})
+	if b := img.Brokers[0]; b != before {
+		t.Fatalf("registration after lease loss %+v, before %+v", b, before)
+	}
+	resp, err := c.cli.Get(ctx, c.keys.broker(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.Kvs) != 1 || resp.Kvs[0].Lease == old || resp.Kvs[0].Lease == 0 {
+		t.Fatalf("registration key %v, old lease %d", resp.Kvs, old)
+	}
+}
+
+func TestWatchCompactionReloads(t *testing.T) {
+	ctx := testCtx(t)
+	c := openTest(t, 0, t.TempDir())
+	if _, err := c.CreateTopic(ctx, "before", 1, 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	// Write behind the watch's back through a second client while it is
+	// stalled is not possible to force; instead compact at the current
+	// revision and check the image keeps following later writes.
+	resp, err := c.cli.Get(ctx, "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.cli.Compact(ctx, resp.Header.Revision); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.CreateTopic(ctx, "after", 1, 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	if names := topicNames(c.Image()); !slices.Equal(names, []string{"after", "before"}) {
+		t.Fatalf("topics = %v", names)
+	}
+}
+
+func TestCloseIsIdempotentAndStopsWaiters(t *testing.T) {
+	c, err := Open(context.Background(), Config{NodeID: 0, DataDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.waitRevision(context.Background(), c.Image().Revision+100); !errors.Is(err, ErrClosed) {
+		t.Fatalf("wait after Close: %v, want ErrClosed", err)
+	}
+}
+
+func topicNames(img *Image) []string {
+	var names []string
+	for n := range img.Topics {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}

@@ -1,0 +1,261 @@
+package cluster
+
+import (
+	"encoding/json"
+	"log/slog"
+	"maps"
+	"slices"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+)
+
+// Broker is a registered broker.
+type Broker struct {
+	NodeID      int32
+	Host        string
+	Port        int32
+	Rack        *string
+	Incarnation string // unique per process start
+}
+
+// PartitionState is the replicated state of one partition
+// (/samsa/<cluster>/partitions/<topic>/<p>).
+type PartitionState struct {
+	Leader         int32
+	LeaderEpoch    int32
+	ISR            []int32
+	PartitionEpoch int32
+	// ModRevision is the etcd revision of the key; CAS writes compare it.
+	ModRevision int64
+}
+
+// Topic is a topic as the image holds it (/samsa/<cluster>/topics/<name>
+// plus its partition state keys).
+type Topic struct {
+	Name       string
+	ID         [16]byte
+	Replicas   [][]int32         // replica assignment per partition
+	Configs    map[string]string // topic config overrides (only those set)
+	Partitions []PartitionState  // same length as Replicas once loaded
+}
+
+// Image is an immutable snapshot of the cluster metadata. Never modify one,
+// nor any map, slice or Topic reached from it: later images share them.
+type Image struct {
+	ClusterID    string
+	Revision     int64 // etcd revision the image reflects
+	ControllerID int32 // -1 when no broker is registered
+	Brokers      map[int32]Broker
+	Topics       map[string]*Topic
+	TopicIDs     map[[16]byte]*Topic
+	// BrokerConfigs holds dynamic broker configs: key "" is cluster-wide
+	// default, otherwise the node id in decimal.
+	BrokerConfigs map[string]map[string]string
+}
+
+// BrokerIDs returns the ids of the registered brokers in increasing order.
+// The caller owns the returned slice.
+func (img *Image) BrokerIDs() []int32 {
+	return slices.Sorted(maps.Keys(img.Brokers))
+}
+
+// Partition returns the state of partition p of topic, and whether the
+// image has it.
+func (img *Image) Partition(topic string, p int32) (PartitionState, bool) {
+	t := img.Topics[topic]
+	if t == nil || p < 0 || int(p) >= len(t.Partitions) {
+		return PartitionState{}, false
+	}
+	return t.Partitions[p], true
+}
+
+// missingPartition fills Topic.Partitions for an index whose state key has
+// not been seen (never the case for keys written by this package, which
+// writes a topic and its partitions in one transaction).
+var missingPartition = PartitionState{Leader: -1, LeaderEpoch: -1}
+
+// builder turns etcd key-values and watch events into successive images.
+// It is owned by one goroutine (Open, then the watch loop) and is not safe
+// for concurrent use. Images it returns are never modified afterwards.
+type builder struct {
+	keys keys
+	log  *slog.Logger
+	cur  *Image
+
+	// topicVals and parts hold the decoded topic and partition keys, also
+	// those that do not (yet) make a complete Topic.
+	topicVals map[string]topicValue
+	parts     map[string]map[int32]PartitionState
+}
+
+func newBuilder(clusterID string, k keys, log *slog.Logger) *builder {
+	b := &builder{keys: k, log: log}
+	b.reset(clusterID)
+	return b
+}
+
+func (b *builder) reset(clusterID string) {
+	b.cur = &Image{
+		ClusterID:     clusterID,
+		ControllerID:  -1,
+		Brokers:       map[int32]Broker{},
+		Topics:        map[string]*Topic{},
+		TopicIDs:      map[[16]byte]*Topic{},
+		BrokerConfigs: map[string]map[string]string{},
+	}
+	b.topicVals = map[string]topicValue{}
+	b.parts = map[string]map[int32]PartitionState{}
+}
+
+// load replaces the whole state with the result of one Get of the prefix
+// taken at revision rev.
+func (b *builder) load(kvs []*mvccpb.KeyValue, rev int64) *Image {
+	b.reset(b.cur.ClusterID)
+	evs := make([]*mvccpb.Event, len(kvs))
+	for i, kv := range kvs {
+		evs[i] = &mvccpb.Event{Type: mvccpb.Event_PUT, Kv: kv}
+	}
+	return b.apply(evs, rev)
+}
+
+// apply returns the image after evs, copying only what they change. rev is
+// the revision the caller knows the events bring the image to (0: take it
+// from the events).
+func (b *builder) apply(evs []*mvccpb.Event, rev int64) *Image {
+	prev := b.cur
+	next := *prev
+	var brokersCloned, configsCloned bool
+	dirty := map[string]bool{}
+	for _, ev := range evs {
+		kv := ev.Kv
+		if kv.ModRevision > rev {
+			rev = kv.ModRevision
+		}
+		del := ev.Type == mvccpb.Event_DELETE
+		pk := b.keys.parse(string(kv.Key))
+		switch pk.kind {
+		case kindBroker:
+			if !brokersCloned {
+				next.Brokers, brokersCloned = maps.Clone(prev.Brokers), true
+			}
+			var v brokerValue
+			if del || !b.decode(kv, &v) {
+				delete(next.Brokers, pk.broker)
+				continue
+			}
+			next.Brokers[pk.broker] = Broker{NodeID: pk.broker, Host: v.Host, Port: v.Port, Rack: v.Rack, Incarnation: v.Incarnation}
+		case kindTopic:
+			dirty[pk.topic] = true
+			var v topicValue
+			if del || !b.decode(kv, &v) {
+				delete(b.topicVals, pk.topic)
+				continue
+			}
+			b.topicVals[pk.topic] = v
+		case kindPartition:
+			dirty[pk.topic] = true
+			var v partitionValue
+			if del || !b.decode(kv, &v) {
+				if m := b.parts[pk.topic]; m != nil {
+					delete(m, pk.partition)
+					if len(m) == 0 {
+						delete(b.parts, pk.topic)
+					}
+				}
+				continue
+			}
+			m := b.parts[pk.topic]
+			if m == nil {
+				m = map[int32]PartitionState{}
+				b.parts[pk.topic] = m
+			}
+			m[pk.partition] = PartitionState{
+				Leader:         v.Leader,
+				LeaderEpoch:    v.LeaderEpoch,
+				ISR:            v.ISR,
+				PartitionEpoch: v.PartitionEpoch,
+				ModRevision:    kv.ModRevision,
+			}
+		case kindBrokerConfig:
+			if !configsCloned {
+				next.BrokerConfigs, configsCloned = maps.Clone(prev.BrokerConfigs), true
+			}
+			var v configsValue
+			if del || !b.decode(kv, &v) || len(v.Configs) == 0 {
+				delete(next.BrokerConfigs, pk.node)
+				continue
+			}
+			next.BrokerConfigs[pk.node] = v.Configs
+		}
+	}
+	if len(dirty) > 0 {
+		next.Topics = maps.Clone(prev.Topics)
+		next.TopicIDs = maps.Clone(prev.TopicIDs)
+		for name := range dirty {
+			if old := next.Topics[name]; old != nil {
+				delete(next.Topics, name)
+				if next.TopicIDs[old.ID] == old {
+					delete(next.TopicIDs, old.ID)
+				}
+			}
+			if t := b.topic(name); t != nil {
+				next.Topics[name] = t
+				next.TopicIDs[t.ID] = t
+			}
+		}
+	}
+	if brokersCloned {
+		next.ControllerID = -1
+		for id := range next.Brokers {
+			if next.ControllerID < 0 || id < next.ControllerID {
+				next.ControllerID = id
+			}
+		}
+	}
+	if rev > next.Revision {
+		next.Revision = rev
+	}
+	b.cur = &next
+	return b.cur
+}
+
+// topic builds the Topic for name from the decoded keys, or nil if the
+// topic key is absent or invalid.
+func (b *builder) topic(name string) *Topic {
+	v, ok := b.topicVals[name]
+	if !ok {
+		return nil
+	}
+	id, err := parseTopicID(v.ID)
+	if err != nil {
+		b.log.Warn("cluster: ignoring topic with a bad id", "topic", name, "err", err)
+		return nil
+	}
+	t := &Topic{
+		Name:       name,
+		ID:         id,
+		Replicas:   v.Replicas,
+		Configs:    v.Configs,
+		Partitions: make([]PartitionState, len(v.Replicas)),
+	}
+	if t.Configs == nil {
+		t.Configs = map[string]string{}
+	}
+	parts := b.parts[name]
+	for i := range t.Partitions {
+		st, ok := parts[int32(i)]
+		if !ok {
+			st = missingPartition
+		}
+		t.Partitions[i] = st
+	}
+	return t
+}
+
+func (b *builder) decode(kv *mvccpb.KeyValue, v any) bool {
+	if err := json.Unmarshal(kv.Value, v); err != nil {
+		b.log.Warn("cluster: ignoring key with a bad value", "key", string(kv.Key), "err", err)
+		return false
+	}
+	return true
+}

@@ -1,0 +1,184 @@
+package cluster
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/google/uuid"
+)
+
+// Key schema. Every key but clusterIDKey lives under the prefix
+// "/samsa/<cluster-id>/"; see doc.go and docs/etcd-keys.md.
+const (
+	// clusterIDKey holds the cluster id of the (single) samsa cluster that
+	// uses this etcd. It sits outside the per-cluster prefix so a broker
+	// that has no meta.properties yet can find the prefix.
+	clusterIDKey = "/samsa/cluster-id"
+
+	brokersDir       = "brokers/"
+	topicsDir        = "topics/"
+	partitionsDir    = "partitions/"
+	brokerConfigsDir = "configs/brokers/"
+
+	// defaultConfigNode is the key segment for cluster-wide broker configs
+	// (Image.BrokerConfigs[""]).
+	defaultConfigNode = "default"
+)
+
+// keys builds etcd keys for one cluster prefix.
+type keys struct {
+	prefix string // "/samsa/<cluster-id>/"
+}
+
+func newKeys(clusterID string) keys { return keys{prefix: "/samsa/" + clusterID + "/"} }
+
+func (k keys) broker(id int32) string   { return k.prefix + brokersDir + strconv.Itoa(int(id)) }
+func (k keys) topic(name string) string { return k.prefix + topicsDir + name }
+
+// partitionsOf is the prefix of every partition key of topic; the trailing
+// slash keeps topic "a" from matching the partitions of topic "a.b".
+func (k keys) partitionsOf(topic string) string { return k.prefix + partitionsDir + topic + "/" }
+
+func (k keys) partition(topic string, p int32) string {
+	return k.partitionsOf(topic) + strconv.Itoa(int(p))
+}
+
+// brokerConfig returns the key of node's dynamic configs; node "" is the
+// cluster-wide default.
+func (k keys) brokerConfig(node string) string {
+	if node == "" {
+		node = defaultConfigNode
+	}
+	return k.prefix + brokerConfigsDir + node
+}
+
+// brokerValue is the JSON value of brokers/<id>.
+type brokerValue struct {
+	Host        string  `json:"host"`
+	Port        int32   `json:"port"`
+	Rack        *string `json:"rack,omitempty"`
+	Incarnation string  `json:"incarnation"`
+}
+
+// topicValue is the JSON value of topics/<name>.
+type topicValue struct {
+	ID       string            `json:"id"`
+	Replicas [][]int32         `json:"replicas"`
+	Configs  map[string]string `json:"configs"`
+}
+
+// partitionValue is the JSON value of partitions/<topic>/<p>.
+type partitionValue struct {
+	Leader         int32   `json:"leader"`
+	LeaderEpoch    int32   `json:"leader_epoch"`
+	ISR            []int32 `json:"isr"`
+	PartitionEpoch int32   `json:"partition_epoch"`
+}
+
+// configsValue is the JSON value of configs/brokers/<node>.
+type configsValue struct {
+	Configs map[string]string `json:"configs"`
+}
+
+func mustJSON(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		// Only plain structs of strings, ints and maps are marshalled here.
+		panic(fmt.Sprintf("cluster: marshal %T: %v", v, err))
+	}
+	return string(b)
+}
+
+// keyKind classifies a key under the cluster prefix.
+type keyKind int
+
+const (
+	kindUnknown keyKind = iota
+	kindBroker
+	kindTopic
+	kindPartition
+	kindBrokerConfig
+)
+
+// parsedKey is a key under the cluster prefix, split into its parts.
+type parsedKey struct {
+	kind      keyKind
+	broker    int32  // kindBroker
+	topic     string // kindTopic, kindPartition
+	partition int32  // kindPartition
+	node      string // kindBrokerConfig: "" for the default
+}
+
+// parse splits a full etcd key. Keys it does not know (the controller
+// election, future schema) come back as kindUnknown and are ignored.
+func (k keys) parse(key string) parsedKey {
+	rest, ok := strings.CutPrefix(key, k.prefix)
+	if !ok {
+		return parsedKey{}
+	}
+	switch {
+	case strings.HasPrefix(rest, brokersDir):
+		id, err := strconv.ParseInt(rest[len(brokersDir):], 10, 32)
+		if err != nil {
+			return parsedKey{}
+		}
+		return parsedKey{kind: kindBroker, broker: int32(id)}
+	case strings.HasPrefix(rest, topicsDir):
+		name := rest[len(topicsDir):]
+		if name == "" || strings.Contains(name, "/") {
+			return parsedKey{}
+		}
+		return parsedKey{kind: kindTopic, topic: name}
+	case strings.HasPrefix(rest, partitionsDir):
+		topic, p, ok := strings.Cut(rest[len(partitionsDir):], "/")
+		if !ok || topic == "" {
+			return parsedKey{}
+		}
+		n, err := strconv.ParseInt(p, 10, 32)
+		if err != nil || n < 0 {
+			return parsedKey{}
+		}
+		return parsedKey{kind: kindPartition, topic: topic, partition: int32(n)}
+	case strings.HasPrefix(rest, brokerConfigsDir):
+		node := rest[len(brokerConfigsDir):]
+		if node == "" || strings.Contains(node, "/") {
+			return parsedKey{}
+		}
+		if node == defaultConfigNode {
+			node = ""
+		}
+		return parsedKey{kind: kindBrokerConfig, node: node}
+	}
+	return parsedKey{}
+}
+
+// parseTopicID decodes the topic id as stored (UUID text form).
+func parseTopicID(s string) ([16]byte, error) {
+	u, err := uuid.Parse(s)
+	if err != nil {
+		return [16]byte{}, fmt.Errorf("cluster: topic id %q: %w", s, err)
+	}
+	return u, nil
+}
+
+// maxTopicNameLen is Kafka's limit on topic name length.
+const maxTopicNameLen = 249
+
+// validTopicName reports whether Kafka would accept name as a topic name.
+// Names never contain '/', which the key schema relies on.
+func validTopicName(name string) bool {
+	if name == "" || name == "." || name == ".." || len(name) > maxTopicNameLen {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '.', c == '_', c == '-':
+		default:
+			return false
+		}
+	}
+	return true
+}

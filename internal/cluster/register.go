@@ -1,0 +1,80 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// register writes brokers/<id> under a new lease with TTL SessionTimeout.
+// A key left by an earlier process of the same node (whose lease has not
+// expired yet) is taken over: putting it with the new lease detaches it
+// from the old one. It returns the revision of the write and the lease.
+func (c *Cluster) register(ctx context.Context) (int64, clientv3.LeaseID, error) {
+	ttl := max(int64(math.Ceil(c.cfg.SessionTimeout.Seconds())), 1)
+	lease, err := c.cli.Grant(ctx, ttl)
+	if err != nil {
+		return 0, 0, fmt.Errorf("cluster: register broker %d: grant lease: %w", c.cfg.NodeID, err)
+	}
+	val := mustJSON(brokerValue{
+		Host:        c.cfg.AdvertisedHost,
+		Port:        c.cfg.AdvertisedPort,
+		Rack:        c.cfg.Rack,
+		Incarnation: c.incarnation,
+	})
+	resp, err := c.cli.Put(ctx, c.keys.broker(c.cfg.NodeID), val, clientv3.WithLease(lease.ID), clientv3.WithPrevKV())
+	if err != nil {
+		// Best effort: an orphaned lease expires by itself after ttl.
+		rctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
+		_, _ = c.cli.Revoke(rctx, lease.ID)
+		cancel()
+		return 0, 0, fmt.Errorf("cluster: register broker %d: %w", c.cfg.NodeID, err)
+	}
+	if prev := resp.PrevKv; prev != nil {
+		var old brokerValue
+		if json.Unmarshal(prev.Value, &old) == nil && old.Incarnation != c.incarnation {
+			c.log.Warn("cluster: replaced the registration of another process with the same node id",
+				"node", c.cfg.NodeID, "incarnation", old.Incarnation, "host", old.Host, "port", old.Port)
+		}
+	}
+	return resp.Header.Revision, lease.ID, nil
+}
+
+// keepAliveLoop keeps the registration lease alive. If the lease is lost
+// (expired while etcd was unreachable, or revoked), it registers again
+// under a new lease. It returns when the Cluster closes.
+func (c *Cluster) keepAliveLoop() {
+	for {
+		lease := clientv3.LeaseID(c.leaseID.Load())
+		ch, err := c.cli.KeepAlive(c.ctx, lease)
+		if err == nil {
+			for range ch {
+			}
+		}
+		if c.ctx.Err() != nil {
+			return
+		}
+		c.log.Warn("cluster: broker registration lease lost; registering again",
+			"node", c.cfg.NodeID, "lease", int64(lease), "err", err)
+		wait := retryMin
+		for {
+			_, next, err := c.register(c.ctx)
+			if err == nil {
+				c.leaseID.Store(int64(next))
+				c.log.Info("cluster: broker registered again", "node", c.cfg.NodeID, "lease", int64(next))
+				break
+			}
+			if c.ctx.Err() != nil {
+				return
+			}
+			c.log.Warn("cluster: register broker", "node", c.cfg.NodeID, "err", err)
+			if !c.sleep(wait) {
+				return
+			}
+			wait = min(2*wait, retryMax)
+		}
+	}
+}

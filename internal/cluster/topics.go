@@ -1,0 +1,275 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+
+	"github.com/google/uuid"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// maxCASRetries bounds the read-compare-write loops of topic updates that
+// race with other writers; after that ErrConflict comes back.
+const maxCASRetries = 16
+
+// CreateTopic creates a topic with numPartitions partitions and
+// replicationFactor replicas each, assigned round robin over the live
+// brokers, and an initial partition state (leader = first replica, epoch 0,
+// ISR = replicas). The returned topic is as written. It waits until the
+// image reflects the write.
+//
+// The topic key and all partition keys are written in one etcd transaction
+// that requires the topic key to be absent, so of concurrent creates of a
+// name exactly one succeeds; the others get ErrTopicExists. Other errors:
+// ErrInvalidTopic, ErrInvalidPartitions, ErrInvalidReplicationFactor (also
+// when fewer brokers are registered than replicationFactor).
+func (c *Cluster) CreateTopic(ctx context.Context, name string, numPartitions int32, replicationFactor int16, configs map[string]string) (*Topic, error) {
+	if !validTopicName(name) {
+		return nil, fmt.Errorf("%w: %q", ErrInvalidTopic, name)
+	}
+	if numPartitions <= 0 {
+		return nil, fmt.Errorf("%w: %d partitions for topic %s", ErrInvalidPartitions, numPartitions, name)
+	}
+	if replicationFactor <= 0 {
+		return nil, fmt.Errorf("%w: %d for topic %s", ErrInvalidReplicationFactor, replicationFactor, name)
+	}
+	img := c.Image()
+	brokers := img.BrokerIDs()
+	rf := int(replicationFactor)
+	if rf > len(brokers) {
+		return nil, fmt.Errorf("%w: %d is larger than the %d available brokers", ErrInvalidReplicationFactor, rf, len(brokers))
+	}
+	start, shift := placementSeeds(name, len(brokers))
+	replicas := assignReplicas(brokers, 0, numPartitions, rf, start, shift)
+
+	id := newTopicID(img)
+	tv := topicValue{ID: uuid.UUID(id).String(), Replicas: replicas, Configs: cloneConfigs(configs)}
+	topicKey := c.keys.topic(name)
+	ops := make([]clientv3.Op, 0, 1+len(replicas))
+	ops = append(ops, clientv3.OpPut(topicKey, mustJSON(tv)))
+	states := make([]PartitionState, len(replicas))
+	for p, r := range replicas {
+		states[p] = PartitionState{Leader: r[0], LeaderEpoch: 0, ISR: slices.Clone(r), PartitionEpoch: 0}
+		ops = append(ops, clientv3.OpPut(c.keys.partition(name, int32(p)), mustJSON(partitionValueOf(states[p]))))
+	}
+	resp, err := c.cli.Txn(ctx).
+		If(clientv3.Compare(clientv3.CreateRevision(topicKey), "=", 0)).
+		Then(ops...).
+		Commit()
+	if err != nil {
+		return nil, fmt.Errorf("cluster: create topic %s: %w", name, err)
+	}
+	if !resp.Succeeded {
+		return nil, fmt.Errorf("%w: %s", ErrTopicExists, name)
+	}
+	rev := resp.Header.Revision
+	for p := range states {
+		states[p].ModRevision = rev
+	}
+	if err := c.waitRevision(ctx, rev); err != nil {
+		return nil, err
+	}
+	return &Topic{Name: name, ID: id, Replicas: replicas, Configs: tv.Configs, Partitions: states}, nil
+}
+
+// newTopicID returns a random topic id that is not the zero id, not
+// Kafka's reserved metadata topic id (0...01) and not in use.
+func newTopicID(img *Image) [16]byte {
+	for {
+		u := uuid.New()
+		var id [16]byte = u
+		if id == ([16]byte{}) || id == ([16]byte{15: 1}) {
+			continue
+		}
+		if _, taken := img.TopicIDs[id]; taken {
+			continue
+		}
+		return id
+	}
+}
+
+// DeleteTopic removes a topic and its partition states in one transaction.
+// It returns ErrUnknownTopic if there is no such topic, and waits until the
+// image reflects the deletion.
+func (c *Cluster) DeleteTopic(ctx context.Context, name string) error {
+	if !validTopicName(name) {
+		return fmt.Errorf("%w: %s", ErrUnknownTopic, name)
+	}
+	topicKey := c.keys.topic(name)
+	resp, err := c.cli.Txn(ctx).
+		If(clientv3.Compare(clientv3.CreateRevision(topicKey), ">", 0)).
+		Then(clientv3.OpDelete(topicKey), clientv3.OpDelete(c.keys.partitionsOf(name), clientv3.WithPrefix())).
+		Commit()
+	if err != nil {
+		return fmt.Errorf("cluster: delete topic %s: %w", name, err)
+	}
+	if !resp.Succeeded {
+		return fmt.Errorf("%w: %s", ErrUnknownTopic, name)
+	}
+	return c.waitRevision(ctx, resp.Header.Revision)
+}
+
+// CreatePartitions grows a topic to count partitions. The new partitions
+// get the topic's replication factor (that of partition 0), replicas
+// assigned over the live brokers, and initial states as in CreateTopic.
+// The write compares the topic key's mod revision and is retried on a
+// concurrent change. Errors: ErrUnknownTopic, ErrInvalidPartitions (count
+// not larger than the current count), ErrInvalidReplicationFactor (too few
+// brokers), ErrConflict. It waits until the image reflects the write.
+func (c *Cluster) CreatePartitions(ctx context.Context, name string, count int32) error {
+	return c.updateTopic(ctx, name, func(tv *topicValue) ([]clientv3.Op, error) {
+		cur := int32(len(tv.Replicas))
+		if count <= cur {
+			return nil, fmt.Errorf("%w: topic %s has %d partitions, asked for %d", ErrInvalidPartitions, name, cur, count)
+		}
+		rf := 1
+		if cur > 0 {
+			rf = len(tv.Replicas[0])
+		}
+		brokers := c.Image().BrokerIDs()
+		if rf > len(brokers) {
+			return nil, fmt.Errorf("%w: %d is larger than the %d available brokers", ErrInvalidReplicationFactor, rf, len(brokers))
+		}
+		start, shift := placementSeeds(name, len(brokers))
+		added := assignReplicas(brokers, cur, count-cur, rf, start, shift)
+		tv.Replicas = append(slices.Clone(tv.Replicas), added...)
+		ops := make([]clientv3.Op, 0, len(added))
+		for i, r := range added {
+			st := PartitionState{Leader: r[0], ISR: slices.Clone(r)}
+			ops = append(ops, clientv3.OpPut(c.keys.partition(name, cur+int32(i)), mustJSON(partitionValueOf(st))))
+		}
+		return ops, nil
+	})
+}
+
+// SetTopicConfigs replaces a topic's config overrides. Errors:
+// ErrUnknownTopic, ErrConflict. It waits until the image reflects the write.
+func (c *Cluster) SetTopicConfigs(ctx context.Context, name string, configs map[string]string) error {
+	return c.updateTopic(ctx, name, func(tv *topicValue) ([]clientv3.Op, error) {
+		tv.Configs = cloneConfigs(configs)
+		return nil, nil
+	})
+}
+
+// updateTopic reads topics/<name>, lets edit change it and add operations,
+// and writes the result if the key's mod revision is unchanged, retrying
+// otherwise.
+func (c *Cluster) updateTopic(ctx context.Context, name string, edit func(*topicValue) ([]clientv3.Op, error)) error {
+	if !validTopicName(name) {
+		return fmt.Errorf("%w: %s", ErrUnknownTopic, name)
+	}
+	topicKey := c.keys.topic(name)
+	for range maxCASRetries {
+		get, err := c.cli.Get(ctx, topicKey)
+		if err != nil {
+			return fmt.Errorf("cluster: update topic %s: %w", name, err)
+		}
+		if len(get.Kvs) == 0 {
+			return fmt.Errorf("%w: %s", ErrUnknownTopic, name)
+		}
+		kv := get.Kvs[0]
+		var tv topicValue
+		if err := json.Unmarshal(kv.Value, &tv); err != nil {
+			return fmt.Errorf("cluster: update topic %s: decode: %w", name, err)
+		}
+		ops, err := edit(&tv)
+		if err != nil {
+			return err
+		}
+		ops = append([]clientv3.Op{clientv3.OpPut(topicKey, mustJSON(tv))}, ops...)
+		resp, err := c.cli.Txn(ctx).
+			If(clientv3.Compare(clientv3.ModRevision(topicKey), "=", kv.ModRevision)).
+			Then(ops...).
+			Commit()
+		if err != nil {
+			return fmt.Errorf("cluster: update topic %s: %w", name, err)
+		}
+		if resp.Succeeded {
+			return c.waitRevision(ctx, resp.Header.Revision)
+		}
+	}
+	return fmt.Errorf("%w: topic %s changed %d times while updating it", ErrConflict, name, maxCASRetries)
+}
+
+// SetBrokerConfigs replaces the dynamic configs of a broker ("" for the
+// cluster-wide default); an empty map removes them. node must be "" or a
+// node id in decimal. It waits until the image reflects the write.
+func (c *Cluster) SetBrokerConfigs(ctx context.Context, node string, configs map[string]string) error {
+	if node != "" {
+		if n, err := strconv.ParseInt(node, 10, 32); err != nil || n < 0 || strconv.FormatInt(n, 10) != node {
+			return fmt.Errorf("cluster: set broker configs: invalid node %q", node)
+		}
+	}
+	key := c.keys.brokerConfig(node)
+	if len(configs) == 0 {
+		resp, err := c.cli.Delete(ctx, key)
+		if err != nil {
+			return fmt.Errorf("cluster: set broker configs of %q: %w", node, err)
+		}
+		if resp.Deleted == 0 {
+			// Nothing changed, so no revision of ours to wait for.
+			return nil
+		}
+		return c.waitRevision(ctx, resp.Header.Revision)
+	}
+	resp, err := c.cli.Put(ctx, key, mustJSON(configsValue{Configs: cloneConfigs(configs)}))
+	if err != nil {
+		return fmt.Errorf("cluster: set broker configs of %q: %w", node, err)
+	}
+	return c.waitRevision(ctx, resp.Header.Revision)
+}
+
+// AlterPartition writes the state of partition p of topic if its key still
+// has mod revision st.ModRevision (compare-and-swap), and returns the state
+// as written, with the new ModRevision. The caller sets the epochs: bump
+// LeaderEpoch on a leader change and PartitionEpoch on every change.
+// Errors: ErrUnknownPartition if the key does not exist,
+// ErrInvalidUpdateVersion if it changed since st was read (never retried
+// here: the caller must decide again from the new state). It waits until
+// the image reflects the write.
+func (c *Cluster) AlterPartition(ctx context.Context, topic string, p int32, st PartitionState) (PartitionState, error) {
+	if !validTopicName(topic) || p < 0 {
+		return PartitionState{}, fmt.Errorf("%w: %s-%d", ErrUnknownPartition, topic, p)
+	}
+	key := c.keys.partition(topic, p)
+	resp, err := c.cli.Txn(ctx).
+		If(clientv3.Compare(clientv3.ModRevision(key), "=", st.ModRevision),
+			clientv3.Compare(clientv3.CreateRevision(key), ">", 0)).
+		Then(clientv3.OpPut(key, mustJSON(partitionValueOf(st)))).
+		Else(clientv3.OpGet(key, clientv3.WithCountOnly())).
+		Commit()
+	if err != nil {
+		return PartitionState{}, fmt.Errorf("cluster: alter partition %s-%d: %w", topic, p, err)
+	}
+	if !resp.Succeeded {
+		if resp.Responses[0].GetResponseRange().Count == 0 {
+			return PartitionState{}, fmt.Errorf("%w: %s-%d", ErrUnknownPartition, topic, p)
+		}
+		return PartitionState{}, fmt.Errorf("%w: %s-%d is no longer at revision %d", ErrInvalidUpdateVersion, topic, p, st.ModRevision)
+	}
+	st.ISR = slices.Clone(st.ISR)
+	st.ModRevision = resp.Header.Revision
+	if err := c.waitRevision(ctx, st.ModRevision); err != nil {
+		return PartitionState{}, err
+	}
+	return st, nil
+}
+
+func partitionValueOf(st PartitionState) partitionValue {
+	isr := st.ISR
+	if isr == nil {
+		isr = []int32{}
+	}
+	return partitionValue{Leader: st.Leader, LeaderEpoch: st.LeaderEpoch, ISR: isr, PartitionEpoch: st.PartitionEpoch}
+}
+
+func cloneConfigs(m map[string]string) map[string]string {
+	if m == nil {
+		return map[string]string{}
+	}
+	return maps.Clone(m)
+}
