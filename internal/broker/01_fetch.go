@@ -47,40 +47,59 @@ func (b *Broker) handleFetch(ctx context.Context, req *kmsg.FetchRequest) server
 		resp.ErrorCode = kerr.FetchSessionIDNotFound.Code
 		return server.Reply{Msg: resp}
 	}
-	resp, n, wake, done := b.fetchOnce(req)
-	if done || int64(n) >= int64(req.MinBytes) || req.MaxWaitMillis <= 0 {
-		return server.Reply{Msg: resp}
+	f := b.fetchOnce(req)
+	if f.done || f.n >= int64(req.MinBytes) || req.MaxWaitMillis <= 0 {
+		return f.reply()
 	}
 	deadline := b.now().Add(time.Duration(req.MaxWaitMillis) * time.Millisecond)
 	return server.Reply{Wait: func(ctx context.Context) server.Reply {
 		for {
-			if !waitAny(ctx, wake, deadline.Sub(b.now())) {
-				resp, _, _, _ = b.fetchOnce(req)
-				return server.Reply{Msg: resp}
+			if !waitAny(ctx, f.wake, deadline.Sub(b.now())) {
+				return b.fetchOnce(req).reply()
 			}
-			resp, n, wake, done = b.fetchOnce(req)
-			if done || int64(n) >= int64(req.MinBytes) {
-				return server.Reply{Msg: resp}
+			f = b.fetchOnce(req)
+			if f.done || f.n >= int64(req.MinBytes) {
+				return f.reply()
 			}
 		}
 	}}
 }
 
-// fetchOnce builds a response from what the logs hold now. It returns the
-// bytes of records in it, the channels that signal a change of any log it
-// read (taken before reading, so no change is missed), and whether the
-// response must go out at once (a partition has an error).
-func (b *Broker) fetchOnce(req *kmsg.FetchRequest) (resp *kmsg.FetchResponse, n int, wake []<-chan struct{}, done bool) {
-	resp = req.ResponseKind().(*kmsg.FetchResponse)
+// fetchResult is one pass over the logs for a Fetch request.
+type fetchResult struct {
+	resp    *kmsg.FetchResponse
+	regions [][][]storage.Region // per topic, per partition
+	n       int64                // bytes of record batches
+	// wake holds the change channels of the logs read, taken before
+	// reading so that no change is missed.
+	wake []<-chan struct{}
+	// done means the response must go out at once (a partition has an
+	// error).
+	done bool
+}
+
+// reply lays the response out with its file regions for sendfile.
+func (f *fetchResult) reply() server.Reply {
+	if f.n == 0 {
+		return server.Reply{Msg: f.resp}
+	}
+	return server.Reply{Body: encodeFetchResponse(f.resp, f.regions)}
+}
+
+// fetchOnce builds a response from what the logs hold now.
+func (b *Broker) fetchOnce(req *kmsg.FetchRequest) *fetchResult {
+	f := &fetchResult{resp: req.ResponseKind().(*kmsg.FetchResponse)}
+	f.resp.SetVersion(req.Version)
 	img := b.cluster.Image()
 	budget := int64(req.MaxBytes)
-	if req.Version < 3 || budget > fetchMaxBytes {
+	if budget > fetchMaxBytes {
 		budget = fetchMaxBytes
 	}
 	if budget < 0 {
 		budget = 0
 	}
 	minOne := true
+	f.regions = make([][][]storage.Region, len(req.Topics))
 	for i := range req.Topics {
 		rt := &req.Topics[i]
 		st := kmsg.NewFetchResponseTopic()
@@ -95,77 +114,68 @@ func (b *Broker) fetchOnce(req *kmsg.FetchRequest) (resp *kmsg.FetchResponse, n 
 				name = ""
 			}
 		}
+		f.regions[i] = make([][]storage.Region, len(rt.Partitions))
 		for j := range rt.Partitions {
 			rp := &rt.Partitions[j]
 			sp := kmsg.NewFetchResponseTopicPartition()
 			sp.Partition = rp.Partition
 			sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = -1, -1, -1
 			sp.RecordBatches = []byte{} // librdkafka rejects a null record set
-			p, err := b.replicas.Leader(storage.TopicPartition{Topic: name, Partition: rp.Partition})
+			tp := storage.TopicPartition{Topic: name, Partition: rp.Partition}
+			p, err := b.replicas.Leader(tp)
 			switch {
 			case name == "" || img.Topics[name] == nil:
 				sp.ErrorCode = unknownCode
-				done = true
+				f.done = true
 			case err != nil:
-				if b.replicas.Get(storage.TopicPartition{Topic: name, Partition: rp.Partition}) == nil &&
-					(rp.Partition < 0 || int(rp.Partition) >= len(img.Topics[name].Replicas)) {
+				if rp.Partition < 0 || int(rp.Partition) >= len(img.Topics[name].Replicas) {
 					sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 				} else {
 					sp.ErrorCode = errCode(err).Code
 				}
-				done = true
+				f.done = true
 			default:
 				if code := checkLeaderEpoch(p, rp.CurrentLeaderEpoch); code != 0 {
 					sp.ErrorCode = code
-					done = true
+					f.done = true
 					break
 				}
-				wake = append(wake, p.Log.Changed())
+				f.wake = append(f.wake, p.Log.Changed())
 				limit := min(int64(rp.PartitionMaxBytes), budget)
-				batches, err := readPartition(p, rp.FetchOffset, limit, minOne, &sp)
+				res, err := readPartition(p, rp.FetchOffset, limit, minOne, &sp)
 				if err != nil {
 					sp.ErrorCode = errCode(err).Code
-					done = true
+					f.done = true
 					break
 				}
-				if len(batches) > 0 {
+				if res.Size > 0 {
 					minOne = false
-					budget -= int64(len(batches))
-					n += len(batches)
-					sp.RecordBatches = batches
+					budget -= res.Size
+					f.n += res.Size
+					f.regions[i][j] = res.Regions
 				}
 			}
 			st.Partitions = append(st.Partitions, sp)
 		}
-		resp.Topics = append(resp.Topics, st)
+		f.resp.Topics = append(f.resp.Topics, st)
 	}
-	return resp, n, wake, done
+	return f
 }
 
 // readPartition reads from offset up to the high watermark and fills the
 // offsets of sp.
-func readPartition(p *replica.Partition, offset, limit int64, minOne bool, sp *kmsg.FetchResponseTopicPartition) ([]byte, error) {
+func readPartition(p *replica.Partition, offset, limit int64, minOne bool, sp *kmsg.FetchResponseTopicPartition) (storage.ReadResult, error) {
 	hw := p.HighWatermark()
 	sp.HighWatermark = hw
 	sp.LastStableOffset = hw
 	sp.LogStartOffset = p.Log.LogStartOffset()
 	if offset < sp.LogStartOffset || offset > p.Log.LogEndOffset() {
-		return nil, storage.ErrOffsetOutOfRange
+		return storage.ReadResult{}, storage.ErrOffsetOutOfRange
 	}
 	if offset >= hw {
-		return nil, nil
+		return storage.ReadResult{}, nil
 	}
-	if limit < 0 {
-		limit = 0
-	}
-	res, err := p.Log.Read(offset, limit, hw, minOne)
-	if err != nil {
-		return nil, err
-	}
-	if res.Size == 0 {
-		return nil, nil
-	}
-	return res.AppendTo(make([]byte, 0, res.Size))
+	return p.Log.Read(offset, max(limit, 0), hw, minOne)
 }
 
 // checkLeaderEpoch compares a client's idea of the leader epoch (-1: none)
