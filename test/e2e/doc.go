@@ -1,0 +1,27 @@
+// Package e2e holds end-to-end tests of the samsa binary. It has no
+// non-test code: the tests build ./cmd/samsa once, run `samsa serve` as
+// subprocesses on free loopback ports with their own data dirs, and talk
+// to them with franz-go, kcat and confluent-kafka-python.
+//
+// What the suite checks:
+//
+//	test                          | what must hold afterwards
+//	------------------------------+----------------------------------------------
+//	TestKcat*                     | kcat lists, produces and consumes exactly
+//	TestConfluentPython*          | librdkafka via Python round-trips keys/headers
+//	TestS02KillDuringAcksAll      | every acks=all ack survives kill -9 at its offset
+//	TestD01TornTail*              | recovery keeps every whole batch, appends after it
+//	TestD02IndexRebuild*          | Fetch/ListOffsets identical without index files
+//	TestCleanShutdown*            | SIGTERM exits 0 with a long poll parked
+//	TestSecondSignal*             | a second SIGTERM exits at once
+//	TestServeEmptyDirStartup      | an empty data dir serves within seconds
+//
+// Tests that need kcat or python3 with confluent_kafka skip when the tool is
+// missing, unless the environment variable CI is set, in which case they
+// fail.
+//
+// Run with:
+//
+//	go test ./test/e2e/...
+//	CI=1 go test -v -run TestS02 ./test/e2e/
+package e2e

@@ -1,0 +1,52 @@
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+// samsaBin is the path of the samsa binary built once by TestMain.
+var samsaBin string
+
+// moduleRoot is the directory holding go.mod.
+var moduleRoot string
+
+func TestMain(m *testing.M) {
+	tmp, err := os.MkdirTemp("", "samsa-e2e-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		os.Exit(1)
+	}
+	if err := buildSamsa(tmp); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		os.RemoveAll(tmp)
+		os.Exit(1)
+	}
+	goleak.VerifyTestMain(m, goleak.Cleanup(func(int) { os.RemoveAll(tmp) }))
+}
+
+// buildSamsa runs `go build -o <dir>/samsa ./cmd/samsa` in the module root.
+func buildSamsa(dir string) error {
+	out, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		return fmt.Errorf("go env GOMOD: %w", err)
+	}
+	gomod := strings.TrimSpace(string(out))
+	if gomod == "" || gomod == os.DevNull {
+		return fmt.Errorf("not inside a Go module")
+	}
+	moduleRoot = filepath.Dir(gomod)
+	samsaBin = filepath.Join(dir, "samsa")
+	cmd := exec.Command("go", "build", "-o", samsaBin, "./cmd/samsa")
+	cmd.Dir = moduleRoot
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("go build ./cmd/samsa: %w\n%s", err, out)
+	}
+	return nil
+}
