@@ -1,0 +1,83 @@
+// Package txn keeps the idempotent producer state of a partition: for each
+// producer id, its epoch and the last WindowSize batches it appended, so
+// that retried batches are answered with their original offsets instead of
+// being written twice, and gaps or fenced producers are refused, as Kafka
+// does (Reference: KIP-98 idempotent producer, KIP-360 producer id
+// recovery).
+//
+// State is a deterministic state machine: it starts no goroutines, reads no
+// clock (times are passed in) and does no IO. Only the snapshot helpers
+// (WriteSnapshot, LoadSnapshot, PruneSnapshots, DeleteSnapshotsAbove) touch
+// files, through vfs.FS.
+//
+// Short names used inside the package: pid (producer id), seq (sequence
+// number).
+//
+// # Usage
+//
+// The partition's append path, under its append lock, for each batch with
+// ProducerID >= 0:
+//
+//  1. b := txn.BatchOf(rb); dup, err := state.Check(b).
+//  2. err != nil: refuse the batch (the broker maps the sentinel to a Kafka
+//     error code). dup != nil: do not append; answer with dup.FirstOffset
+//     and no error.
+//  3. Otherwise append the batch, then state.Update(b, first, last,
+//     maxTimestamp, nowMs).
+//
+// Recovery:
+//
+//  1. Recover the log; then s, off, ok, err := LoadSnapshot(fs, dir, leo).
+//  2. Start from s (or NewState() if !ok, off = log start) and Replay every
+//     idempotent batch of the log at or above off.
+//  3. Periodically (on segment roll) WriteSnapshot(fs, dir, leo, state)
+//     and PruneSnapshots; call Expire with producer.id.expiration.ms and
+//     the log start offset.
+//
+// On truncation to offset T: TruncateTo(T) and DeleteSnapshotsAbove(T), or
+// reload from LoadSnapshot(fs, dir, T) and replay.
+//
+// # Invariants
+//
+//   - A producer has at most WindowSize batches, oldest first, all from its
+//     current epoch; their offsets increase.
+//   - Within an epoch, Check accepts only the sequence after the newest
+//     remembered one (wrapping MaxInt32 to 0); a new epoch or an unknown
+//     producer must start at 0.
+//   - A snapshot named N holds the state with every batch below offset N
+//     applied and nothing at or above it.
+//
+// # Snapshot file
+//
+// Named "%020d.snapshot" after its offset, in the partition directory,
+// written to "<name>.tmp", synced, renamed, and the directory synced. All
+// integers are big endian.
+//
+//	offset  size  field
+//	0       4     magic          0x53505344 ("SPSD")
+//	4       2     version        1
+//	6       4     crc            CRC-32C (Castagnoli) of bytes [10, end)
+//	10      4     count          number of producer entries
+//	14      ...   entries, sorted by producer id, strictly increasing
+//
+// Producer entry (19 bytes + 32 per batch):
+//
+//	offset  size  field
+//	0       8     producerId     >= 0
+//	8       2     producerEpoch  >= 0
+//	10      8     lastUpdateMs   broker wall clock of the last append
+//	18      1     batchCount     0..5 (WindowSize)
+//	19      32*n  batches, oldest first
+//
+// Batch (32 bytes):
+//
+//	offset  size  field
+//	0       4     firstSeq
+//	4       4     lastSeq
+//	8       8     firstOffset
+//	16      8     lastOffset     >= firstOffset, above the previous batch's
+//	24      8     timestamp      max timestamp or LogAppendTime
+//
+// Any violation (length, magic, version, CRC, counts, ordering, trailing
+// bytes) makes UnmarshalSnapshot fail with ErrCorruptSnapshot.
+package txn

@@ -1,0 +1,284 @@
+package txn
+
+import (
+	"fmt"
+	"math"
+	"slices"
+
+	"samsa/internal/record"
+)
+
+// WindowSize is how many batches per producer are remembered (Kafka: 5, the
+// client's max.in.flight.requests.per.connection limit for idempotence).
+const WindowSize = 5
+
+// BatchMeta is what is remembered of one appended batch.
+type BatchMeta struct {
+	FirstSeq, LastSeq       int32
+	FirstOffset, LastOffset int64
+	Timestamp               int64 // the batch's max timestamp (or LogAppendTime)
+}
+
+// Producer is one producer's state in one partition.
+type Producer struct {
+	ID           int64
+	Epoch        int16
+	Batches      []BatchMeta // at most WindowSize, oldest first
+	LastUpdateMs int64       // broker wall clock of the last append, for expiration
+}
+
+// lastSeq returns the LastSeq of the newest remembered batch, and false
+// when no batch is remembered.
+func (p *Producer) lastSeq() (int32, bool) {
+	if len(p.Batches) == 0 {
+		return 0, false
+	}
+	return p.Batches[len(p.Batches)-1].LastSeq, true
+}
+
+func (p *Producer) clone() Producer {
+	c := *p
+	c.Batches = slices.Clone(p.Batches)
+	return c
+}
+
+// Batch is the header of an idempotent batch being appended.
+type Batch struct {
+	ProducerID      int64
+	Epoch           int16
+	BaseSequence    int32
+	LastOffsetDelta int32 // records - 1
+}
+
+// LastSeq returns the sequence number of the batch's last record:
+// BaseSequence + LastOffsetDelta, wrapping past MaxInt32 to 0 as Kafka's
+// sequence numbers do (Reference: KIP-98, DefaultRecordBatch.incrementSequence).
+func (b Batch) LastSeq() int32 { return addSeq(b.BaseSequence, b.LastOffsetDelta) }
+
+// String formats the batch for traces and errors.
+func (b Batch) String() string {
+	return fmt.Sprintf("pid=%d epoch=%d seq=%d..%d", b.ProducerID, b.Epoch, b.BaseSequence, b.LastSeq())
+}
+
+// addSeq adds delta (>= 0) to seq, wrapping past MaxInt32 to 0.
+func addSeq(seq, delta int32) int32 {
+	if delta < 0 {
+		// Not a valid batch; keep the arithmetic defined.
+		return seq + delta
+	}
+	if int64(seq)+int64(delta) > math.MaxInt32 {
+		return int32(int64(seq) + int64(delta) - math.MaxInt32 - 1)
+	}
+	return seq + delta
+}
+
+// nextSeq returns the sequence number that follows seq.
+func nextSeq(seq int32) int32 { return addSeq(seq, 1) }
+
+// BatchOf returns the producer fields of a record batch header. The caller
+// checks rb.ProducerID() >= 0 before treating the batch as idempotent.
+func BatchOf(rb record.Batch) Batch {
+	return Batch{
+		ProducerID:      rb.ProducerID(),
+		Epoch:           rb.ProducerEpoch(),
+		BaseSequence:    rb.BaseSequence(),
+		LastOffsetDelta: rb.LastOffsetDelta(),
+	}
+}
+
+// State is the producer state of one partition: for each producer id, its
+// epoch and the last WindowSize batches it appended. State is not safe for
+// concurrent use; the partition's append lock guards it.
+type State struct {
+	producers map[int64]*Producer
+}
+
+// NewState returns an empty State.
+func NewState() *State { return &State{producers: make(map[int64]*Producer)} }
+
+// Check decides on an idempotent batch (ProducerID >= 0) before it is
+// appended. Check does not change the state.
+//
+// If dup != nil, the batch is a retry of one still in the window: it must
+// not be appended, and the client gets dup's offsets and no error. The
+// caller owns *dup. If err != nil the batch is refused with one of
+// ErrInvalidSequence, ErrInvalidProducerEpoch, ErrUnknownProducerID or
+// ErrOutOfOrderSequence (wrapped with details). If both are nil the caller
+// appends the batch and then calls Update.
+func (s *State) Check(b Batch) (dup *BatchMeta, err error) {
+	// An idempotent batch carries an epoch and a sequence; a batch with a
+	// producer id but without them is malformed (INVALID_RECORD).
+	if b.Epoch < 0 || b.BaseSequence < 0 || b.LastOffsetDelta < 0 {
+		return nil, fmt.Errorf("%w: %v", ErrInvalidSequence, b)
+	}
+	p, ok := s.producers[b.ProducerID]
+	if !ok {
+		// Reference: KIP-360. A producer the partition does not know (never
+		// seen, expired, or removed by retention) may only start at
+		// sequence 0; otherwise the client must bump its epoch through
+		// InitProducerId and restart at 0.
+		if b.BaseSequence != 0 {
+			return nil, fmt.Errorf("%w: %v: producer not known to the partition, expected sequence 0", ErrUnknownProducerID, b)
+		}
+		return nil, nil
+	}
+	// Reference: KIP-98. Duplicates are looked for first, and only within
+	// the producer's current epoch: a retry of a batch that was already
+	// written is answered with the original offsets.
+	if b.Epoch == p.Epoch {
+		last := b.LastSeq()
+		for i := range p.Batches {
+			m := p.Batches[i]
+			if m.FirstSeq == b.BaseSequence && m.LastSeq == last {
+				return &m, nil
+			}
+		}
+	}
+	switch {
+	case b.Epoch < p.Epoch:
+		// Reference: KIP-98. A zombie producer with a fenced epoch.
+		return nil, fmt.Errorf("%w: %v: current epoch is %d", ErrInvalidProducerEpoch, b, p.Epoch)
+	case b.Epoch > p.Epoch:
+		// Reference: KIP-98, KIP-360. A bumped epoch restarts the sequence.
+		if b.BaseSequence != 0 {
+			return nil, fmt.Errorf("%w: %v: new epoch (was %d) must start at sequence 0", ErrOutOfOrderSequence, b, p.Epoch)
+		}
+		return nil, nil
+	}
+	last, ok := p.lastSeq()
+	if !ok {
+		// The producer is known but has no batch in the window (its epoch
+		// came from somewhere without data); only 0 can start it.
+		if b.BaseSequence != 0 {
+			return nil, fmt.Errorf("%w: %v: expected sequence 0", ErrOutOfOrderSequence, b)
+		}
+		return nil, nil
+	}
+	// Reference: KIP-98. Within an epoch, sequences are contiguous; a gap or
+	// a retry older than the window is out of order.
+	if want := nextSeq(last); b.BaseSequence != want {
+		return nil, fmt.Errorf("%w: %v: expected sequence %d", ErrOutOfOrderSequence, b, want)
+	}
+	return nil, nil
+}
+
+// Update records a batch that was appended at [firstOffset, lastOffset]
+// after Check said to append it. timestamp is the batch's max timestamp (or
+// its LogAppendTime) and nowMs the broker's wall clock.
+func (s *State) Update(b Batch, firstOffset, lastOffset, timestamp, nowMs int64) {
+	s.apply(b, firstOffset, lastOffset, timestamp, nowMs)
+}
+
+// Replay applies a batch read from the log during recovery, without any
+// check. As in Update, an epoch different from the producer's resets its
+// window (the log is the truth; Kafka's replay does the same).
+func (s *State) Replay(b Batch, firstOffset, lastOffset, timestamp, nowMs int64) {
+	s.apply(b, firstOffset, lastOffset, timestamp, nowMs)
+}
+
+func (s *State) apply(b Batch, firstOffset, lastOffset, timestamp, nowMs int64) {
+	p, ok := s.producers[b.ProducerID]
+	if !ok {
+		p = &Producer{ID: b.ProducerID, Epoch: b.Epoch}
+		s.producers[b.ProducerID] = p
+	}
+	if b.Epoch != p.Epoch {
+		// Reference: KIP-360. A new epoch starts a new sequence space, so
+		// the old epoch's batches can no longer be duplicates.
+		p.Epoch = b.Epoch
+		p.Batches = p.Batches[:0]
+	}
+	if len(p.Batches) == WindowSize {
+		// NB: shift in place rather than reslicing forward, so the backing
+		// array never grows past WindowSize.
+		copy(p.Batches, p.Batches[1:])
+		p.Batches = p.Batches[:WindowSize-1]
+	}
+	p.Batches = append(p.Batches, BatchMeta{
+		FirstSeq:    b.BaseSequence,
+		LastSeq:     b.LastSeq(),
+		FirstOffset: firstOffset,
+		LastOffset:  lastOffset,
+		Timestamp:   timestamp,
+	})
+	p.LastUpdateMs = nowMs
+}
+
+// Expire removes producers idle for at least expirationMs
+// (producer.id.expiration.ms; <= 0 disables this) and those whose last
+// batch lies entirely below logStartOffset (retention deleted it). It
+// returns how many producers were removed.
+func (s *State) Expire(nowMs, expirationMs, logStartOffset int64) int {
+	n := 0
+	for id, p := range s.producers {
+		idle := expirationMs > 0 && nowMs-p.LastUpdateMs >= expirationMs
+		gone := len(p.Batches) > 0 && p.Batches[len(p.Batches)-1].LastOffset < logStartOffset
+		if idle || gone {
+			delete(s.producers, id)
+			n++
+		}
+	}
+	return n
+}
+
+// TruncateTo drops remembered batches whose offsets reach offset or beyond
+// (a batch is either wholly below offset or dropped) and removes producers
+// left with no batch. It is used on follower truncation; the state is then
+// exact only for the batches it still holds, and recovery from a snapshot
+// plus replay is what restores older window entries.
+func (s *State) TruncateTo(offset int64) {
+	for id, p := range s.producers {
+		keep := p.Batches[:0]
+		for _, m := range p.Batches {
+			if m.LastOffset < offset {
+				keep = append(keep, m)
+			}
+		}
+		p.Batches = keep
+		if len(keep) == 0 {
+			delete(s.producers, id)
+		}
+	}
+}
+
+// Producers returns a copy of every producer's state, sorted by ID. The
+// caller owns the returned slice.
+func (s *State) Producers() []Producer {
+	out := make([]Producer, 0, len(s.producers))
+	for _, p := range s.producers {
+		out = append(out, p.clone())
+	}
+	slices.SortFunc(out, func(a, b Producer) int {
+		switch {
+		case a.ID < b.ID:
+			return -1
+		case a.ID > b.ID:
+			return 1
+		}
+		return 0
+	})
+	return out
+}
+
+// Producer returns a copy of one producer's state, and false if the
+// partition does not know it.
+func (s *State) Producer(id int64) (Producer, bool) {
+	p, ok := s.producers[id]
+	if !ok {
+		return Producer{}, false
+	}
+	return p.clone(), true
+}
+
+// Len returns how many producers the state holds.
+func (s *State) Len() int { return len(s.producers) }
+
+// Clone returns a deep copy of the state.
+func (s *State) Clone() *State {
+	c := &State{producers: make(map[int64]*Producer, len(s.producers))}
+	for id, p := range s.producers {
+		cp := p.clone()
+		c.producers[id] = &cp
+	}
+	return c
+}
