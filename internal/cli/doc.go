@@ -1,0 +1,49 @@
+// Package cli is samsa's command line: the cobra command tree behind the
+// samsa binary. It is the one package that wires the broker together
+// (samsa serve) and it holds the client tools that talk to any
+// Kafka-compatible cluster through franz-go.
+//
+// Usage, from cmd/samsa:
+//
+//	func main() { os.Exit(cli.Main()) }
+//
+// Commands:
+//
+//	+-------------------------------+-------------------------------------------+
+//	| command                       | what it does                              |
+//	+-------------------------------+-------------------------------------------+
+//	| serve                         | run a broker                              |
+//	| topic create|list|describe|    | topic administration (kadm)               |
+//	|   delete|alter-config         |                                           |
+//	| produce TOPIC                 | one record per stdin line                 |
+//	| consume TOPIC                 | direct partition consumption, --format    |
+//	|                               | template or --json                        |
+//	| perf produce|consume|e2e      | load generator: records/s, MB/s, latency  |
+//	| dump-log FILE.log...          | offline segment dump via package record   |
+//	| config validate               | load and check broker config              |
+//	| dev kfake (hidden)            | franz-go's in-memory broker, for          |
+//	|                               | side-by-side benchmarks                   |
+//	+-------------------------------+-------------------------------------------+
+//
+// Exit codes:
+//
+//	+------+-------------------------------------------------------------+
+//	| code | meaning                                                     |
+//	+------+-------------------------------------------------------------+
+//	| 0    | success                                                     |
+//	| 1    | the command ran and failed (broker error, failed record,    |
+//	|      | invalid batch, invalid config)                              |
+//	| 2    | misuse: unknown command or flag, wrong argument count, a    |
+//	|      | flag value that does not parse                              |
+//	+------+-------------------------------------------------------------+
+//
+// Invariants:
+//  1. An error reaches the user once, on stderr, as "samsa: <msg>"; the
+//     commands themselves never print their own error.
+//  2. Misuse errors wrap ErrUsage (or are cobra's unknown-command error);
+//     everything else exits 1.
+//  3. Commands read and write only the streams in their env, never
+//     os.Stdin/os.Stdout directly, so tests run the whole tree in process.
+//  4. Every goroutine a command starts (the perf e2e consumer) is stopped
+//     and waited for before the command returns; kgo clients are closed.
+package cli
