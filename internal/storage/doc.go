@@ -1,0 +1,114 @@
+// Package storage is samsa's partition log: segment files in Kafka's on-disk
+// format, their sparse offset and time indexes, append, read, truncation,
+// rolling, retention, group-committed fsync and crash recovery.
+//
+// # Use
+//
+//  1. OpenManager(ManagerConfig{FS, Dir, ...}) opens one log dir, recovers
+//     every partition found in it and starts the flusher and the retention
+//     loop.
+//  2. Manager.Create(tp, topicID, cfg) opens or creates a partition's log.
+//  3. Log.Append(batch, leaderEpoch, logAppendTime, nowMs) writes a batch
+//     that record.Batch.Validate accepted; Log.WaitDurable(ctx, lastOffset+1)
+//     waits for the group-committed fsync before acknowledging.
+//  4. Log.Read(offset, maxBytes, highWatermark, minOneBatch) returns file
+//     regions of whole batches, readable after Read returns.
+//  5. Manager.Close() flushes, checkpoints, writes the clean-shutdown marker
+//     and stops everything. It is idempotent.
+//
+// # Directory layout
+//
+//	<dir>/
+//	  .kafka_cleanshutdown               written by Close, removed at open
+//	  recovery-point-offset-checkpoint   per partition: all below is fsynced
+//	  log-start-offset-checkpoint        per partition: first readable offset
+//	  <topic>-<partition>/
+//	    partition.metadata               "version: 0\ntopic_id: <base64url uuid>\n"
+//	    00000000000000000000.log         batches, back to back
+//	    00000000000000000000.index       sparse offset index
+//	    00000000000000000000.timeindex   sparse time index
+//	    00000000000000001234.log         next segment, named by base offset
+//	    ...
+//	    *.deleted                        segments awaiting file.delete.delay.ms
+//	  <topic>-<partition>.<hex>-delete/  a deleted partition being removed
+//
+// # File formats (all integers big endian)
+//
+// A .log file holds record batches (magic 2) exactly as the producer sent
+// them; Append patches baseOffset and partitionLeaderEpoch, which the CRC
+// does not cover, and with LogAppendTime the attributes and maxTimestamp
+// (then the CRC is recomputed).
+//
+//	.index entry (8 bytes)
+//	+--------------------+------------------+
+//	| relative offset i32| file position i32|
+//	+--------------------+------------------+
+//	relative offset = last offset of the batch at that position - base offset
+//
+//	.timeindex entry (12 bytes)
+//	+--------------+--------------------+
+//	| timestamp i64| relative offset i32|
+//	+--------------+--------------------+
+//	timestamp = largest timestamp in the segment up to that offset
+//
+//	checkpoint file (text)
+//	0                       version
+//	<n>                     number of entries
+//	<topic> <partition> <offset>   n lines
+//
+// An index entry is added before a batch when more than index.interval.bytes
+// were written since the last entry, so a segment's first batch never has
+// one (Kafka's rule). Time index entries are added with offset index entries
+// when the largest timestamp grew, and once more when a segment is rolled.
+// Both indexes are kept in memory and appended to their files; their files
+// are checked at open (whole entries, strictly increasing, inside the .log
+// file, last entry pointing at a batch that ends at that offset) and rebuilt
+// from the .log when they fail the check.
+//
+// # Invariants
+//
+//   - LogStartOffset <= LogEndOffset and DurableOffset <= LogEndOffset.
+//     LogStartOffset may pass DurableOffset (DeleteRecords).
+//   - Durable mode (flush.messages <= 1): DurableOffset only covers bytes a
+//     completed fsync covered. A failed write or fsync takes the whole log
+//     dir offline (ErrLogDirOffline) and nothing more is acknowledged.
+//   - segments are sorted by base offset and never overlap; only the last
+//     (active) one is appended to; retention never deletes it.
+//   - Regions returned by Read stay readable for file.delete.delay.ms after
+//     their segment is deleted (files are renamed to .deleted and closed
+//     later), and until Close.
+//
+// # Recovery
+//
+// At OpenManager: "-delete" directories are removed; .deleted, .cleaned
+// and .tmp files are removed; a .swap file replaces its original when the
+// original is missing and is removed otherwise. Without the clean-shutdown
+// marker every segment that may hold offsets at or after the partition's
+// recovery point is read batch by batch (length, magic, offsets, CRC-32C);
+// the file is truncated at the first bad or short batch, later segments are
+// deleted and the indexes are rebuilt; the truncation is logged with byte
+// counts. With the marker the files are trusted, but indexes that fail the
+// check are rebuilt. Recovered files are fsynced before the log opens.
+//
+// # Concurrency and lock order
+//
+// Manager and Log are safe for concurrent use. One flusher goroutine per
+// Manager runs the group commit: it takes a dirty log's LogEndOffset, fsyncs
+// its active segment and any segments rolled since the last flush without
+// holding the append lock, then publishes that offset as DurableOffset and
+// wakes WaitDurable callers; appends that arrive meanwhile are covered by
+// the next fsync. A retention goroutine runs RunRetention every
+// RetentionCheckInterval. Delayed file deletions are timers owned by the
+// Manager; Close cancels them and deletes at once.
+//
+// Lock order:
+//
+//	Manager.mu -> (released before) Log.appendMu -> Log.mu -> segment.fileMu
+//	Log.chMu, Manager.flushMu, Manager.delMu and Manager.ckMu are leaves.
+//
+// Reads take Log.mu shared only to look up the segment and index position;
+// the file reads happen without locks, bounded by the segment size that
+// Append publishes after its write.
+//
+// Abbreviations: leo is the log end offset, lso the log start offset.
+package storage
