@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // commandPaths lists the argument paths of every command, hidden ones
@@ -138,5 +139,26 @@ func TestConfigValidate(t *testing.T) {
 	r = runCLI(t, "", "config", "validate", "--config", path, "--override", "no.such.config=1")
 	if r.code != ExitFailure || !strings.Contains(r.stderr, "no.such.config") {
 		t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
+	}
+}
+
+// TestDocsListEveryFlag keeps docs/cli.md in step with the command tree:
+// every command and every one of its own flags is mentioned.
+func TestDocsListEveryFlag(t *testing.T) {
+	doc, err := readFile("../../docs/cli.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := newRootCmd(env{getenv: func(string) string { return "" }})
+	for _, p := range commandPaths(root, nil) {
+		c, _, _ := root.Find(p)
+		if len(p) > 0 && !strings.Contains(doc, strings.Join(p, " ")) {
+			t.Errorf("docs/cli.md does not mention %q", strings.Join(p, " "))
+		}
+		c.LocalFlags().VisitAll(func(f *pflag.Flag) {
+			if f.Name != "help" && !f.Hidden && !strings.Contains(doc, "--"+f.Name) {
+				t.Errorf("docs/cli.md does not mention %s --%s", c.CommandPath(), f.Name)
+			}
+		})
 	}
 }
