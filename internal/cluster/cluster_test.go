@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -336,10 +337,6 @@ func TestOpenRejectsOtherNodeID(t *testing.T) {
 	ctx := testCtx(t)
 	dir := t.TempDir()
 	c := openTest(t, 1, dir)
-	_ = c
-	if err := os.WriteFile(filepath.Join(t.TempDir(), "x"), nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
 	other := t.TempDir()
 	if err := writeMetaProperties(other, metaProperties{ClusterID: "abc", NodeID: 1}); err != nil {
 		t.Fatal(err)
@@ -447,19 +444,51 @@ func TestLostLeaseRegistersAgain(t *testing.T) {
 func TestWatchCompactionReloads(t *testing.T) {
 	ctx := testCtx(t)
 	c := openTest(t, 0, t.TempDir())
-	if _, err := c.CreateTopic(ctx, "before", 1, 1, nil); err != nil {
+	if _, err := c.CreateTopic(ctx, "before", 2, 1, nil); err != nil {
 		t.Fatal(err)
 	}
-	// Write behind the watch's back through a second client while it is
-	// stalled is not possible to force; instead compact at the current
-	// revision and check the image keeps following later writes.
-	resp, err := c.cli.Get(ctx, "x")
-	if err != nil {
+	if _, err := c.CreateTopic(ctx, "gone", 1, 1, nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.cli.Compact(ctx, resp.Header.Revision); err != nil {
+	if err := c.DeleteTopic(ctx, "gone"); err != nil {
 		t.Fatal(err)
 	}
+	rev := c.Image().Revision
+	if _, err := c.cli.Compact(ctx, rev); err != nil {
+		t.Fatal(err)
+	}
+
+	// A second view on the same client whose watch starts before the
+	// compaction point: the watch must report the compaction, and the
+	// reload must rebuild what the live image holds.
+	lag := &Cluster{cli: c.cli, keys: c.keys, log: c.log}
+	lag.ctx, lag.cancel = context.WithCancel(ctx)
+	defer lag.cancel()
+	b := newBuilder(c.clusterID, c.keys, c.log)
+	lag.state.Store(&imageState{img: b.cur, changed: make(chan struct{})})
+	err := lag.watch(b, 1)
+	if err == nil || !strings.Contains(err.Error(), "compacted") {
+		t.Fatalf("watch from revision 2 after compaction at %d: %v", rev, err)
+	}
+	changed := lag.Changed()
+	got, ok := lag.reload(b)
+	if !ok || got < rev {
+		t.Fatalf("reload at revision %d (ok %v), compacted at %d", got, ok, rev)
+	}
+	select {
+	case <-changed:
+	default:
+		t.Fatal("reload did not signal Changed")
+	}
+	img, live := lag.Image(), c.Image()
+	if names := topicNames(img); !slices.Equal(names, []string{"before"}) {
+		t.Fatalf("reloaded topics %v", names)
+	}
+	if img.Topics["before"].ID != live.Topics["before"].ID || len(img.Brokers) != 1 || img.ControllerID != 0 {
+		t.Fatalf("reloaded image %+v, live %+v", img, live)
+	}
+
+	// The live watch is unaffected and keeps following writes.
 	if _, err := c.CreateTopic(ctx, "after", 1, 1, nil); err != nil {
 		t.Fatal(err)
 	}

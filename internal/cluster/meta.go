@@ -26,10 +26,15 @@ type metaProperties struct {
 }
 
 // newClusterID returns a random cluster id in Kafka's form: 16 random
-// bytes, base64url without padding (22 characters).
+// bytes, base64url without padding (22 characters). Like Kafka it never
+// starts with '-', which command lines would take for an option.
 func newClusterID() string {
-	u := uuid.New()
-	return base64.RawURLEncoding.EncodeToString(u[:])
+	for {
+		u := uuid.New()
+		if id := base64.RawURLEncoding.EncodeToString(u[:]); id[0] != '-' {
+			return id
+		}
+	}
 }
 
 // readMetaProperties reads dir/meta.properties. ok is false if the file

@@ -1,0 +1,71 @@
+// Package cluster is a broker's handle on the cluster metadata kept in etcd:
+// broker registrations, topics with their replica assignments, partition
+// states (leader, leader epoch, ISR) and dynamic configs.
+//
+// Open starts an embedded single-member etcd in <DataDir>/etcd (or connects
+// to Config.EtcdEndpoints), binds DataDir to a cluster through Kafka's
+// meta.properties, registers the broker under a lease, and keeps an
+// immutable Image of the metadata current from an etcd watch:
+//
+//	c, err := cluster.Open(ctx, cluster.Config{NodeID: 0, DataDir: dir,
+//		AdvertisedHost: "127.0.0.1", AdvertisedPort: 9092})
+//	...
+//	defer c.Close()
+//	t, err := c.CreateTopic(ctx, "orders", 3, 1, nil)
+//	img := c.Image() // has "orders": writes wait for the image to show them
+//
+// To wait for a change, take Changed() before Image():
+//
+//	for {
+//		ch := c.Changed()
+//		img := c.Image()
+//		... use img ...
+//		<-ch
+//	}
+//
+// # Key schema
+//
+// Values are JSON. <id> is the cluster id (22 characters, base64url of 16
+// random bytes, as Kafka makes them); every key but the first lives under
+// /samsa/<id>/. docs/etcd-keys.md has value examples.
+//
+//	+-------------------------------+----------------------------------------+-------------------------------+
+//	| key                           | value                                  | written                       |
+//	+-------------------------------+----------------------------------------+-------------------------------+
+//	| /samsa/cluster-id             | <id> (plain text)                      | once, if CreateRevision == 0  |
+//	| brokers/<node>                | {host, port, rack, incarnation}        | Put under the broker's lease  |
+//	| topics/<name>                 | {id (UUID), replicas [[...]], configs} | create: CreateRevision == 0;  |
+//	|                               |                                        | update: ModRevision CAS       |
+//	| partitions/<name>/<p>         | {leader, leader_epoch, isr,            | with its topic; then every    |
+//	|                               |  partition_epoch}                      | write a ModRevision CAS       |
+//	| configs/brokers/<node|default>| {configs}                              | Put / Delete (replace)        |
+//	| controller                    | reserved for the controller election   | not yet used                  |
+//	+-------------------------------+----------------------------------------+-------------------------------+
+//
+// A topic and all its partition keys are created in one transaction and
+// deleted in one transaction, so the image never holds half a topic.
+//
+// # Invariants
+//
+//   - An Image, and everything reachable from it, is never modified once
+//     published. A new image copies the maps it changes and shares the rest.
+//   - Image().Revision only grows, except when the etcd history the watch
+//     needs was compacted and the image is reloaded from a fresh read.
+//   - Every write method returns only after Image() reflects the write
+//     (Revision >= the write's revision), so a caller sees its own writes.
+//   - Of concurrent CreateTopic calls for one name exactly one succeeds.
+//   - A partition state changes only by compare-and-swap on its key's
+//     ModRevision (AlterPartition, or with its topic in Create/Delete).
+//   - Image.ControllerID is the lowest registered node id until a
+//     controller election exists; -1 with no brokers.
+//
+// # Concurrency
+//
+// Cluster is safe for concurrent use. It owns two goroutines: the watch
+// loop, the only writer of the current image (an atomic.Pointer swapped
+// together with its Changed channel, so no lock is needed), and the lease
+// keepalive loop, which registers the broker again under a new lease if the
+// old one is lost. Close stops both, revokes the lease (the registration
+// disappears at once), closes the etcd client and stops the embedded etcd.
+// There are no mutexes, hence no lock order.
+package cluster
