@@ -16,6 +16,7 @@ import (
 
 // Sizes of the per-connection buffers.
 const (
+	readBufferSize  = 64 << 10
 	writeBufferSize = 64 << 10
 	// exactFrameMax is the largest frame read into a buffer of the declared
 	// size at once; larger frames grow their buffer as bytes arrive, so a
@@ -86,6 +87,21 @@ func (c *conn) stopReading() {
 	c.nc.SetReadDeadline(time.Now())
 }
 
+// deadliner moves a socket deadline forward. Setting a deadline costs a
+// lock and a timer update, so it is moved only once a sixteenth of the
+// timeout has passed since the last move: a connection is closed between
+// timeout and timeout*17/16 after its last activity.
+type deadliner struct{ last time.Time }
+
+func (d *deadliner) extend(set func(time.Time) error, timeout time.Duration) {
+	now := time.Now()
+	if !d.last.IsZero() && now.Sub(d.last) < timeout/16 {
+		return
+	}
+	d.last = now
+	set(now.Add(timeout))
+}
+
 func isTimeout(err error) bool {
 	var ne net.Error
 	return errors.As(err, &ne) && ne.Timeout()
@@ -94,50 +110,58 @@ func isTimeout(err error) bool {
 func (c *conn) readLoop() {
 	defer close(c.readerDone)
 	defer close(c.replies)
-	var hdr [4]byte
+	// Pipelined small requests are read with one syscall; a large frame
+	// bypasses the buffer.
+	br := bufio.NewReaderSize(c.nc, readBufferSize)
+	var deadline deadliner
 	for {
 		if c.readStopped.Load() {
 			return
 		}
-		c.nc.SetReadDeadline(time.Now().Add(c.s.cfg.IdleTimeout))
+		deadline.extend(c.nc.SetReadDeadline, c.s.cfg.IdleTimeout)
 		// NB: checked again after setting the deadline, so that a
 		// stopReading that ran before the Set above is not lost.
 		if c.readStopped.Load() {
 			return
 		}
-		n, err := io.ReadFull(c.nc, hdr[:])
+		frame, started, err := readFrame(br, c.s.cfg.MaxRequestBytes)
 		if err != nil {
 			if c.readStopped.Load() {
 				return
 			}
-			if n == 0 && isTimeout(err) && c.inflight.Load() > 0 {
+			if !started && isTimeout(err) && c.inflight.Load() > 0 {
 				// Idle only counts while nothing is in flight: a long
 				// Wait keeps the connection active.
+				deadline = deadliner{}
 				continue
 			}
-			c.debug("read size", err)
+			c.debug("read", err)
 			c.close()
 			return
 		}
-		size := int32(binary.BigEndian.Uint32(hdr[:]))
-		if size <= 0 || size > c.s.cfg.MaxRequestBytes {
-			c.debug("frame", fmt.Errorf("%w: %d (max %d)", ErrFrameSize, size, c.s.cfg.MaxRequestBytes))
-			c.close()
-			return
-		}
-		frame, err := readFrameBody(c.nc, int(size))
-		if err != nil {
-			if !c.readStopped.Load() {
-				c.debug("read frame", err)
-				c.close()
-			}
-			return
-		}
-		c.s.bytesIn.Add(4 + int64(size))
+		c.s.bytesIn.Add(4 + int64(len(frame)))
 		if !c.serve(frame) {
 			return
 		}
 	}
+}
+
+// readFrame reads one frame: a 4-byte big-endian size, checked to lie in
+// 1..max before anything is allocated, then that many bytes. started
+// reports whether any byte was read, so that an idle timeout between
+// frames can be told from a stall inside one.
+func readFrame(r io.Reader, max int32) (frame []byte, started bool, err error) {
+	var hdr [4]byte
+	n, err := io.ReadFull(r, hdr[:])
+	if err != nil {
+		return nil, n > 0, err
+	}
+	size := int32(binary.BigEndian.Uint32(hdr[:]))
+	if size <= 0 || size > max {
+		return nil, true, fmt.Errorf("%w: %d (max %d)", ErrFrameSize, size, max)
+	}
+	frame, err = readFrameBody(r, int(size))
+	return frame, true, err
 }
 
 // readFrameBody reads a frame of size bytes. Up to exactFrameMax the buffer
@@ -231,6 +255,7 @@ func (c *conn) writeLoop() {
 	}()
 	bw := bufio.NewWriterSize(countingWriter{c.nc, &c.s.bytesOut}, writeBufferSize)
 	var scratch []byte
+	var deadline deadliner
 	for {
 		var p pending
 		var ok bool
@@ -240,7 +265,7 @@ func (c *conn) writeLoop() {
 			return
 		}
 		if !ok { // the reader is done and everything queued is written
-			c.flush(bw)
+			c.flush(bw, &deadline)
 			return
 		}
 		r := p.reply
@@ -248,7 +273,7 @@ func (c *conn) writeLoop() {
 			// Earlier responses go out before waiting: Wait may block for
 			// a long time (a Fetch long-poll).
 			if bw.Buffered() > 0 {
-				if err := c.flush(bw); err != nil {
+				if err := c.flush(bw, &deadline); err != nil {
 					return
 				}
 			}
@@ -256,6 +281,7 @@ func (c *conn) writeLoop() {
 				return
 			}
 		}
+		deadline.extend(c.nc.SetWriteDeadline, c.s.cfg.IdleTimeout)
 		err := c.writeReply(bw, p.req, r, &scratch)
 		c.inflight.Add(-1)
 		if err != nil {
@@ -263,18 +289,18 @@ func (c *conn) writeLoop() {
 			return
 		}
 		if len(c.replies) == 0 {
-			if err := c.flush(bw); err != nil {
+			if err := c.flush(bw, &deadline); err != nil {
 				return
 			}
 		}
 	}
 }
 
-func (c *conn) flush(bw *bufio.Writer) error {
+func (c *conn) flush(bw *bufio.Writer, deadline *deadliner) error {
 	if bw.Buffered() == 0 {
 		return nil
 	}
-	c.nc.SetWriteDeadline(time.Now().Add(c.s.cfg.IdleTimeout))
+	deadline.extend(c.nc.SetWriteDeadline, c.s.cfg.IdleTimeout)
 	err := bw.Flush()
 	if err != nil {
 		c.debug("flush", err)
@@ -313,7 +339,6 @@ func (c *conn) writeReply(bw *bufio.Writer, req *Request, r Reply, scratch *[]by
 	if flexible {
 		buf = append(buf, 0)
 	}
-	c.nc.SetWriteDeadline(time.Now().Add(c.s.cfg.IdleTimeout))
 	switch {
 	case r.Msg != nil:
 		r.Msg.SetVersion(version)

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/binary"
@@ -117,10 +118,7 @@ func (b bytesBody) WriteTo(w io.Writer) (int64, error) { n, err := w.Write(b); r
 // start runs a server on 127.0.0.1:0 and stops it when the test ends.
 func start(t *testing.T, cfg Config, h Handler) (*Server, string) {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	ln := listen(t)
 	s := New(cfg, h)
 	served := make(chan error, 1)
 	go func() { served <- s.Serve(ln) }()
@@ -131,6 +129,15 @@ func start(t *testing.T, cfg Config, h Handler) (*Server, string) {
 		}
 	})
 	return s, ln.Addr().String()
+}
+
+func listen(tb testing.TB) net.Listener {
+	tb.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return ln
 }
 
 // waitFor polls cond until it holds or the deadline passes.
@@ -147,18 +154,19 @@ func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 
 // client is a raw Kafka connection for tests.
 type client struct {
-	t  *testing.T
+	t  testing.TB
 	nc net.Conn
+	r  *bufio.Reader
 }
 
-func dial(t *testing.T, addr string) *client {
+func dial(t testing.TB, addr string) *client {
 	t.Helper()
 	nc, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { nc.Close() })
-	return &client{t: t, nc: nc}
+	return &client{t: t, nc: nc, r: bufio.NewReader(nc)}
 }
 
 func frame(payload []byte) []byte {
@@ -194,11 +202,11 @@ func (c *client) write(b []byte) {
 func (c *client) readResponse(headerTags bool) (int32, []byte, error) {
 	c.nc.SetReadDeadline(time.Now().Add(10 * time.Second))
 	var hdr [4]byte
-	if _, err := io.ReadFull(c.nc, hdr[:]); err != nil {
+	if _, err := io.ReadFull(c.r, hdr[:]); err != nil {
 		return 0, nil, err
 	}
 	buf := make([]byte, binary.BigEndian.Uint32(hdr[:]))
-	if _, err := io.ReadFull(c.nc, buf); err != nil {
+	if _, err := io.ReadFull(c.r, buf); err != nil {
 		return 0, nil, err
 	}
 	corr := int32(binary.BigEndian.Uint32(buf))
@@ -238,7 +246,7 @@ func (c *client) expectClosed(d time.Duration) {
 	c.t.Helper()
 	c.nc.SetReadDeadline(time.Now().Add(d))
 	var b [1]byte
-	n, err := c.nc.Read(b[:])
+	n, err := c.r.Read(b[:])
 	if n > 0 {
 		c.t.Fatalf("got a byte %#x, want a closed connection", b[0])
 	}
@@ -318,7 +326,7 @@ func TestPipelinedInOrderWithDelayedWait(t *testing.T) {
 	// ...but nothing after it is answered before it.
 	c.nc.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
 	var b [1]byte
-	if k, err := c.nc.Read(b[:]); k != 0 || !isTimeout(err) {
+	if k, err := c.r.Read(b[:]); k != 0 || !isTimeout(err) {
 		t.Fatalf("read %d bytes (%v) while request 1 waits", k, err)
 	}
 	close(h.gate)
