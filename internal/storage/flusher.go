@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"fmt"
 	"time"
 )
 
@@ -90,6 +91,8 @@ func (l *Log) flush(final bool) error {
 	gen := l.truncGen
 	segs := append(l.unsynced, l.segs[len(l.segs)-1])
 	l.unsynced = nil
+	syncDir := l.dirDirty
+	l.dirDirty = false
 	l.pendingMsgs = 0
 	if l.m != nil {
 		l.lastFlush = l.m.now()
@@ -98,6 +101,11 @@ func (l *Log) flush(final bool) error {
 	for i, s := range segs {
 		if err := s.sync(final || i < len(segs)-1); err != nil {
 			return err
+		}
+	}
+	if syncDir {
+		if err := l.fs.SyncDir(l.dir); err != nil {
+			return fmt.Errorf("storage: sync dir %s: %w", l.dir, err)
 		}
 	}
 	l.mu.Lock()

@@ -12,7 +12,7 @@ import (
 
 func TestGroupCommitSharesFsyncs(t *testing.T) {
 	forEachFS(t, func(t *testing.T, base vfs.FS, dir string) {
-		fs := &countingFS{FS: base}
+		fs := &countingFS{FS: base, syncDelay: time.Millisecond}
 		m := openManager(t, fs, dir, nil)
 		defer m.Close()
 		l, err := m.Create(testTP, [16]byte{}, DefaultConfig())

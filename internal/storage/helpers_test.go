@@ -28,6 +28,7 @@ type fsCase struct {
 
 var fsCases = []fsCase{
 	{"os", func(t testing.TB) (vfs.FS, string) { return vfs.Default, t.TempDir() }},
+	{"mem", func(t testing.TB) (vfs.FS, string) { return vfs.NewMemFS(), "/data" }},
 }
 
 // forEachFS runs f once per file system.
@@ -225,8 +226,9 @@ func segmentFiles(t testing.TB, fs vfs.FS, dir, suffix string) []string {
 // countingFS counts syncs of .log files and can fail the next ones.
 type countingFS struct {
 	vfs.FS
-	logSyncs atomic.Int64
-	failSync atomic.Bool
+	logSyncs  atomic.Int64
+	failSync  atomic.Bool
+	syncDelay time.Duration // emulated device latency of a .log sync
 }
 
 type countingFile struct {
@@ -243,6 +245,7 @@ func (f *countingFile) Sync() error {
 	}
 	if f.isLog {
 		f.fs.logSyncs.Add(1)
+		time.Sleep(f.fs.syncDelay)
 	}
 	return f.File.Sync()
 }

@@ -43,6 +43,7 @@ type Log struct {
 	unsynced    []*segment
 	pendingMsgs int64     // page-cache mode: messages appended since the last flush
 	truncGen    int64     // bumped by Truncate; a flush that raced one publishes nothing
+	dirDirty    bool      // a segment file was created since the last flush: fsync the dir
 	lastFlush   time.Time // page-cache mode: time of the last flush
 
 	logStart      atomic.Int64
@@ -372,6 +373,7 @@ func (l *Log) rollLocked() (*segment, error) {
 	copy(segs, l.segs)
 	l.segs = append(segs, seg)
 	l.unsynced = append(l.unsynced, old)
+	l.dirDirty = true
 	l.mu.Unlock()
 	l.logger.Debug("storage: rolled segment", "dir", l.dir, "base", leo)
 	if l.m != nil {

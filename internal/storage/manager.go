@@ -88,6 +88,9 @@ func OpenManager(cfg ManagerConfig) (*Manager, error) {
 	if err := m.fs.MkdirAll(m.dir, 0o755); err != nil {
 		return nil, fmt.Errorf("storage: open %s: %w", m.dir, err)
 	}
+	if err := m.fs.SyncDir(filepath.Dir(m.dir)); err != nil {
+		return nil, fmt.Errorf("storage: open %s: %w", m.dir, err)
+	}
 	if err := m.recoverAll(); err != nil {
 		for _, l := range m.logs {
 			l.closeFiles()

@@ -257,6 +257,7 @@ func (l *Log) truncateFullyLocked(offset int64, cfg *Config) error {
 	l.mu.Lock()
 	l.segs = []*segment{seg}
 	l.unsynced = nil
+	l.dirDirty = true
 	l.truncGen++
 	l.logStart.Store(offset)
 	l.logEnd.Store(offset)
