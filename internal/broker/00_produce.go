@@ -12,11 +12,15 @@ package broker
 //
 // Differences from Kafka: acks=-1 (all) is answered only after the batch is
 // fsynced under the default flush policy (flush.messages=1), one fsync
-// shared by every produce waiting at that moment. Idempotent and
-// transactional batches are not accepted yet: a batch carrying a producer id
-// gets UNKNOWN_PRODUCER_ID and a transactional one INVALID_TXN_STATE,
-// because this broker never issued the id (it does not serve
-// InitProducerId).
+// shared by every produce waiting at that moment.
+//
+// Idempotent batches (producer id >= 0) are deduplicated per partition
+// (replica.Partition.Append, KIP-98): a retry of one of the producer's last
+// five batches gets the original offsets and no error, and, with acks=all,
+// waits until the original is durable. A producer id no broker of this
+// cluster ever issued gets UNKNOWN_PRODUCER_ID. Transactional batches are
+// not accepted yet (INVALID_TXN_STATE): samsa has no transaction
+// coordinator.
 
 import (
 	"context"
@@ -138,13 +142,20 @@ func (b *Broker) appendBatch(p *replica.Partition, records []byte, maxMessageByt
 	}); err != nil {
 		return storage.AppendResult{}, err
 	}
-	switch {
+	switch pid := batch.ProducerID(); {
 	case batch.Transactional():
 		return storage.AppendResult{}, errTransactional
-	case batch.ProducerID() != record.NoProducerID:
-		return storage.AppendResult{}, errUnknownProducer
 	case batch.Control():
 		return storage.AppendResult{}, fmt.Errorf("%w: control batch from a client", record.ErrInvalidRecord)
+	case pid == record.NoProducerID:
+		// Not idempotent. Clients differ in what they put in the epoch and
+		// sequence fields then (franz-go sends sequence 0); Kafka ignores
+		// them, and so does samsa.
+	case pid < 0:
+		return storage.AppendResult{}, fmt.Errorf("%w: producer id %d", record.ErrInvalidRecord, pid)
+	case !b.producerIDs.issued(pid):
+		return storage.AppendResult{}, errUnknownProducer
 	}
-	return p.Log.Append(batch, p.LeaderEpoch(), logAppendTime, nowMs)
+	res, err := p.Append(batch, logAppendTime, nowMs)
+	return res.AppendResult, err
 }

@@ -15,6 +15,7 @@ import (
 	"samsa/internal/replica"
 	"samsa/internal/server"
 	"samsa/internal/storage"
+	"samsa/internal/vfs"
 )
 
 // Config wires a Broker to the parts it serves from.
@@ -24,6 +25,8 @@ type Config struct {
 	Logs    *storage.Manager
 	// LogDir is the log dir Logs manages (DescribeLogDirs reports it).
 	LogDir string
+	// FS is the file system of LogDir; nil means vfs.Default.
+	FS     vfs.FS
 	Logger *slog.Logger
 	// Now returns the current time; nil means time.Now.
 	Now func() time.Time
@@ -39,6 +42,8 @@ type Broker struct {
 	log      *slog.Logger
 	now      func() time.Time
 
+	producerIDs producerIDs
+
 	// reconcileMu serialises reconcile passes (the reconciler goroutine and
 	// handlers that create topics and want their partitions hosted at once).
 	reconcileMu sync.Mutex
@@ -52,15 +57,14 @@ type Broker struct {
 // the current image assigns to this broker before returning.
 func New(cfg Config) (*Broker, error) {
 	b := &Broker{
-		cfg:      cfg.Broker,
-		cluster:  cfg.Cluster,
-		logs:     cfg.Logs,
-		logDir:   cfg.LogDir,
-		replicas: replica.NewManager(cfg.Logs),
-		log:      cfg.Logger,
-		now:      cfg.Now,
-		stop:     make(chan struct{}),
-		done:     make(chan struct{}),
+		cfg:     cfg.Broker,
+		cluster: cfg.Cluster,
+		logs:    cfg.Logs,
+		logDir:  cfg.LogDir,
+		log:     cfg.Logger,
+		now:     cfg.Now,
+		stop:    make(chan struct{}),
+		done:    make(chan struct{}),
 	}
 	if b.log == nil {
 		b.log = slog.Default()
@@ -68,6 +72,12 @@ func New(cfg Config) (*Broker, error) {
 	if b.now == nil {
 		b.now = time.Now
 	}
+	fs := cfg.FS
+	if fs == nil {
+		fs = vfs.Default
+	}
+	b.replicas = replica.NewManager(cfg.Logs, fs, b.now)
+	b.producerIDs.cluster = cfg.Cluster
 	if err := b.reconcile(); err != nil {
 		return nil, err
 	}
@@ -75,16 +85,27 @@ func New(cfg Config) (*Broker, error) {
 	return b, nil
 }
 
-// Close stops the reconciler. It does not close the cluster or the logs,
-// which the caller owns. It is idempotent.
+// Close stops the reconciler and snapshots the producer state of every
+// partition. It does not close the cluster or the logs, which the caller
+// owns (and must close after the Broker). It is idempotent.
 func (b *Broker) Close() error {
-	b.closeMu.Do(func() { close(b.stop) })
-	<-b.done
-	return nil
+	var err error
+	b.closeMu.Do(func() {
+		close(b.stop)
+		<-b.done
+		err = b.maintainProducers()
+	})
+	return err
 }
+
+// producerMaintenanceInterval is how often producer state is expired and
+// snapshotted; recovery after a crash replays at most this much of the log.
+const producerMaintenanceInterval = 30 * time.Second
 
 func (b *Broker) runReconciler() {
 	defer close(b.done)
+	maintain := time.NewTicker(producerMaintenanceInterval)
+	defer maintain.Stop()
 	for {
 		changed := b.cluster.Changed()
 		if err := b.reconcile(); err != nil {
@@ -94,10 +115,18 @@ func (b *Broker) runReconciler() {
 		case <-b.stop:
 			return
 		case <-changed:
+		case <-maintain.C:
+			if err := b.maintainProducers(); err != nil {
+				b.log.Error("producer state maintenance", "err", err)
+			}
 		case <-time.After(5 * time.Second):
 			// Retry after errors even when nothing changes.
 		}
 	}
+}
+
+func (b *Broker) maintainProducers() error {
+	return b.replicas.MaintainProducers(b.now().UnixMilli(), int64(b.cfg.ProducerIDExpirationMs))
 }
 
 // reconcile makes the hosted partitions match the image: a log for every
@@ -182,6 +211,10 @@ func (b *Broker) Handle(ctx context.Context, c *server.Conn, req *server.Request
 		return msg(b.handleIncrementalAlterConfigs(ctx, r))
 	case *kmsg.DescribeClusterRequest:
 		return msg(b.handleDescribeCluster(r))
+	case *kmsg.InitProducerIDRequest:
+		return msg(b.handleInitProducerID(ctx, r))
+	case *kmsg.DescribeProducersRequest:
+		return msg(b.handleDescribeProducers(r))
 	}
 	// The server only passes keys that Versions accepts, so this is a
 	// broken invariant.

@@ -14,6 +14,7 @@ import (
 	"samsa/internal/record"
 	"samsa/internal/replica"
 	"samsa/internal/storage"
+	"samsa/internal/txn"
 )
 
 // Sentinels of this package, each mapped by errCode.
@@ -62,8 +63,14 @@ func errCode(err error) *kerr.Error {
 		return kerr.MessageTooLarge
 	case errors.Is(err, errTransactional):
 		return kerr.InvalidTxnState
-	case errors.Is(err, errUnknownProducer):
+	case errors.Is(err, errUnknownProducer), errors.Is(err, txn.ErrUnknownProducerID):
 		return kerr.UnknownProducerID
+	case errors.Is(err, txn.ErrOutOfOrderSequence):
+		return kerr.OutOfOrderSequenceNumber
+	case errors.Is(err, txn.ErrInvalidProducerEpoch):
+		return kerr.InvalidProducerEpoch
+	case errors.Is(err, txn.ErrInvalidSequence):
+		return kerr.InvalidRecord
 	case errors.Is(err, errTopicName):
 		return kerr.InvalidTopicException
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):

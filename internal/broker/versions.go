@@ -16,12 +16,14 @@ var versions = map[int16]apiRange{
 	19: {2, 7},  // CreateTopics
 	20: {1, 6},  // DeleteTopics
 	21: {0, 2},  // DeleteRecords
+	22: {0, 4},  // InitProducerId
 	32: {1, 4},  // DescribeConfigs
 	33: {0, 2},  // AlterConfigs
 	35: {1, 4},  // DescribeLogDirs
 	37: {0, 3},  // CreatePartitions
 	44: {0, 1},  // IncrementalAlterConfigs
 	60: {0, 1},  // DescribeCluster
+	61: {0, 0},  // DescribeProducers
 }
 
 // Versions implements server.Handler.

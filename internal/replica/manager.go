@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"samsa/internal/storage"
+	"samsa/internal/txn"
+	"samsa/internal/vfs"
 )
 
 // ErrNotLeader means this broker does not lead the partition (or does not
@@ -22,6 +25,12 @@ type Partition struct {
 
 	leaderEpoch atomic.Int32
 	leader      atomic.Bool
+
+	// appendMu serialises appends with the producer state checks, so a
+	// check and the append it allows are atomic.
+	appendMu       sync.Mutex
+	producers      *txn.State // guarded by appendMu
+	producersDirty bool       // guarded by appendMu; changed since the last snapshot
 }
 
 // LeaderEpoch is the partition's current leader epoch.
@@ -37,14 +46,21 @@ func (p *Partition) HighWatermark() int64 { return p.Log.DurableOffset() }
 // Manager holds the hosted partitions.
 type Manager struct {
 	logs *storage.Manager
+	fs   vfs.FS
+	now  func() time.Time
 
 	mu    sync.RWMutex
 	parts map[storage.TopicPartition]*Partition // guarded by mu
 }
 
-// NewManager returns a Manager over the logs of logs.
-func NewManager(logs *storage.Manager) *Manager {
-	return &Manager{logs: logs, parts: make(map[storage.TopicPartition]*Partition)}
+// NewManager returns a Manager over the logs of logs; fs is the file
+// system of their log dir (producer state snapshots live beside the logs).
+// now nil means time.Now.
+func NewManager(logs *storage.Manager, fs vfs.FS, now func() time.Time) *Manager {
+	if now == nil {
+		now = time.Now
+	}
+	return &Manager{logs: logs, fs: fs, now: now, parts: make(map[storage.TopicPartition]*Partition)}
 }
 
 // Get returns the hosted partition tp, or nil.
@@ -95,6 +111,9 @@ func (m *Manager) Ensure(tp storage.TopicPartition, topicID [16]byte, cfg storag
 			return nil, fmt.Errorf("replica: create log %s-%d: %w", tp.Topic, tp.Partition, err)
 		}
 		p = &Partition{TP: tp, TopicID: topicID, Log: l}
+		if err := p.loadProducersLocked(m, m.now().UnixMilli()); err != nil {
+			return nil, err
+		}
 		m.parts[tp] = p
 	} else {
 		p.Log.SetConfig(cfg)

@@ -1,0 +1,55 @@
+package broker
+
+// DescribeProducers: v0 (KIP-664)
+//
+// Lists the active idempotent producers of each partition led here: id,
+// epoch, last sequence and the timestamp of its last batch.
+// CoordinatorEpoch and CurrentTxnStartOffset are -1: no transactions.
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"samsa/internal/storage"
+)
+
+func (b *Broker) handleDescribeProducers(req *kmsg.DescribeProducersRequest) kmsg.Response {
+	resp := req.ResponseKind().(*kmsg.DescribeProducersResponse)
+	img := b.cluster.Image()
+	for _, rt := range req.Topics {
+		st := kmsg.NewDescribeProducersResponseTopic()
+		st.Topic = rt.Topic
+		t := img.Topics[rt.Topic]
+		for _, part := range rt.Partitions {
+			sp := kmsg.NewDescribeProducersResponseTopicPartition()
+			sp.Partition = part
+			if t == nil || part < 0 || int(part) >= len(t.Replicas) {
+				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+				st.Partitions = append(st.Partitions, sp)
+				continue
+			}
+			p, err := b.replicas.Leader(storage.TopicPartition{Topic: rt.Topic, Partition: part})
+			if err != nil {
+				sp.ErrorCode = errCode(err).Code
+				st.Partitions = append(st.Partitions, sp)
+				continue
+			}
+			for _, pr := range p.Producers() {
+				ap := kmsg.NewDescribeProducersResponseTopicPartitionActiveProducer()
+				ap.ProducerID = pr.ID
+				ap.ProducerEpoch = int32(pr.Epoch)
+				ap.LastSequence, ap.LastTimestamp = -1, -1
+				if n := len(pr.Batches); n > 0 {
+					ap.LastSequence = pr.Batches[n-1].LastSeq
+					ap.LastTimestamp = pr.Batches[n-1].Timestamp
+				}
+				ap.CoordinatorEpoch = -1
+				ap.CurrentTxnStartOffset = -1
+				sp.ActiveProducers = append(sp.ActiveProducers, ap)
+			}
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return resp
+}
