@@ -68,4 +68,3 @@ func (c *Cluster) ProducerIDLimit(ctx context.Context) (int64, error) {
 	}
 	return cur.Next, nil
 }
-
