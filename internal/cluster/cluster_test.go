@@ -521,3 +521,29 @@ func topicNames(img *Image) []string {
 	slices.Sort(names)
 	return names
 }
+
+func TestLongDataDirFallsBackToLoopbackTCP(t *testing.T) {
+	ctx := testCtx(t)
+	dir := filepath.Join(t.TempDir(), strings.Repeat("d", maxUnixSocketPath))
+	c0 := openTest(t, 0, dir)
+	if u := c0.ClientURL(); !strings.HasPrefix(u, "http://127.0.0.1:") {
+		t.Fatalf("client URL %q, want loopback TCP", u)
+	}
+	c1 := openTest(t, 1, t.TempDir(), c0.ClientURL())
+	if _, err := c1.CreateTopic(ctx, "t", 2, 2, nil); err != nil {
+		t.Fatal(err)
+	}
+	waitImage(t, c0, "the topic from node 1", func(img *Image) bool { return img.Topics["t"] != nil })
+}
+
+func TestShortDataDirUsesUnixSocket(t *testing.T) {
+	dir := t.TempDir()
+	c := openTest(t, 0, dir)
+	abs, err := filepath.Abs(filepath.Join(dir, "etcd.sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "unix://" + abs; len(abs) <= maxUnixSocketPath && c.ClientURL() != want {
+		t.Fatalf("client URL %q, want %q", c.ClientURL(), want)
+	}
+}
