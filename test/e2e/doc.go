@@ -20,6 +20,8 @@
 // missing, unless the environment variable CI is set, in which case they
 // fail.
 //
+// Set SAMSA_BIN to test a prebuilt binary instead of building one.
+//
 // Run with:
 //
 //	go test ./test/e2e/...

@@ -31,8 +31,17 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m, goleak.Cleanup(func(int) { os.RemoveAll(tmp) }))
 }
 
-// buildSamsa runs `go build -o <dir>/samsa ./cmd/samsa` in the module root.
+// buildSamsa runs `go build -o <dir>/samsa ./cmd/samsa` in the module root,
+// unless SAMSA_BIN names a binary to test instead.
 func buildSamsa(dir string) error {
+	if bin := os.Getenv("SAMSA_BIN"); bin != "" {
+		abs, err := filepath.Abs(bin)
+		if err != nil {
+			return err
+		}
+		samsaBin = abs
+		return nil
+	}
 	out, err := exec.Command("go", "env", "GOMOD").Output()
 	if err != nil {
 		return fmt.Errorf("go env GOMOD: %w", err)
