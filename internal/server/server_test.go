@@ -508,6 +508,19 @@ func TestIdleTimeout(t *testing.T) { // B-05
 		c := dial(t, addr)
 		c.expectClosed(5 * time.Second)
 	})
+	t.Run("long Wait keeps the connection", func(t *testing.T) {
+		h := newTestHandler()
+		_, addr := start(t, Config{IdleTimeout: 100 * time.Millisecond}, h)
+		c := dial(t, addr)
+		c.write(encode(1, metadata("gate"), 4))
+		waitFor(t, 5*time.Second, "request handled", func() bool { return h.waitCtx.Load() != nil })
+		time.Sleep(400 * time.Millisecond) // NB: several idle timeouts pass while the Wait blocks
+		close(h.gate)
+		if corr, names := c.readMetadata(4); corr != 1 || names[0] != "gate" {
+			t.Fatalf("corr %d names %v", corr, names)
+		}
+		c.expectClosed(5 * time.Second) // and idles out afterwards
+	})
 	t.Run("active connection stays", func(t *testing.T) {
 		c := dial(t, addr)
 		for i := range 5 {
