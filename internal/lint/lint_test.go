@@ -1,0 +1,116 @@
+package lint
+
+import (
+	"bufio"
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// allowed lists, for each samsa package, the samsa packages it may import.
+// docs/architecture.md gives the reason for every edge beyond STYLE.md's
+// diagram. testutil and the e2e tests may import anything.
+var allowed = map[string][]string{
+	"cmd/samsa":         {"cli"},
+	"internal/cli":      {"server", "broker", "cluster", "admin", "config", "storage", "vfs", "record"},
+	"internal/server":   {"config"},
+	"internal/broker":   {"cluster", "replica", "group", "txn", "record", "config", "server", "storage", "vfs"},
+	"internal/group":    {"replica", "record", "config", "storage"},
+	"internal/txn":      {"record", "vfs", "config"},
+	"internal/replica":  {"storage", "record", "config", "txn", "vfs"},
+	"internal/cluster":  {"config"},
+	"internal/storage":  {"record", "vfs", "config"},
+	"internal/record":   {},
+	"internal/vfs":      {},
+	"internal/config":   {},
+	"internal/admin":    {},
+	"internal/lint":     {},
+	"internal/testutil": nil, // anything
+}
+
+// TestForbiddenImports fails on an import between samsa packages that the
+// layering does not allow (non-test files only).
+func TestForbiddenImports(t *testing.T) {
+	out, err := exec.Command("go", "list", "-f", "{{.ImportPath}} {{join .Imports \" \"}}", "samsa/...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		pkg := strings.TrimPrefix(fields[0], "samsa/")
+		if strings.HasPrefix(pkg, "test/") {
+			continue
+		}
+		allow, known := allowed[pkg]
+		if !known {
+			t.Errorf("package %s has no entry in the import rules; add one (and its reason to docs/architecture.md)", pkg)
+			continue
+		}
+		if allow == nil && pkg == "internal/testutil" {
+			continue
+		}
+		for _, imp := range fields[1:] {
+			dep, ok := strings.CutPrefix(imp, "samsa/")
+			if !ok {
+				continue
+			}
+			name := strings.TrimPrefix(dep, "internal/")
+			if !contains(allow, name) {
+				t.Errorf("%s imports %s, which the layering forbids", pkg, dep)
+			}
+		}
+	}
+}
+
+var (
+	rawAtomic = regexp.MustCompile(`atomic\.(Add|Load|Store|CompareAndSwap|Swap)(Int32|Int64|Uint32|Uint64|Uintptr|Pointer)\(`)
+	vCause    = regexp.MustCompile(`fmt\.Errorf\([^)]*%v[^)]*\berr\)`)
+)
+
+// TestHouseRules checks every non-test Go file for raw atomics (use
+// atomic.Int64 and friends) and for fmt.Errorf wrapping an err with %v
+// (use %w so the cause survives).
+func TestHouseRules(t *testing.T) {
+	root := filepath.Join("..", "..")
+	err := filepath.Walk(root, func(path string, info os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		if info.IsDir() && (info.Name() == ".git" || info.Name() == "testdata") {
+			return filepath.SkipDir
+		}
+		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		src, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for i, line := range strings.Split(string(src), "\n") {
+			if rawAtomic.MatchString(line) {
+				t.Errorf("%s:%d: raw atomic call; use a typed atomic", path, i+1)
+			}
+			if vCause.MatchString(line) && !strings.Contains(line, "%w") {
+				t.Errorf("%s:%d: fmt.Errorf with %%v for err; use %%w", path, i+1)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func contains(s []string, v string) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
