@@ -46,6 +46,18 @@ func usagef(format string, args ...any) error {
 	return usageError{fmt.Errorf(format, args...)}
 }
 
+// cmdUsageError is a usage error that knows the command whose help the user
+// should read.
+type cmdUsageError struct {
+	usageError
+	cmd string
+}
+
+// usageIn marks err as misuse of cmd.
+func usageIn(cmd *cobra.Command, err error) error {
+	return cmdUsageError{usageError{err}, cmd.CommandPath()}
+}
+
 // env is what a command may touch of the process: its streams and
 // environment. Tests substitute all of them.
 type env struct {
@@ -73,13 +85,20 @@ func Main() int {
 func run(ctx context.Context, args []string, e env) int {
 	root := newRootCmd(e)
 	root.SetArgs(args)
-	err := root.ExecuteContext(ctx)
+	cmd, err := root.ExecuteContextC(ctx)
 	if err == nil {
 		return ExitOK
 	}
 	fmt.Fprintf(e.stderr, "samsa: %s\n", err)
 	if isUsage(err) {
-		fmt.Fprintf(e.stderr, "Run 'samsa --help' for usage.\n")
+		path := "samsa"
+		var ue cmdUsageError
+		if errors.As(err, &ue) {
+			path = ue.cmd
+		} else if cmd != nil {
+			path = cmd.CommandPath()
+		}
+		fmt.Fprintf(e.stderr, "Run '%s --help' for usage.\n", path)
 		return ExitMisuse
 	}
 	return ExitFailure
@@ -126,8 +145,8 @@ SAMSA_BOOTSTRAP_SERVER environment variable and then to ` + DefaultBootstrapServ
 	root.SetIn(e.stdin)
 	root.SetOut(e.stdout)
 	root.SetErr(e.stderr)
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
-		return usageError{err}
+	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
+		return usageIn(cmd, err)
 	})
 
 	def := DefaultBootstrapServer
@@ -154,7 +173,7 @@ SAMSA_BOOTSTRAP_SERVER environment variable and then to ` + DefaultBootstrapServ
 // argument names an unknown subcommand.
 func noArgs(cmd *cobra.Command, args []string) error {
 	if len(args) > 0 {
-		return usagef("unknown command %q for %q", args[0], cmd.CommandPath())
+		return usageIn(cmd, fmt.Errorf("unknown command %q for %q", args[0], cmd.CommandPath()))
 	}
 	return nil
 }
@@ -166,7 +185,7 @@ func helpRun(cmd *cobra.Command, _ []string) error { return cmd.Help() }
 func exactArgs(n int) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
 		if err := cobra.ExactArgs(n)(cmd, args); err != nil {
-			return usageError{err}
+			return usageIn(cmd, err)
 		}
 		return nil
 	}
@@ -175,7 +194,7 @@ func exactArgs(n int) cobra.PositionalArgs {
 func minArgs(n int) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
 		if err := cobra.MinimumNArgs(n)(cmd, args); err != nil {
-			return usageError{err}
+			return usageIn(cmd, err)
 		}
 		return nil
 	}

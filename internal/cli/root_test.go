@@ -162,3 +162,21 @@ func TestDocsListEveryFlag(t *testing.T) {
 		})
 	}
 }
+
+func TestUsageHintNamesTheCommand(t *testing.T) {
+	tests := []struct {
+		args []string
+		hint string
+	}{
+		{[]string{"nope"}, "Run 'samsa --help' for usage.\n"},
+		{[]string{"topic", "create"}, "Run 'samsa topic create --help' for usage.\n"},
+		{[]string{"consume", "t", "--bad"}, "Run 'samsa consume --help' for usage.\n"},
+		{[]string{"perf", "e2e", "--rate", "0"}, "Run 'samsa perf e2e --help' for usage.\n"},
+	}
+	for _, tt := range tests {
+		r := runCLI(t, "", tt.args...)
+		if r.code != ExitMisuse || !strings.HasSuffix(r.stderr, tt.hint) {
+			t.Errorf("%v: exit %d, stderr %q, want hint %q", tt.args, r.code, r.stderr, tt.hint)
+		}
+	}
+}
