@@ -52,17 +52,17 @@ func parseSnapshotName(name string) (int64, bool) {
 // package doc. Producers are written sorted by ID. The caller owns the
 // returned slice.
 func (s *State) MarshalSnapshot() []byte {
-	ps := s.Producers()
+	ids := s.sortedIDs()
 	size := headerSize
-	for i := range ps {
-		size += entryHead + len(ps[i].Batches)*batchMetaLen
+	for _, p := range s.producers {
+		size += entryHead + len(p.Batches)*batchMetaLen
 	}
 	b := make([]byte, headerSize, size)
 	binary.BigEndian.PutUint32(b[0:4], snapshotMagic)
 	binary.BigEndian.PutUint16(b[4:6], snapshotVersion)
-	binary.BigEndian.PutUint32(b[10:14], uint32(len(ps)))
-	for i := range ps {
-		p := &ps[i]
+	binary.BigEndian.PutUint32(b[10:14], uint32(len(ids)))
+	for _, id := range ids {
+		p := s.producers[id]
 		b = binary.BigEndian.AppendUint64(b, uint64(p.ID))
 		b = binary.BigEndian.AppendUint16(b, uint16(p.Epoch))
 		b = binary.BigEndian.AppendUint64(b, uint64(p.LastUpdateMs))

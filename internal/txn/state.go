@@ -128,9 +128,9 @@ func (s *State) Check(b Batch) (dup *BatchMeta, err error) {
 	if b.Epoch == p.Epoch {
 		last := b.LastSeq()
 		for i := range p.Batches {
-			m := p.Batches[i]
-			if m.FirstSeq == b.BaseSequence && m.LastSeq == last {
-				return &m, nil
+			if m := &p.Batches[i]; m.FirstSeq == b.BaseSequence && m.LastSeq == last {
+				c := *m
+				return &c, nil
 			}
 		}
 	}
@@ -179,7 +179,7 @@ func (s *State) Replay(b Batch, firstOffset, lastOffset, timestamp, nowMs int64)
 func (s *State) apply(b Batch, firstOffset, lastOffset, timestamp, nowMs int64) {
 	p, ok := s.producers[b.ProducerID]
 	if !ok {
-		p = &Producer{ID: b.ProducerID, Epoch: b.Epoch}
+		p = &Producer{ID: b.ProducerID, Epoch: b.Epoch, Batches: make([]BatchMeta, 0, WindowSize)}
 		s.producers[b.ProducerID] = p
 	}
 	if b.Epoch != p.Epoch {
@@ -245,19 +245,20 @@ func (s *State) TruncateTo(offset int64) {
 // caller owns the returned slice.
 func (s *State) Producers() []Producer {
 	out := make([]Producer, 0, len(s.producers))
-	for _, p := range s.producers {
-		out = append(out, p.clone())
+	for _, id := range s.sortedIDs() {
+		out = append(out, s.producers[id].clone())
 	}
-	slices.SortFunc(out, func(a, b Producer) int {
-		switch {
-		case a.ID < b.ID:
-			return -1
-		case a.ID > b.ID:
-			return 1
-		}
-		return 0
-	})
 	return out
+}
+
+// sortedIDs returns the producer ids in increasing order.
+func (s *State) sortedIDs() []int64 {
+	ids := make([]int64, 0, len(s.producers))
+	for id := range s.producers {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return ids
 }
 
 // Producer returns a copy of one producer's state, and false if the
