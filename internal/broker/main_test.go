@@ -2,6 +2,7 @@ package broker_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -156,3 +157,36 @@ func consumeAll(t *testing.T, addr, topic string, partitions int32, count int) m
 	}
 	return got
 }
+
+// consumeFrom reads count records of partition 0 from offset.
+func consumeFrom(t *testing.T, addr, topic string, offset int64, count int) []*kgo.Record {
+	t.Helper()
+	cl := testutil.NewClient(t, addr,
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().At(offset)}}),
+		kgo.FetchMaxWait(200*time.Millisecond),
+	)
+	ctx := ctxT(t, 30*time.Second)
+	var got []*kgo.Record
+	for len(got) < count {
+		fs := cl.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			t.Fatalf("consumed %d of %d records from %d: %v", len(got), count, offset, err)
+		}
+		fs.EachError(func(topic string, p int32, err error) {
+			t.Fatalf("consume %s[%d]: %v", topic, p, err)
+		})
+		got = append(got, fs.Records()...)
+	}
+	if len(got) != count {
+		t.Fatalf("consumed %d records, want %d", len(got), count)
+	}
+	for i, r := range got {
+		if r.Offset != offset+int64(i) {
+			t.Fatalf("record %d at offset %d, want %d", i, r.Offset, offset+int64(i))
+		}
+	}
+	return got
+}
+
+// errorsIs is errors.Is for a kerr error.
+func errorsIs(err error, want *kerr.Error) bool { return errors.Is(err, want) }
