@@ -454,8 +454,18 @@ func perfE2E(ctx context.Context, g *globals, p *perfProducer, opts []kgo.Opt, r
 	if err := ends.Error(); err != nil {
 		return nil, fmt.Errorf("list end offsets: %w", err)
 	}
+	// Start at the listed offsets without their leader epochs: with an
+	// epoch, kgo first validates it by OffsetForLeaderEpoch, which not every
+	// broker answers.
+	starts := make(map[string]map[int32]kgo.Offset)
+	ends.Each(func(o kadm.ListedOffset) {
+		if starts[o.Topic] == nil {
+			starts[o.Topic] = make(map[int32]kgo.Offset)
+		}
+		starts[o.Topic][o.Partition] = kgo.NewOffset().At(o.Offset)
+	})
 	cons, err := newClient(g,
-		kgo.ConsumePartitions(ends.KOffsets()),
+		kgo.ConsumePartitions(starts),
 		kgo.FetchMaxWait(100*time.Millisecond))
 	if err != nil {
 		return nil, err
