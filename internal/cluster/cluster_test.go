@@ -547,3 +547,38 @@ func TestShortDataDirUsesUnixSocket(t *testing.T) {
 		t.Fatalf("client URL %q, want %q", c.ClientURL(), want)
 	}
 }
+
+func TestControllerIsOldestCandidateAndFailsOver(t *testing.T) {
+	ctx := testCtx(t)
+	c9 := openTest(t, 9, t.TempDir())
+	c4 := openTest(t, 4, t.TempDir(), c9.ClientURL())
+	c2 := openTest(t, 2, t.TempDir(), c9.ClientURL())
+	img := waitImage(t, c2, "three brokers", func(img *Image) bool { return len(img.Brokers) == 3 })
+	// The first broker to register wins, not the lowest id.
+	if img.ControllerID != 9 {
+		t.Fatalf("controller %d, want 9", img.ControllerID)
+	}
+
+	// Node 9 loses its session: node 4, the next oldest, takes over, and
+	// node 9 comes back behind both.
+	rr, err := c9.cli.Revoke(ctx, leaseID(c9.leaseID.Load()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []*Cluster{c9, c4, c2} {
+		img := waitImage(t, c, "node 9 to register again", func(img *Image) bool {
+			_, ok := img.Brokers[9]
+			return ok && img.Revision > rr.Header.Revision
+		})
+		if img.ControllerID != 4 {
+			t.Fatalf("node %d sees controller %d, want 4", c.cfg.NodeID, img.ControllerID)
+		}
+	}
+	if err := c4.Close(); err != nil {
+		t.Fatal(err)
+	}
+	img = waitImage(t, c2, "node 4 to leave", func(img *Image) bool { return len(img.Brokers) == 2 })
+	if img.ControllerID != 2 {
+		t.Fatalf("after node 4 closed, controller %d, want 2", img.ControllerID)
+	}
+}

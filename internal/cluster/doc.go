@@ -39,7 +39,8 @@
 //	| partitions/<name>/<p>         | {leader, leader_epoch, isr,            | with its topic; then every    |
 //	|                               |  partition_epoch}                      | write a ModRevision CAS       |
 //	| configs/brokers/<node|default>| {configs}                              | Put / Delete (replace)        |
-//	| controller                    | reserved for the controller election   | not yet used                  |
+//	| controller/<node>             | <node> (plain text)                    | Put under the broker's lease, |
+//	|                               |                                        | with brokers/<node>           |
 //	+-------------------------------+----------------------------------------+-------------------------------+
 //
 // A topic and all its partition keys are created in one transaction and
@@ -56,8 +57,10 @@
 //   - Of concurrent CreateTopic calls for one name exactly one succeeds.
 //   - A partition state changes only by compare-and-swap on its key's
 //     ModRevision (AlterPartition, or with its topic in Create/Delete).
-//   - Image.ControllerID is the lowest registered node id until a
-//     controller election exists; -1 with no brokers.
+//   - Image.ControllerID is the node whose controller/<node> key has the
+//     smallest CreateRevision: the oldest live session wins, and keeps
+//     winning until its lease goes. With no candidate keys it is the
+//     lowest registered node id; -1 with no brokers.
 //
 // # Concurrency
 //

@@ -42,9 +42,12 @@ type Topic struct {
 // Image is an immutable snapshot of the cluster metadata. Never modify one,
 // nor any map, slice or Topic reached from it: later images share them.
 type Image struct {
-	ClusterID    string
-	Revision     int64 // etcd revision the image reflects
-	ControllerID int32 // -1 when no broker is registered
+	ClusterID string
+	Revision  int64 // etcd revision the image reflects
+	// ControllerID is the winner of the controller election: the broker
+	// whose candidate key is oldest. Without candidates it is the lowest
+	// registered node id, and -1 with no brokers either.
+	ControllerID int32
 	Brokers      map[int32]Broker
 	Topics       map[string]*Topic
 	TopicIDs     map[[16]byte]*Topic
@@ -86,6 +89,9 @@ type builder struct {
 	// those that do not (yet) make a complete Topic.
 	topicVals map[string]topicValue
 	parts     map[string]map[int32]PartitionState
+	// candidates maps the node of each controller candidate key to the
+	// key's CreateRevision; the smallest wins.
+	candidates map[int32]int64
 }
 
 func newBuilder(clusterID string, k keys, log *slog.Logger) *builder {
@@ -105,6 +111,7 @@ func (b *builder) reset(clusterID string) {
 	}
 	b.topicVals = map[string]topicValue{}
 	b.parts = map[string]map[int32]PartitionState{}
+	b.candidates = map[int32]int64{}
 }
 
 // load replaces the whole state with the result of one Get of the prefix
@@ -124,7 +131,7 @@ func (b *builder) load(kvs []*mvccpb.KeyValue, rev int64) *Image {
 func (b *builder) apply(evs []*mvccpb.Event, rev int64) *Image {
 	prev := b.cur
 	next := *prev
-	var brokersCloned, configsCloned bool
+	var brokersCloned, configsCloned, electionChanged bool
 	dirty := map[string]bool{}
 	for _, ev := range evs {
 		kv := ev.Kv
@@ -144,6 +151,13 @@ func (b *builder) apply(evs []*mvccpb.Event, rev int64) *Image {
 				continue
 			}
 			next.Brokers[pk.broker] = Broker{NodeID: pk.broker, Host: v.Host, Port: v.Port, Rack: v.Rack, Incarnation: v.Incarnation}
+		case kindController:
+			electionChanged = true
+			if del {
+				delete(b.candidates, pk.broker)
+			} else {
+				b.candidates[pk.broker] = kv.CreateRevision
+			}
 		case kindTopic:
 			dirty[pk.topic] = true
 			var v topicValue
@@ -204,19 +218,35 @@ func (b *builder) apply(evs []*mvccpb.Event, rev int64) *Image {
 			}
 		}
 	}
-	if brokersCloned {
-		next.ControllerID = -1
-		for id := range next.Brokers {
-			if next.ControllerID < 0 || id < next.ControllerID {
-				next.ControllerID = id
-			}
-		}
+	if brokersCloned || electionChanged {
+		next.ControllerID = b.controller(next.Brokers)
 	}
 	if rev > next.Revision {
 		next.Revision = rev
 	}
 	b.cur = &next
 	return b.cur
+}
+
+// controller returns the election winner: the candidate with the oldest
+// key (ties, impossible within one etcd, go to the lower id), else the
+// lowest registered broker, else -1.
+func (b *builder) controller(brokers map[int32]Broker) int32 {
+	winner, oldest := int32(-1), int64(0)
+	for id, rev := range b.candidates {
+		if winner < 0 || rev < oldest || (rev == oldest && id < winner) {
+			winner, oldest = id, rev
+		}
+	}
+	if winner >= 0 {
+		return winner
+	}
+	for id := range brokers {
+		if winner < 0 || id < winner {
+			winner = id
+		}
+	}
+	return winner
 }
 
 // topic builds the Topic for name from the decoded keys, or nil if the

@@ -105,6 +105,28 @@ func TestBuilderAppliesEventsCopyOnWrite(t *testing.T) {
 	}
 }
 
+func TestBuilderControllerElection(t *testing.T) {
+	k := newKeys("cid")
+	b := newBuilder("cid", k, slog.New(slog.DiscardHandler))
+	e := &imageEvents{k: k}
+	img := b.apply(e.put(k.broker(3), brokerValue{}).put(k.broker(1), brokerValue{}).take(), 0)
+	if img.ControllerID != 1 {
+		t.Fatalf("without candidates controller %d, want the lowest broker 1", img.ControllerID)
+	}
+	img = b.apply(e.put(k.controllerCandidate(3), "3").put(k.controllerCandidate(1), "1").take(), 0)
+	if img.ControllerID != 3 {
+		t.Fatalf("controller %d, want 3 (oldest candidate)", img.ControllerID)
+	}
+	img = b.apply(e.del(k.controllerCandidate(3)).take(), 0)
+	if img.ControllerID != 1 {
+		t.Fatalf("after 3 withdrew, controller %d, want 1", img.ControllerID)
+	}
+	img = b.apply(e.put(k.controllerCandidate(3), "3").take(), 0)
+	if img.ControllerID != 1 {
+		t.Fatalf("a returning candidate took over: controller %d", img.ControllerID)
+	}
+}
+
 func TestBuilderMissingPartitionState(t *testing.T) {
 	k := newKeys("cid")
 	b := newBuilder("cid", k, slog.New(slog.DiscardHandler))

@@ -21,6 +21,7 @@ const (
 	topicsDir        = "topics/"
 	partitionsDir    = "partitions/"
 	brokerConfigsDir = "configs/brokers/"
+	controllerDir    = "controller/"
 
 	// defaultConfigNode is the key segment for cluster-wide broker configs
 	// (Image.BrokerConfigs[""]).
@@ -36,6 +37,11 @@ func newKeys(clusterID string) keys { return keys{prefix: "/samsa/" + clusterID 
 
 func (k keys) broker(id int32) string   { return k.prefix + brokersDir + strconv.Itoa(int(id)) }
 func (k keys) topic(name string) string { return k.prefix + topicsDir + name }
+
+// controllerCandidate is node's entry in the controller election.
+func (k keys) controllerCandidate(id int32) string {
+	return k.prefix + controllerDir + strconv.Itoa(int(id))
+}
 
 // partitionsOf is the prefix of every partition key of topic; the trailing
 // slash keeps topic "a" from matching the partitions of topic "a.b".
@@ -100,19 +106,20 @@ const (
 	kindTopic
 	kindPartition
 	kindBrokerConfig
+	kindController
 )
 
 // parsedKey is a key under the cluster prefix, split into its parts.
 type parsedKey struct {
 	kind      keyKind
-	broker    int32  // kindBroker
+	broker    int32  // kindBroker, kindController
 	topic     string // kindTopic, kindPartition
 	partition int32  // kindPartition
 	node      string // kindBrokerConfig: "" for the default
 }
 
-// parse splits a full etcd key. Keys it does not know (the controller
-// election, future schema) come back as kindUnknown and are ignored.
+// parse splits a full etcd key. Keys it does not know (producer ids,
+// future schema) come back as kindUnknown and are ignored.
 func (k keys) parse(key string) parsedKey {
 	rest, ok := strings.CutPrefix(key, k.prefix)
 	if !ok {
@@ -121,10 +128,16 @@ func (k keys) parse(key string) parsedKey {
 	switch {
 	case strings.HasPrefix(rest, brokersDir):
 		id, err := strconv.ParseInt(rest[len(brokersDir):], 10, 32)
-		if err != nil {
+		if err != nil || id < 0 {
 			return parsedKey{}
 		}
 		return parsedKey{kind: kindBroker, broker: int32(id)}
+	case strings.HasPrefix(rest, controllerDir):
+		id, err := strconv.ParseInt(rest[len(controllerDir):], 10, 32)
+		if err != nil || id < 0 {
+			return parsedKey{}
+		}
+		return parsedKey{kind: kindController, broker: int32(id)}
 	case strings.HasPrefix(rest, topicsDir):
 		name := rest[len(topicsDir):]
 		if name == "" || strings.Contains(name, "/") {

@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"strconv"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
-// register writes brokers/<id> under a new lease with TTL SessionTimeout.
+// register writes brokers/<id> and the controller election candidate
+// controller/<id> under a new lease with TTL SessionTimeout.
 // A key left by an earlier process of the same node (whose lease has not
 // expired yet) is taken over: putting it with the new lease detaches it
 // from the old one. It returns the revision of the write and the lease.
@@ -25,7 +27,14 @@ func (c *Cluster) register(ctx context.Context) (int64, clientv3.LeaseID, error)
 		Rack:        c.cfg.Rack,
 		Incarnation: c.incarnation,
 	})
-	resp, err := c.cli.Put(ctx, c.keys.broker(c.cfg.NodeID), val, clientv3.WithLease(lease.ID), clientv3.WithPrevKV())
+	// The election candidate shares the lease, so it goes with the
+	// registration. Putting it again over an earlier process's key keeps
+	// that key's CreateRevision: a broker that restarts within its session
+	// timeout keeps its place in the election.
+	resp, err := c.cli.Txn(ctx).Then(
+		clientv3.OpPut(c.keys.broker(c.cfg.NodeID), val, clientv3.WithLease(lease.ID), clientv3.WithPrevKV()),
+		clientv3.OpPut(c.keys.controllerCandidate(c.cfg.NodeID), strconv.Itoa(int(c.cfg.NodeID)), clientv3.WithLease(lease.ID)),
+	).Commit()
 	if err != nil {
 		// Best effort: an orphaned lease expires by itself after ttl.
 		rctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
@@ -33,7 +42,7 @@ func (c *Cluster) register(ctx context.Context) (int64, clientv3.LeaseID, error)
 		cancel()
 		return 0, 0, fmt.Errorf("cluster: register broker %d: %w", c.cfg.NodeID, err)
 	}
-	if prev := resp.PrevKv; prev != nil {
+	if prev := resp.Responses[0].GetResponsePut().PrevKv; prev != nil {
 		var old brokerValue
 		if json.Unmarshal(prev.Value, &old) == nil && old.Incarnation != c.incarnation {
 			c.log.Warn("cluster: replaced the registration of another process with the same node id",
