@@ -1,0 +1,139 @@
+package broker_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"samsa/internal/record"
+	"samsa/internal/testutil"
+)
+
+func TestListOffsetsEarliestLatestByTimestampAndMax(t *testing.T) {
+	b := testutil.StartBroker(t)
+	topic := "lo"
+	testutil.CreateTopic(t, b.Admin(), topic, 1)
+	cl := producer(t, b, kgo.ProducerLinger(0))
+
+	// One record per batch, timestamps rising by 1s, except that offset 5
+	// carries the largest timestamp of the partition.
+	base := time.Now().Add(-time.Hour).Truncate(time.Millisecond)
+	ts := []time.Duration{1, 2, 3, 4, 5, 100, 6, 7, 8, 9}
+	for i, d := range ts {
+		produceSync(t, cl, &kgo.Record{Topic: topic, Value: []byte{byte(i)}, Timestamp: base.Add(d * time.Second)})
+	}
+	ms := func(d time.Duration) int64 { return base.Add(d).UnixMilli() }
+
+	for _, c := range []struct {
+		name       string
+		ts         int64
+		wantOffset int64
+		wantTs     int64
+	}{
+		{"latest", -1, 10, -1},
+		{"earliest", -2, 0, -1},
+		{"max timestamp", -3, 5, ms(100 * time.Second)},
+		{"earliest local", -4, 0, -1},
+		{"before every record", ms(0), 0, ms(1 * time.Second)},
+		{"exact timestamp", ms(3 * time.Second), 2, ms(3 * time.Second)},
+		{"between timestamps", ms(3500 * time.Millisecond), 3, ms(4 * time.Second)},
+		// The first record at or after the target, in offset order, even
+		// when a later record has a smaller timestamp.
+		{"first at or after", ms(6500 * time.Millisecond), 5, ms(100 * time.Second)},
+		{"after every record", ms(101 * time.Second), -1, -1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			off, gotTs, code := listOffset(t, cl, topic, 0, c.ts)
+			if code != 0 {
+				t.Fatalf("error code %d", code)
+			}
+			if off != c.wantOffset {
+				t.Fatalf("offset %d, want %d", off, c.wantOffset)
+			}
+			if c.wantTs != -1 && gotTs != c.wantTs {
+				t.Fatalf("timestamp %d, want %d", gotTs, c.wantTs)
+			}
+		})
+	}
+
+	// After DeleteRecords, earliest and lookups before the log start
+	// offset follow it.
+	var o kadm.Offsets
+	o.Add(kadm.Offset{Topic: topic, Partition: 0, At: 4})
+	if _, err := b.Admin().DeleteRecords(ctxT(t, 10*time.Second), o); err != nil {
+		t.Fatalf("delete records: %v", err)
+	}
+	if off, _, code := listOffset(t, cl, topic, 0, -2); code != 0 || off != 4 {
+		t.Fatalf("earliest after deleting below 4: %d (error %d)", off, code)
+	}
+	if off, _, code := listOffset(t, cl, topic, 0, ms(0)); code != 0 || off != 4 {
+		t.Fatalf("offset for a time before every record after deleting below 4: %d (error %d)", off, code)
+	}
+}
+
+// TestLogAppendTimeTopicStampsBrokerTime covers
+// message.timestamp.type=LogAppendTime: the produce response, the fetched
+// batch and consumed records carry the broker's time, not the producer's.
+func TestLogAppendTimeTopicStampsBrokerTime(t *testing.T) {
+	b := testutil.StartBroker(t)
+	topic := "lat"
+	testutil.CreateTopic(t, b.Admin(), topic, 1, "message.timestamp.type=LogAppendTime")
+	cl := b.Client()
+
+	producerTs := time.Now().Add(-24 * time.Hour).UnixMilli()
+	before := time.Now().UnixMilli()
+	sp := produceRaw(t, cl, -1, topic, 0, buildBatch(t, record.CodecNone, 3, producerTs))
+	after := time.Now().UnixMilli()
+	if sp.ErrorCode != 0 {
+		t.Fatalf("produce error %d", sp.ErrorCode)
+	}
+	if sp.LogAppendTime < before || sp.LogAppendTime > after {
+		t.Fatalf("produce response LogAppendTime %d, want within [%d, %d]", sp.LogAppendTime, before, after)
+	}
+	// A compressed batch is stamped too.
+	sp2 := produceRaw(t, cl, -1, topic, 0, buildBatch(t, record.CodecZstd, 2, producerTs))
+	if sp2.ErrorCode != 0 || sp2.LogAppendTime < sp.LogAppendTime {
+		t.Fatalf("second produce: error %d, LogAppendTime %d", sp2.ErrorCode, sp2.LogAppendTime)
+	}
+
+	fp := fetchRaw(t, cl, topic, 0, 0, nil)
+	buf := fp.RecordBatches
+	for i, want := range []int64{sp.LogAppendTime, sp2.LogAppendTime} {
+		batch, rest, err := record.Split(buf)
+		if err != nil {
+			t.Fatalf("batch %d: %v", i, err)
+		}
+		buf = rest
+		if !batch.LogAppendTime() {
+			t.Fatalf("batch %d: timestamp type bit not set", i)
+		}
+		if batch.MaxTimestamp() != want {
+			t.Fatalf("batch %d: max timestamp %d, want the append time %d", i, batch.MaxTimestamp(), want)
+		}
+		if batch.CRC() != batch.ComputeCRC() {
+			t.Fatalf("batch %d: CRC does not verify after stamping", i)
+		}
+	}
+
+	got := consumeFrom(t, b.Addr(), topic, 0, 5)
+	for i, r := range got {
+		want := sp.LogAppendTime
+		if i >= 3 {
+			want = sp2.LogAppendTime
+		}
+		if r.Timestamp.UnixMilli() != want || r.Attrs.TimestampType() != 1 {
+			t.Fatalf("record %d: timestamp %d type %d, want %d type 1", i, r.Timestamp.UnixMilli(), r.Attrs.TimestampType(), want)
+		}
+	}
+
+	// Lookups by time use the append time: the producer's time is before
+	// every record, and the max timestamp is the last batch's.
+	if off, _, code := listOffset(t, cl, topic, 0, producerTs+1000); code != 0 || off != 0 {
+		t.Fatalf("offset for the producer's time: %d (error %d), want 0", off, code)
+	}
+	if off, mts, code := listOffset(t, cl, topic, 0, -3); code != 0 || mts != sp2.LogAppendTime || off < 3 {
+		t.Fatalf("max timestamp: offset %d ts %d (error %d), want >= 3 at %d", off, mts, code, sp2.LogAppendTime)
+	}
+}
