@@ -41,6 +41,9 @@ type broker struct {
 	// state is the exit status of the last run; valid once done is closed.
 	state *os.ProcessState
 	runs  int
+	// startup is how long the last start took from exec to the first
+	// successful Metadata response.
+	startup time.Duration
 }
 
 // newBroker starts a broker on a fresh data dir and free port and waits
@@ -122,7 +125,8 @@ func (b *broker) start() time.Duration {
 	if err := b.waitReady(); err != nil {
 		b.t.Fatalf("broker run %d on %s not ready: %v", b.runs, b.addr(), err)
 	}
-	return time.Since(began)
+	b.startup = time.Since(began)
+	return b.startup
 }
 
 // waitReady polls until the port accepts and a Metadata request succeeds.
