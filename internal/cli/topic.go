@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sort"
@@ -140,14 +141,18 @@ partition count.`,
 }
 
 func newTopicDescribeCmd(g *globals, e env) *cobra.Command {
+	var producers bool
 	cmd := &cobra.Command{
 		Use:   "describe NAME...",
 		Short: "Show partitions, leaders, replicas, ISR, offsets and configs of topics",
 		Long: `Describe topics: the topic id, each partition's leader, leader epoch,
 replicas, in-sync replicas and log start/end offsets, and the topic configs
-that are set on the topic (not inherited defaults).`,
+that are set on the topic (not inherited defaults). With --producers, also
+each partition's active idempotent producers (DescribeProducers): producer
+id, epoch, last sequence and last timestamp.`,
 		Example: `  samsa topic describe orders
-  samsa topic describe orders payments`,
+  samsa topic describe orders payments
+  samsa topic describe orders --producers`,
 		Args: minArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
@@ -198,13 +203,44 @@ that are set on the topic (not inherited defaults).`,
 				}
 				writeTopic(e, t, starts, ends, cfgs)
 			}
+			if producers && len(live) > 0 {
+				if err := writeProducers(ctx, e, adm, live); err != nil {
+					return err
+				}
+			}
 			if failed > 0 {
 				return fmt.Errorf("%d of %d topics could not be described", failed, len(args))
 			}
 			return nil
 		},
 	}
+	cmd.Flags().BoolVar(&producers, "producers", false, "also list each partition's active idempotent producers")
 	return cmd
+}
+
+// writeProducers prints the active producers of the topics' partitions.
+func writeProducers(ctx context.Context, e env, adm *kadm.Client, topics []string) error {
+	set := make(kadm.TopicsSet)
+	for _, t := range topics {
+		set.Add(t)
+	}
+	described, err := adm.DescribeProducers(ctx, set)
+	if err != nil {
+		return fmt.Errorf("describe producers: %w", err)
+	}
+	fmt.Fprintln(e.stdout)
+	fmt.Fprintln(e.stdout, "Producers:")
+	for _, p := range described.SortedPartitions() {
+		if p.Err != nil {
+			fmt.Fprintf(e.stdout, "\tTopic: %s\tPartition: %d\tError: %v\n", p.Topic, p.Partition, p.Err)
+			continue
+		}
+		for _, pr := range p.ActiveProducers.Sorted() {
+			fmt.Fprintf(e.stdout, "\tTopic: %s\tPartition: %d\tProducerId: %d\tEpoch: %d\tLastSequence: %d\tLastTimestamp: %d\n",
+				p.Topic, p.Partition, pr.ProducerID, pr.ProducerEpoch, pr.LastSequence, pr.LastTimestamp)
+		}
+	}
+	return nil
 }
 
 // writeTopic prints one topic of `topic describe`.
