@@ -1,0 +1,24 @@
+# Every target is plain go commands on one line; run them directly if you prefer.
+.PHONY: run test race verify fuzz bench e2e
+
+run:
+	go run ./cmd/samsa serve
+
+test:
+	CI=1 go vet ./... && CI=1 go test ./... && CI=1 go test -race ./internal/...
+
+race:
+	go test -race ./internal/...
+
+verify:
+	test -z "$$(gofmt -l .)" && go vet ./... && go mod tidy -diff
+
+fuzz:
+	go test -run='^$$' -fuzz=FuzzValidate -fuzztime=30s ./internal/record
+	go test -run='^$$' -fuzz=FuzzRequest -fuzztime=30s ./internal/server
+
+bench:
+	go test -run='^$$' -bench=. -benchmem ./internal/storage ./internal/record
+
+e2e:
+	go test ./test/e2e/...
