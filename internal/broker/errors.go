@@ -49,13 +49,23 @@ func errCode(err error) *kerr.Error {
 		return kerr.NotLeaderForPartition
 	case errors.Is(err, cluster.ErrTopicExists):
 		return kerr.TopicAlreadyExists
-	case errors.Is(err, cluster.ErrUnknownTopic):
+	case errors.Is(err, cluster.ErrUnknownTopic), errors.Is(err, cluster.ErrUnknownPartition):
 		return kerr.UnknownTopicOrPartition
+	case errors.Is(err, cluster.ErrInvalidTopic):
+		return kerr.InvalidTopicException
+	case errors.Is(err, cluster.ErrInvalidUpdateVersion):
+		return kerr.InvalidUpdateVersion
+	case errors.Is(err, cluster.ErrInconsistentClusterID):
+		return kerr.InconsistentClusterID
+	case errors.Is(err, cluster.ErrClosed):
+		return kerr.NotController
 	case errors.Is(err, cluster.ErrInvalidReplicationFactor):
 		return kerr.InvalidReplicationFactor
 	case errors.Is(err, cluster.ErrInvalidPartitions):
 		return kerr.InvalidPartitions
 	case errors.Is(err, cluster.ErrConflict):
+		// A concurrent metadata change won every retry; the client may
+		// retry the request.
 		return kerr.RequestTimedOut
 	case errors.Is(err, config.ErrUnknownConfig), errors.Is(err, config.ErrInvalidConfig):
 		return kerr.InvalidConfig

@@ -1,0 +1,68 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"samsa/internal/cluster"
+	"samsa/internal/config"
+	"samsa/internal/record"
+	"samsa/internal/replica"
+	"samsa/internal/storage"
+	"samsa/internal/txn"
+)
+
+// TestErrCodeMapsEverySentinel covers every sentinel the packages below
+// return to the broker, wrapped as they arrive.
+func TestErrCodeMapsEverySentinel(t *testing.T) {
+	cases := []struct {
+		err  error
+		want *kerr.Error
+	}{
+		{nil, nil},
+		{record.MarkCorrupt(errors.New("bad crc")), kerr.CorruptMessage},
+		{record.ErrUnsupportedCodec, kerr.UnsupportedCompressionType},
+		{record.ErrInvalidRecord, kerr.InvalidRecord},
+		{record.ErrDecompressedTooLarge, kerr.InvalidRecord},
+		{storage.ErrOffsetOutOfRange, kerr.OffsetOutOfRange},
+		{storage.ErrMessageTooLarge, kerr.RecordListTooLarge},
+		{storage.ErrLogDirOffline, kerr.KafkaStorageError},
+		{storage.ErrClosed, kerr.NotLeaderForPartition},
+		{replica.ErrNotLeader, kerr.NotLeaderForPartition},
+		{cluster.ErrTopicExists, kerr.TopicAlreadyExists},
+		{cluster.ErrUnknownTopic, kerr.UnknownTopicOrPartition},
+		{cluster.ErrUnknownPartition, kerr.UnknownTopicOrPartition},
+		{cluster.ErrInvalidTopic, kerr.InvalidTopicException},
+		{cluster.ErrInvalidReplicationFactor, kerr.InvalidReplicationFactor},
+		{cluster.ErrInvalidPartitions, kerr.InvalidPartitions},
+		{cluster.ErrInvalidUpdateVersion, kerr.InvalidUpdateVersion},
+		{cluster.ErrInconsistentClusterID, kerr.InconsistentClusterID},
+		{cluster.ErrClosed, kerr.NotController},
+		{cluster.ErrConflict, kerr.RequestTimedOut},
+		{config.ErrUnknownConfig, kerr.InvalidConfig},
+		{config.ErrInvalidConfig, kerr.InvalidConfig},
+		{txn.ErrOutOfOrderSequence, kerr.OutOfOrderSequenceNumber},
+		{txn.ErrInvalidProducerEpoch, kerr.InvalidProducerEpoch},
+		{txn.ErrUnknownProducerID, kerr.UnknownProducerID},
+		{txn.ErrInvalidSequence, kerr.InvalidRecord},
+		{errTopicName, kerr.InvalidTopicException},
+		{errMessageTooLarge, kerr.MessageTooLarge},
+		{errTransactional, kerr.InvalidTxnState},
+		{errUnknownProducer, kerr.UnknownProducerID},
+		{context.DeadlineExceeded, kerr.RequestTimedOut},
+		{errors.New("anything else"), kerr.UnknownServerError},
+	}
+	for _, c := range cases {
+		got := errCode(fmt.Errorf("wrapped: %w", c.err))
+		if c.err == nil {
+			got = errCode(nil)
+		}
+		if got != c.want {
+			t.Errorf("errCode(%v) = %v, want %v", c.err, got, c.want)
+		}
+	}
+}
