@@ -82,7 +82,7 @@ func (b *Broker) handleProduce(ctx context.Context, req *kmsg.ProduceRequest) se
 					sp.ErrorCode = errCode(err).Code
 					break
 				}
-				res, err := b.appendBatch(p, rp.Records, int(tc.MaxMessageBytes), tc.MessageTimestampType == "LogAppendTime", nowMs)
+				res, err := b.appendBatch(p, rp.Records, int(tc.MaxMessageBytes), tc.MessageTimestampType == "LogAppendTime", tc.Compact(), nowMs)
 				if err != nil {
 					sp.ErrorCode = errCode(err).Code
 					sp.ErrorMessage = errMessage(err)
@@ -122,7 +122,7 @@ func (b *Broker) handleProduce(ctx context.Context, req *kmsg.ProduceRequest) se
 
 // appendBatch validates the records of one partition of a produce request
 // and appends them.
-func (b *Broker) appendBatch(p *replica.Partition, records []byte, maxMessageBytes int, logAppendTime bool, nowMs int64) (storage.AppendResult, error) {
+func (b *Broker) appendBatch(p *replica.Partition, records []byte, maxMessageBytes int, logAppendTime, compacted bool, nowMs int64) (storage.AppendResult, error) {
 	if len(records) > maxMessageBytes {
 		return storage.AppendResult{}, errMessageTooLarge
 	}
@@ -141,6 +141,19 @@ func (b *Broker) appendBatch(p *replica.Partition, records []byte, maxMessageByt
 		FromClient:           true,
 	}); err != nil {
 		return storage.AppendResult{}, err
+	}
+	if compacted {
+		// A compacted topic keeps the latest record per key, so a record
+		// without one has no meaning there (Kafka rejects it the same way).
+		recs, err := batch.Records(2 * maxMessageBytes)
+		if err != nil {
+			return storage.AppendResult{}, err
+		}
+		for i := range recs {
+			if recs[i].Key == nil {
+				return storage.AppendResult{}, errNoKeyOnCompactedTopic
+			}
+		}
 	}
 	switch pid := batch.ProducerID(); {
 	case batch.Transactional():

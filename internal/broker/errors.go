@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -23,6 +24,8 @@ var (
 	errMessageTooLarge = errors.New("broker: record batch larger than max.message.bytes")
 	errTransactional   = errors.New("broker: transactional batch without a transaction")
 	errUnknownProducer = errors.New("broker: producer id was not issued by this cluster")
+	// errNoKeyOnCompactedTopic maps to INVALID_RECORD, as in Kafka.
+	errNoKeyOnCompactedTopic = fmt.Errorf("%w: a compacted topic cannot accept a record without a key", record.ErrInvalidRecord)
 )
 
 // errCode maps an error from the packages below to the Kafka error it
