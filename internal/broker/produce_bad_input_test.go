@@ -38,10 +38,10 @@ func appendZigzag(dst []byte, v int64) []byte {
 func bombBatch(t *testing.T, c record.Codec, size int) []byte {
 	t.Helper()
 	var rec []byte
-	body := []byte{0}                // attributes
-	body = appendZigzag(body, 0)     // timestamp delta
-	body = appendZigzag(body, 0)     // offset delta
-	body = appendZigzag(body, -1)    // null key
+	body := []byte{0}             // attributes
+	body = appendZigzag(body, 0)  // timestamp delta
+	body = appendZigzag(body, 0)  // offset delta
+	body = appendZigzag(body, -1) // null key
 	body = appendZigzag(body, int64(size))
 	bodyLen := len(body) + size + 1 // + value + header count
 	rec = appendZigzag(rec, int64(bodyLen))
@@ -292,4 +292,3 @@ func TestProduceCompressionBombRejectedWithBoundedMemory(t *testing.T) {
 	}
 	produceSync(t, producer(t, b), &kgo.Record{Topic: topic, Value: []byte("ok")})
 }
-
