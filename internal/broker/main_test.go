@@ -3,6 +3,7 @@ package broker_test
 import (
 	"context"
 	"errors"
+	"strconv"
 	"testing"
 	"time"
 
@@ -190,3 +191,5 @@ func consumeFrom(t *testing.T, addr, topic string, offset int64, count int) []*k
 
 // errorsIs is errors.Is for a kerr error.
 func errorsIs(err error, want *kerr.Error) bool { return errors.Is(err, want) }
+
+func itoa(n int32) string { return strconv.Itoa(int(n)) }
