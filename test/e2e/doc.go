@@ -13,7 +13,7 @@
 //	TestD01TornTail*              | recovery keeps every whole batch, appends after it
 //	TestD02IndexRebuild*          | Fetch/ListOffsets identical without index files
 //	TestCleanShutdown*            | SIGTERM exits 0 with a long poll parked
-//	TestSecondSignal*             | a second SIGTERM exits at once
+//	TestSecondSignal* (linux)     | a second SIGTERM exits at once
 //	TestServeEmptyDirStartup      | an empty data dir serves within seconds
 //
 // Tests that need kcat or python3 with confluent_kafka skip when the tool is
