@@ -78,15 +78,25 @@ func TestS02KillDuringAcksAll(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		var promises sync.WaitGroup
 		produced := make(chan struct{})
+		// inflight bounds unacknowledged records, so the volume written per
+		// round follows the broker's latency rather than the machine's
+		// speed, and there is always a window of unacknowledged writes.
+		inflight := make(chan struct{}, 512)
 		go func() {
 			defer close(produced)
 			for ctx.Err() == nil {
+				select {
+				case inflight <- struct{}{}:
+				case <-ctx.Done():
+					return
+				}
 				p := int32(seq % partitions)
 				r := &kgo.Record{Topic: topic, Partition: p, Value: []byte(crashValue(p, seq))}
 				seq++
 				promises.Add(1)
 				cl.Produce(ctx, r, func(r *kgo.Record, err error) {
 					defer promises.Done()
+					<-inflight
 					if err == nil {
 						acks.add(r)
 					}
