@@ -170,16 +170,15 @@ func checkAcked(t *testing.T, addr, topic string, partitions int32, acked []acke
 		}
 	}
 	if found != len(want) {
+		have := make(map[key]bool)
+		for p, recs := range got {
+			for _, r := range recs {
+				have[key{p, r.Offset}] = true
+			}
+		}
 		lost := 0
 		for k, v := range want {
-			ok := false
-			for _, r := range got[k.p] {
-				if r.Offset == k.o {
-					ok = true
-					break
-				}
-			}
-			if !ok {
+			if !have[k] {
 				if lost < 10 {
 					t.Errorf("acknowledged %d/%d %q missing after restart", k.p, k.o, v)
 				}

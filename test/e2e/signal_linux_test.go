@@ -86,8 +86,7 @@ func TestSecondSignalExitsAtOnce(t *testing.T) {
 	b.waitLog("a second signal exits at once", 5*time.Second)
 	select {
 	case <-b.done:
-		st, _ := b.waitExit(0)
-		t.Fatalf("shutdown did not wait for the in-flight Fetch answer (exited %v); cannot test a second signal", st)
+		t.Fatalf("shutdown did not wait for the in-flight Fetch answer (exited %v); cannot test a second signal", b.state)
 	case <-time.After(300 * time.Millisecond):
 	}
 	sent := time.Now()
