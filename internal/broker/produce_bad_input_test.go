@@ -279,6 +279,7 @@ func TestProduceCompressionBombRejectedWithBoundedMemory(t *testing.T) {
 			if sp.ErrorCode != kerr.InvalidRecord.Code {
 				t.Fatalf("bomb of %d bytes (%d compressed): error %v, want INVALID_RECORD", size, len(bomb), kerr.ErrorForCode(sp.ErrorCode))
 			}
+			t.Logf("refusing a %d MiB bomb (%d KiB compressed) allocated %d KiB", size>>20, len(bomb)>>10, (after.TotalAlloc-before.TotalAlloc)>>10)
 			if d := after.TotalAlloc - before.TotalAlloc; d > allocBound {
 				t.Fatalf("allocated %d MiB while refusing a %d MiB bomb, bound %d MiB", d>>20, size>>20, allocBound>>20)
 			}
