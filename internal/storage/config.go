@@ -3,6 +3,8 @@ package storage
 import (
 	"errors"
 	"log/slog"
+	"math"
+	"strings"
 	"time"
 
 	"samsa/internal/vfs"
@@ -51,7 +53,55 @@ type Config struct {
 	FlushMessages     int64
 	FlushMs           int64 // flush.ms; -1 never
 	FileDeleteDelayMs int64 // file.delete.delay.ms, default 60000
+
+	// CleanupPolicy is cleanup.policy: "delete" (the default, also when
+	// empty), "compact" or "compact,delete" (either order). Retention by
+	// time and size applies only with "delete"; the log cleaner only
+	// touches logs with "compact".
+	CleanupPolicy string
+	// DeleteRetentionMs is delete.retention.ms (default 1 day): a tombstone
+	// is removed by the cleaner once the largest timestamp of the segment
+	// holding it is older than this. 0 removes tombstones at the first
+	// cleaning.
+	DeleteRetentionMs int64
+	// MinCleanableDirtyRatio is min.cleanable.dirty.ratio (default 0.5).
+	MinCleanableDirtyRatio float64
+	// MinCompactionLagMs is min.compaction.lag.ms (default 0): a segment
+	// whose largest timestamp is younger is not cleaned.
+	MinCompactionLagMs int64
+	// MaxCompactionLagMs is max.compaction.lag.ms (default MaxInt64; <= 0
+	// means the default): a log whose first dirty segment is older is
+	// cleaned whatever its dirty ratio.
+	MaxCompactionLagMs int64
 }
+
+// Cleanup policies (cleanup.policy values).
+const (
+	CleanupPolicyDelete        = "delete"
+	CleanupPolicyCompact       = "compact"
+	CleanupPolicyCompactDelete = "compact,delete"
+)
+
+// policyHas reports whether the comma separated cleanup.policy p names
+// want. An empty policy is "delete".
+func policyHas(p, want string) bool {
+	if strings.TrimSpace(p) == "" {
+		return want == CleanupPolicyDelete
+	}
+	for _, f := range strings.Split(p, ",") {
+		if strings.TrimSpace(f) == want {
+			return true
+		}
+	}
+	return false
+}
+
+// Compact reports whether cleanup.policy includes "compact".
+func (c Config) Compact() bool { return policyHas(c.CleanupPolicy, CleanupPolicyCompact) }
+
+// DeleteRetention reports whether cleanup.policy includes "delete", so that
+// retention.ms and retention.bytes apply.
+func (c Config) DeleteRetention() bool { return policyHas(c.CleanupPolicy, CleanupPolicyDelete) }
 
 // DefaultConfig returns Kafka's defaults (and samsa's durable flush policy).
 func DefaultConfig() Config {
@@ -65,6 +115,12 @@ func DefaultConfig() Config {
 		FlushMessages:      1,
 		FlushMs:            -1,
 		FileDeleteDelayMs:  60000,
+
+		CleanupPolicy:          CleanupPolicyDelete,
+		DeleteRetentionMs:      24 * 3600 * 1000,
+		MinCleanableDirtyRatio: 0.5,
+		MinCompactionLagMs:     0,
+		MaxCompactionLagMs:     math.MaxInt64,
 	}
 }
 
@@ -94,6 +150,21 @@ func normalizeConfig(c Config) Config {
 	if c.FileDeleteDelayMs < 0 {
 		c.FileDeleteDelayMs = 0
 	}
+	if c.CleanupPolicy == "" {
+		c.CleanupPolicy = d.CleanupPolicy
+	}
+	if c.DeleteRetentionMs < 0 {
+		c.DeleteRetentionMs = d.DeleteRetentionMs
+	}
+	if c.MinCleanableDirtyRatio < 0 || c.MinCleanableDirtyRatio > 1 || c.MinCleanableDirtyRatio != c.MinCleanableDirtyRatio {
+		c.MinCleanableDirtyRatio = d.MinCleanableDirtyRatio
+	}
+	if c.MinCompactionLagMs < 0 {
+		c.MinCompactionLagMs = 0
+	}
+	if c.MaxCompactionLagMs <= 0 {
+		c.MaxCompactionLagMs = d.MaxCompactionLagMs
+	}
 	return c
 }
 
@@ -109,4 +180,11 @@ type ManagerConfig struct {
 	// DefaultConfig is used for logs found on disk at open; the broker
 	// calls Log.SetConfig once it knows the topic's configs.
 	DefaultConfig Config
+	// CleanerDisable turns the log cleaner goroutine off
+	// (log.cleaner.enable=false; Kafka's default, enabled, is the zero
+	// value). RunCleaner works either way.
+	CleanerDisable bool
+	// CleanerBackoff is log.cleaner.backoff.ms: how long the cleaner
+	// sleeps between passes (default 15 s).
+	CleanerBackoff time.Duration
 }

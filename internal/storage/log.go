@@ -46,6 +46,13 @@ type Log struct {
 	dirDirty    bool      // a segment file was created since the last flush: fsync the dir
 	lastFlush   time.Time // page-cache mode: time of the last flush
 
+	// cleanMu serialises cleaning passes over this log; the swap of
+	// cleaned segments also takes appendMu.
+	cleanMu sync.Mutex
+	// cleanedTo is the cleaner checkpoint: offsets below it were cleaned
+	// with an offset map that covered them (the first dirty offset).
+	cleanedTo atomic.Int64
+
 	logStart      atomic.Int64
 	logEnd        atomic.Int64
 	durable       atomic.Int64 // durable mode: everything below is fsynced

@@ -21,8 +21,9 @@ import (
 // Manager owns every partition log in one log dir, the group-commit flusher
 // and the retention loop. It is safe for concurrent use.
 //
-// Goroutines: the flusher and the retention loop, started by OpenManager
-// and stopped by Close (stop asks, done is closed when both have exited).
+// Goroutines: the flusher, the retention loop and the log cleaner (unless
+// CleanerDisable), started by OpenManager and stopped by Close (stop asks;
+// Close returns once all have exited).
 // Delayed file deletions are timers owned by the Manager; Close cancels them
 // and deletes at once.
 type Manager struct {
@@ -49,6 +50,10 @@ type Manager struct {
 
 	ckMu sync.Mutex // serialises checkpoint writes
 
+	// cleanerMu serialises cleaner passes (the goroutine and RunCleaner).
+	cleanerMu      sync.Mutex
+	cleanerBackoff time.Duration
+
 	offline    atomic.Bool
 	offlineErr atomic.Pointer[error]
 
@@ -73,17 +78,22 @@ func OpenManager(cfg ManagerConfig) (*Manager, error) {
 	if cfg.RetentionCheckInterval <= 0 {
 		cfg.RetentionCheckInterval = 5 * time.Minute
 	}
+	if cfg.CleanerBackoff <= 0 {
+		cfg.CleanerBackoff = 15 * time.Second
+	}
 	m := &Manager{
-		fs:         cfg.FS,
-		dir:        cfg.Dir,
-		logger:     cfg.Logger,
-		now:        cfg.Now,
-		defCfg:     normalizeConfig(cfg.DefaultConfig),
-		retInt:     cfg.RetentionCheckInterval,
-		logs:       map[TopicPartition]*Log{},
-		kick:       make(chan struct{}, 1),
-		pendingDel: map[*segment]*time.Timer{},
-		stop:       make(chan struct{}),
+		fs:     cfg.FS,
+		dir:    cfg.Dir,
+		logger: cfg.Logger,
+		now:    cfg.Now,
+		defCfg: normalizeConfig(cfg.DefaultConfig),
+		retInt: cfg.RetentionCheckInterval,
+
+		cleanerBackoff: cfg.CleanerBackoff,
+		logs:           map[TopicPartition]*Log{},
+		kick:           make(chan struct{}, 1),
+		pendingDel:     map[*segment]*time.Timer{},
+		stop:           make(chan struct{}),
 	}
 	if err := m.fs.MkdirAll(m.dir, 0o755); err != nil {
 		return nil, fmt.Errorf("storage: open %s: %w", m.dir, err)
@@ -99,6 +109,9 @@ func OpenManager(cfg ManagerConfig) (*Manager, error) {
 	}
 	m.goFunc(m.flushLoop)
 	m.goFunc(m.retentionLoop)
+	if !cfg.CleanerDisable {
+		m.goFunc(m.cleanerLoop)
+	}
 	return m, nil
 }
 
@@ -337,6 +350,12 @@ func (m *Manager) deleteSegmentsLater(segs []*segment, delayMs int64) {
 			}
 		}
 	}
+	m.removeSegmentsLater(segs, delayMs)
+}
+
+// removeSegmentsLater closes segs and removes their .deleted files after
+// delayMs (at once when the Manager is closed or delayMs <= 0).
+func (m *Manager) removeSegmentsLater(segs []*segment, delayMs int64) {
 	m.delMu.Lock()
 	defer m.delMu.Unlock()
 	for _, s := range segs {

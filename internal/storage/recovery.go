@@ -32,6 +32,12 @@ func (m *Manager) recoverAll() error {
 		m.logger.Warn("storage: ignoring log start offset checkpoint", "err", err)
 		lsos = map[TopicPartition]int64{}
 	}
+	cleaned, err := readCheckpoint(m.fs, m.dir, cleanerCheckpointFile)
+	if err != nil {
+		// Only the cleaner's scheduling depends on it: start over.
+		m.logger.Warn("storage: ignoring cleaner offset checkpoint", "err", err)
+		cleaned = map[TopicPartition]int64{}
+	}
 	for _, name := range names {
 		path := filepath.Join(m.dir, name)
 		if strings.HasSuffix(name, "-delete") {
@@ -59,6 +65,7 @@ func (m *Manager) recoverAll() error {
 		if err != nil {
 			return err
 		}
+		l.cleanedTo.Store(cleaned[tp])
 		m.logs[tp] = l
 	}
 	if clean {
@@ -85,35 +92,110 @@ func parsePartitionDir(name string) (TopicPartition, bool) {
 	return TopicPartition{Topic: name[:i], Partition: int32(p)}, true
 }
 
-// resolveLeftovers deletes .deleted and .cleaned files and renames a .swap
-// file into place when its original is gone (deleting it otherwise). It
-// returns the remaining names.
-func resolveLeftovers(fs vfs.FS, dir string, names []string) ([]string, error) {
+// resolveLeftovers finishes or undoes what a crash interrupted in a
+// partition directory and returns the remaining names, with the base
+// offsets of segments whose files came from a swap (their indexes are
+// rebuilt from the log).
+//
+//   - <base>.log.swap: a cleaned segment whose swap was committed (its
+//     files were fsynced before the rename). Every segment with a base
+//     offset in [base, next offset of the swap) is removed with its
+//     indexes, and the swap becomes <base>.log.
+//   - .index.swap / .timeindex.swap without a .log.swap: renamed into place
+//     when the original is gone, removed otherwise.
+//   - .deleted, .cleaned and .tmp files are removed.
+func resolveLeftovers(fs vfs.FS, dir string, names []string) ([]string, map[int64]bool, error) {
 	have := map[string]bool{}
 	for _, n := range names {
 		have[n] = true
 	}
+	forced := map[int64]bool{}
+	remove := func(n string) error {
+		if !have[n] {
+			return nil
+		}
+		if err := fs.Remove(filepath.Join(dir, n)); err != nil && !os.IsNotExist(err) {
+			return fmt.Errorf("storage: remove %s: %w", filepath.Join(dir, n), err)
+		}
+		delete(have, n)
+		return nil
+	}
 	for _, n := range names {
+		stem, ok := strings.CutSuffix(n, logSuffix+swapSuffix)
+		if !ok {
+			continue
+		}
+		base, err := strconv.ParseInt(stem, 10, 64)
+		if err != nil || base < 0 {
+			continue
+		}
 		path := filepath.Join(dir, n)
+		next, whole, err := swapNextOffset(fs, path, base)
+		if err != nil {
+			return nil, nil, err
+		}
+		if !whole {
+			// Not a committed swap (those are fsynced before the rename):
+			// the generic rule below drops it or renames it into place.
+			continue
+		}
+		for m := range have {
+			s, ok := strings.CutSuffix(m, logSuffix)
+			if !ok {
+				continue
+			}
+			b, err := strconv.ParseInt(s, 10, 64)
+			if err != nil || b < base || (b >= next && b != base) {
+				continue
+			}
+			for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
+				if err := remove(s + suf); err != nil {
+					return nil, nil, err
+				}
+			}
+		}
+		for _, suf := range []string{indexSuffix, timeIndexSuffix} {
+			for _, state := range []string{"", swapSuffix, cleanedSuffix} {
+				if err := remove(stem + suf + state); err != nil {
+					return nil, nil, err
+				}
+			}
+		}
+		if err := fs.Rename(path, filepath.Join(dir, stem+logSuffix)); err != nil {
+			return nil, nil, fmt.Errorf("storage: rename %s: %w", path, err)
+		}
+		delete(have, n)
+		have[stem+logSuffix] = true
+		forced[base] = true
+	}
+	for _, n := range names {
+		if !have[n] {
+			continue
+		}
 		switch {
 		case strings.HasSuffix(n, deletedSuffix), strings.HasSuffix(n, cleanedSuffix), strings.HasSuffix(n, ".tmp"):
-			if err := fs.Remove(path); err != nil {
-				return nil, fmt.Errorf("storage: remove %s: %w", path, err)
+			if err := remove(n); err != nil {
+				return nil, nil, err
 			}
-			delete(have, n)
 		case strings.HasSuffix(n, swapSuffix):
 			orig := strings.TrimSuffix(n, swapSuffix)
+			if stem, _, ok := strings.Cut(orig, "."); ok {
+				if b, err := strconv.ParseInt(stem, 10, 64); err == nil {
+					forced[b] = true
+				}
+			}
 			if have[orig] {
-				if err := fs.Remove(path); err != nil {
-					return nil, fmt.Errorf("storage: remove %s: %w", path, err)
+				if err := remove(n); err != nil {
+					return nil, nil, err
 				}
-			} else {
-				if err := fs.Rename(path, filepath.Join(dir, orig)); err != nil {
-					return nil, fmt.Errorf("storage: rename %s: %w", path, err)
-				}
-				have[orig] = true
+				continue
+			}
+			path := filepath.Join(dir, n)
+			if err := fs.Rename(path, filepath.Join(dir, orig)); err != nil {
+				return nil, nil, fmt.Errorf("storage: rename %s: %w", path, err)
 			}
 			delete(have, n)
+			have[orig] = true
 		}
 	}
 	out := make([]string, 0, len(have))
@@ -121,7 +203,34 @@ func resolveLeftovers(fs vfs.FS, dir string, names []string) ([]string, error) {
 		out = append(out, n)
 	}
 	sort.Strings(out)
-	return out, nil
+	return out, forced, nil
+}
+
+// swapNextOffset returns the offset after the last batch of the swap file
+// at path, and whether the file is a non-empty chain of whole batch
+// headers with increasing offsets from base.
+func swapNextOffset(fs vfs.FS, path string, base int64) (next int64, whole bool, err error) {
+	f, err := fs.Open(path)
+	if err != nil {
+		return 0, false, fmt.Errorf("storage: open %s: %w", path, err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return 0, false, fmt.Errorf("storage: stat %s: %w", path, err)
+	}
+	next = base
+	var hbuf [scanHeaderSize]byte
+	size := fi.Size()
+	for pos := int64(0); pos < size; {
+		h, err := readHeader(f, pos, size, &hbuf)
+		if err != nil || h.magic != 2 || h.baseOffset < next {
+			return next, false, nil
+		}
+		next = h.lastOffset + 1
+		pos += h.size
+	}
+	return next, size > 0, nil
 }
 
 // loadLog opens and recovers one partition directory.
@@ -130,7 +239,8 @@ func (m *Manager) loadLog(tp TopicPartition, dir string, recoveryPoint, logStart
 	if err != nil {
 		return nil, fmt.Errorf("storage: list %s: %w", dir, err)
 	}
-	if names, err = resolveLeftovers(m.fs, dir, names); err != nil {
+	names, forced, err := resolveLeftovers(m.fs, dir, names)
+	if err != nil {
 		return nil, err
 	}
 	var topicID [16]byte
@@ -161,7 +271,7 @@ func (m *Manager) loadLog(tp TopicPartition, dir string, recoveryPoint, logStart
 			return nil, err
 		}
 		l.segs = append(l.segs, seg)
-		mustScan := !clean && (i == len(bases)-1 || bases[i+1] > recoveryPoint)
+		mustScan := forced[base] || !clean && (i == len(bases)-1 || bases[i+1] > recoveryPoint)
 		torn := false
 		if !mustScan {
 			if err := l.loadTrusted(seg, i == len(bases)-1); err != nil {

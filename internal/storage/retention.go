@@ -21,8 +21,9 @@ func (m *Manager) retentionLoop() {
 
 // RunRetention runs one retention pass over every log: roll active segments
 // older than segment.ms, delete whole segments past retention.ms (by their
-// largest timestamp) or beyond retention.bytes or below the log start
-// offset, then write the checkpoints. Tests call it to run a pass
+// largest timestamp) or beyond retention.bytes (both only when
+// cleanup.policy includes "delete") or below the log start offset, then
+// write the checkpoints. Tests call it to run a pass
 // deterministically. It is safe for concurrent use.
 func (m *Manager) RunRetention() {
 	now := m.now().UnixMilli()
@@ -66,13 +67,15 @@ func (l *Log) retain(nowMs int64) error {
 		total += s.size.Load()
 	}
 	lso := l.logStart.Load()
+	// Kafka: a compact-only log is never deleted by time or size.
+	del := cfg.DeleteRetention()
 	n := 0 // segments to delete: a prefix, never the active one
 	for ; n < len(segs)-1; n++ {
 		s := segs[n]
 		switch {
 		case segs[n+1].baseOffset <= lso:
-		case cfg.RetentionMs >= 0 && s.maxTimestamp >= 0 && nowMs-s.maxTimestamp > cfg.RetentionMs:
-		case cfg.RetentionBytes >= 0 && total-s.size.Load() >= cfg.RetentionBytes:
+		case del && cfg.RetentionMs >= 0 && s.maxTimestamp >= 0 && nowMs-s.maxTimestamp > cfg.RetentionMs:
+		case del && cfg.RetentionBytes >= 0 && total-s.size.Load() >= cfg.RetentionBytes:
 		default:
 			goto done
 		}

@@ -1,0 +1,636 @@
+package storage
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"time"
+
+	"samsa/internal/record"
+	"samsa/internal/vfs"
+)
+
+// cleanerCheckpointFile holds, per compacted partition, the offset below
+// which the log was cleaned (Kafka's name and checkpoint text format).
+const cleanerCheckpointFile = "cleaner-offset-checkpoint"
+
+// errCleanAborted reports that a segment being cleaned changed under the
+// cleaner (truncation, retention, DeleteRecords); the cleaned copy is
+// thrown away and the next pass starts over.
+var errCleanAborted = errors.New("storage: clean aborted by a concurrent change")
+
+// cleanerWriteChunk is how many bytes the cleaner buffers before a write.
+const cleanerWriteChunk = 1 << 20
+
+// cleanerLoop runs RunCleaner until Close, sleeping log.cleaner.backoff.ms
+// whenever a pass found nothing to clean.
+func (m *Manager) cleanerLoop() {
+	t := time.NewTimer(m.cleanerBackoff)
+	defer t.Stop()
+	for {
+		select {
+		case <-m.stop:
+			return
+		case <-t.C:
+		}
+		n, err := m.RunCleaner()
+		if err != nil {
+			m.logger.Warn("storage: cleaner pass", "dir", m.dir, "err", err)
+		}
+		d := m.cleanerBackoff
+		if n > 0 {
+			d = 0 // more may be due; Kafka's cleaner only backs off when idle
+		}
+		t.Reset(d)
+	}
+}
+
+// RunCleaner runs one log cleaner pass: every log whose cleanup.policy
+// includes "compact" and that is due (dirty ratio at least
+// min.cleanable.dirty.ratio, or its dirty part older than
+// max.compaction.lag.ms) is compacted, and the cleaner checkpoint is
+// written. It returns how many logs were cleaned. Passes are serialised;
+// a pass blocks appends to a log only while it swaps cleaned segments in.
+// Tests call it to run a pass deterministically.
+func (m *Manager) RunCleaner() (cleaned int, err error) {
+	m.cleanerMu.Lock()
+	defer m.cleanerMu.Unlock()
+	now := m.now().UnixMilli()
+	var errs []error
+	for _, l := range m.Logs() {
+		if m.isClosed() {
+			break
+		}
+		ok, err := l.clean(now)
+		switch {
+		case errors.Is(err, errCleanAborted):
+			m.logger.Debug("storage: clean aborted", "dir", l.dir)
+		case err != nil:
+			errs = append(errs, fmt.Errorf("storage: clean %s: %w", l.dir, err))
+		case ok:
+			cleaned++
+		}
+	}
+	if cleaned > 0 && !m.isClosed() && !m.offline.Load() {
+		if err := m.writeCleanerCheckpoint(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return cleaned, errors.Join(errs...)
+}
+
+// writeCleanerCheckpoint writes cleaner-offset-checkpoint for every open log
+// the cleaner has cleaned.
+func (m *Manager) writeCleanerCheckpoint() error {
+	offs := map[TopicPartition]int64{}
+	for _, l := range m.Logs() {
+		if o := l.cleanedTo.Load(); o > 0 {
+			offs[l.tp] = o
+		}
+	}
+	m.ckMu.Lock()
+	defer m.ckMu.Unlock()
+	return writeCheckpoint(m.fs, m.dir, cleanerCheckpointFile, offs)
+}
+
+// srcSegment is a segment to clean with what the plan read of it under
+// Log.mu.
+type srcSegment struct {
+	seg   *segment
+	size  int64
+	next  int64 // next offset: last offset of its last batch + 1
+	maxTs int64 // largest timestamp, -1 when empty
+}
+
+// cleanPlan is what one cleaning of a log covers: segments [0, len(segs))
+// are rewritten, segments [dirty, len(segs)) feed the offset map, and end
+// (the first uncleanable offset) becomes the cleaner checkpoint.
+type cleanPlan struct {
+	segs  []srcSegment
+	dirty int
+	end   int64
+	ratio float64
+}
+
+// DirtyRatio returns the log's cleanable dirty ratio at nowMs: bytes of
+// cleanable segments at or after the cleaner checkpoint over bytes of all
+// cleanable segments (not the active one, and older than
+// min.compaction.lag.ms). It is 0 when nothing is cleanable.
+func (l *Log) DirtyRatio(nowMs int64) float64 {
+	p, _ := l.planClean(l.cfg.Load(), nowMs)
+	return p.ratio
+}
+
+// CleanerCheckpoint returns the offset below which the log has been
+// cleaned (0 when it never was).
+func (l *Log) CleanerCheckpoint() int64 { return l.cleanedTo.Load() }
+
+// planClean decides whether l is due for cleaning at nowMs and what the
+// cleaning covers.
+func (l *Log) planClean(cfg *Config, nowMs int64) (cleanPlan, bool) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	segs := l.segs
+	k := 0 // segments [0, k) are cleanable: never the active one
+	for ; k < len(segs)-1; k++ {
+		s := segs[k]
+		if cfg.MinCompactionLagMs > 0 && s.maxTimestamp >= 0 && nowMs-s.maxTimestamp < cfg.MinCompactionLagMs {
+			break
+		}
+	}
+	if k == 0 {
+		return cleanPlan{}, false
+	}
+	p := cleanPlan{end: segs[k].baseOffset, dirty: k}
+	firstDirty := l.cleanedTo.Load()
+	if firstDirty < segs[0].baseOffset || firstDirty > l.logEnd.Load() {
+		firstDirty = segs[0].baseOffset // unknown or stale (truncation)
+	}
+	var clean, dirty int64
+	for i := 0; i < k; i++ {
+		s := segs[i]
+		p.segs = append(p.segs, srcSegment{seg: s, size: s.size.Load(), next: s.nextOffset.Load(), maxTs: s.maxTimestamp})
+		if s.baseOffset < firstDirty {
+			clean += s.size.Load()
+			continue
+		}
+		if p.dirty == k {
+			p.dirty = i
+		}
+		dirty += s.size.Load()
+	}
+	if dirty == 0 {
+		return p, false
+	}
+	p.ratio = float64(dirty) / float64(clean+dirty)
+	first := segs[p.dirty]
+	overdue := cfg.MaxCompactionLagMs < math.MaxInt64 && first.firstBatchTs >= 0 &&
+		nowMs-first.firstBatchTs > cfg.MaxCompactionLagMs
+	return p, p.ratio >= cfg.MinCleanableDirtyRatio || overdue
+}
+
+// cleanState is the offset map of one cleaning and its scratch buffers.
+type cleanState struct {
+	// offsets maps each key in the dirty section to its latest offset.
+	offsets map[string]int64
+	// lastOfProducer maps a producer id to the base offset of its last
+	// batch in the cleanable section; that batch is kept (empty if need
+	// be) so the producer's sequence state survives, as Kafka does.
+	lastOfProducer map[int64]int64
+	keep           []record.Record
+	raw, body      []byte
+	out            []byte
+}
+
+// clean compacts l at nowMs when its cleanup.policy includes "compact" and
+// it is due. It reports whether it cleaned.
+func (l *Log) clean(nowMs int64) (bool, error) {
+	cfg := l.cfg.Load()
+	if !cfg.Compact() || l.checkWritable() != nil {
+		return false, nil
+	}
+	l.cleanMu.Lock()
+	defer l.cleanMu.Unlock()
+	p, due := l.planClean(cfg, nowMs)
+	if !due {
+		return false, nil
+	}
+	st, err := l.buildOffsetMap(p)
+	if err != nil {
+		return false, err
+	}
+	for _, g := range groupSegments(p.segs, cfg) {
+		if l.m != nil && l.m.isClosed() {
+			return false, ErrClosed
+		}
+		if err := l.cleanGroup(g, st, cfg, nowMs); err != nil {
+			return false, err
+		}
+	}
+	l.cleanedTo.Store(p.end)
+	l.logger.Info("storage: cleaned log", "dir", l.dir, "cleanedTo", p.end, "dirtyRatio", p.ratio)
+	return true, nil
+}
+
+// buildOffsetMap reads the cleanable segments: records of the dirty ones
+// go into the key -> latest offset map, every batch's producer into the
+// last-batch map. Transactional and control batches do not enter the map
+// (without the aborted transaction index the cleaner cannot tell a
+// committed record from an aborted one, so they never shadow anything).
+func (l *Log) buildOffsetMap(p cleanPlan) (*cleanState, error) {
+	st := &cleanState{offsets: map[string]int64{}, lastOfProducer: map[int64]int64{}}
+	for i, src := range p.segs {
+		dirty := i >= p.dirty
+		err := forEachBatch(src.seg.log, src.size, func(b record.Batch) error {
+			if pid := b.ProducerID(); pid >= 0 {
+				st.lastOfProducer[pid] = b.BaseOffset()
+			}
+			if !dirty || b.Control() || b.Transactional() {
+				return nil
+			}
+			recs, err := b.Records(maxDecompressed)
+			if err != nil {
+				return err
+			}
+			for i := range recs {
+				if recs[i].Key != nil {
+					st.offsets[string(recs[i].Key)] = recs[i].Offset(b)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("storage: read %s: %w", src.seg.path(logSuffix), err)
+		}
+	}
+	return st, nil
+}
+
+// groupSegments splits segs into runs whose combined size fits
+// segment.bytes (a cleaned group is never larger than its sources) and
+// whose offsets fit a segment's int32 relative offsets.
+func groupSegments(segs []srcSegment, cfg *Config) [][]srcSegment {
+	var out [][]srcSegment
+	for i := 0; i < len(segs); {
+		j, size := i+1, segs[i].size
+		for j < len(segs) && size+segs[j].size <= min(cfg.SegmentBytes, maxSegmentSize) &&
+			segs[j].next-1-segs[i].seg.baseOffset <= math.MaxInt32 {
+			size += segs[j].size
+			j++
+		}
+		out = append(out, segs[i:j])
+		i = j
+	}
+	return out
+}
+
+// forEachBatch calls fn with every batch of the first size bytes of f, in
+// order. The batch aliases a buffer that is reused after fn returns.
+func forEachBatch(f vfs.File, size int64, fn func(b record.Batch) error) error {
+	var buf []byte
+	var pos int64 // file position of buf[0]
+	off := 0      // bytes of buf consumed
+	for pos+int64(off) < size {
+		b, _, err := record.Split(buf[off:])
+		if errors.Is(err, record.ErrShortBatch) {
+			rest := len(buf) - off
+			need := cleanerWriteChunk
+			if rest >= record.LogOverhead {
+				b := record.Batch(buf[off:])
+				need = max(need, record.LogOverhead+int(b.BatchLength()))
+			}
+			nb := make([]byte, need)
+			copy(nb, buf[off:])
+			pos += int64(off)
+			off = 0
+			n := int(min(int64(need-rest), size-pos-int64(rest)))
+			if n <= 0 {
+				return record.MarkCorrupt(fmt.Errorf("storage: torn batch at %d", pos))
+			}
+			if _, err := f.ReadAt(nb[rest:rest+n], pos+int64(rest)); err != nil {
+				return err
+			}
+			buf = nb[:rest+n]
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("storage: batch at %d: %w", pos+int64(off), err)
+		}
+		if err := fn(b); err != nil {
+			return fmt.Errorf("storage: batch at %d: %w", pos+int64(off), err)
+		}
+		off += len(b)
+	}
+	return nil
+}
+
+// filterBatch returns what is left of b after cleaning: b itself when
+// every record stays, nil when the batch goes, or a re-encoded batch
+// (st.out) with the surviving records under b's header (same base offset,
+// lastOffsetDelta, timestamps, producer fields and codec). keepEmpty keeps
+// an empty batch header when no record survives.
+func (st *cleanState) filterBatch(b record.Batch, dropTombstones, keepEmpty bool) (record.Batch, error) {
+	if b.Control() || b.Transactional() {
+		return b, nil
+	}
+	recs, err := b.Records(maxDecompressed)
+	if err != nil {
+		return nil, err
+	}
+	st.keep = st.keep[:0]
+	for i := range recs {
+		r := &recs[i]
+		if r.Key != nil {
+			if latest, ok := st.offsets[string(r.Key)]; ok && r.Offset(b) < latest {
+				continue
+			}
+			if r.Value == nil && dropTombstones {
+				continue
+			}
+		}
+		st.keep = append(st.keep, *r)
+	}
+	if len(st.keep) == len(recs) {
+		return b, nil
+	}
+	if len(st.keep) == 0 && !keepEmpty {
+		if pid := b.ProducerID(); pid < 0 || st.lastOfProducer[pid] != b.BaseOffset() {
+			return nil, nil
+		}
+	}
+	return st.encode(b)
+}
+
+// encode builds a batch with st.keep under b's header into st.out. An empty
+// batch is written uncompressed, as Kafka writes empty batch headers.
+func (st *cleanState) encode(b record.Batch) (record.Batch, error) {
+	st.raw = st.raw[:0]
+	for i := range st.keep {
+		st.raw = st.appendRecord(st.raw, &st.keep[i])
+	}
+	codec := b.Codec()
+	if len(st.keep) == 0 {
+		codec = record.CodecNone
+	}
+	out := append(st.out[:0], b[:record.HeaderSize]...)
+	out, err := record.Compress(codec, out, st.raw)
+	if err != nil {
+		return nil, err
+	}
+	st.out = out
+	be := binary.BigEndian
+	be.PutUint32(out[8:12], uint32(len(out)-record.LogOverhead))
+	attrs := uint16(b.Attributes())&^record.AttrCompressionMask | uint16(codec)&record.AttrCompressionMask
+	be.PutUint16(out[21:23], attrs)
+	be.PutUint32(out[57:61], uint32(len(st.keep)))
+	nb := record.Batch(out)
+	nb.UpdateCRC()
+	return nb, nil
+}
+
+// appendRecord appends r in the in-batch encoding (zigzag varints, length
+// first), keeping its offset and timestamp deltas.
+func (st *cleanState) appendRecord(dst []byte, r *record.Record) []byte {
+	body := append(st.body[:0], byte(r.Attributes))
+	body = binary.AppendVarint(body, r.TimestampDelta)
+	body = binary.AppendVarint(body, int64(r.OffsetDelta))
+	body = appendNullableBytes(body, r.Key)
+	body = appendNullableBytes(body, r.Value)
+	body = binary.AppendVarint(body, int64(len(r.Headers)))
+	for _, h := range r.Headers {
+		body = binary.AppendVarint(body, int64(len(h.Key)))
+		body = append(body, h.Key...)
+		body = appendNullableBytes(body, h.Value)
+	}
+	st.body = body
+	dst = binary.AppendVarint(dst, int64(len(body)))
+	return append(dst, body...)
+}
+
+func appendNullableBytes(dst, b []byte) []byte {
+	if b == nil {
+		return binary.AppendVarint(dst, -1)
+	}
+	return append(binary.AppendVarint(dst, int64(len(b))), b...)
+}
+
+// cleanedWriter writes a cleaned segment's .cleaned files and builds its
+// indexes the way recovery does.
+type cleanedWriter struct {
+	fs  vfs.FS
+	seg *segment
+	cfg *Config
+	buf []byte
+	pos int64
+}
+
+func newCleanedWriter(fs vfs.FS, dir string, base int64, cfg *Config) (*cleanedWriter, error) {
+	seg := newSegment(dir, base, cfg)
+	// NB: append mode (OpenReadWrite), so that appends after a Truncate
+	// that makes this segment active land at its new end.
+	open := func(suffix string) (vfs.File, error) {
+		name := seg.path(suffix) + cleanedSuffix
+		f, err := fs.OpenReadWrite(name)
+		if err != nil {
+			return nil, fmt.Errorf("storage: create %s: %w", name, err)
+		}
+		if err := f.Truncate(0); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("storage: create %s: %w", name, err)
+		}
+		return f, nil
+	}
+	var err error
+	if seg.log, err = open(logSuffix); err != nil {
+		return nil, err
+	}
+	if seg.index.file, err = open(indexSuffix); err != nil {
+		seg.log.Close()
+		return nil, err
+	}
+	if seg.timeIndex.file, err = open(timeIndexSuffix); err != nil {
+		seg.log.Close()
+		seg.index.file.Close()
+		return nil, err
+	}
+	return &cleanedWriter{fs: fs, seg: seg, cfg: cfg}, nil
+}
+
+// add appends b to the cleaned segment.
+func (w *cleanedWriter) add(b record.Batch) error {
+	seg, size := w.seg, int64(len(b))
+	maxTs, last := b.MaxTimestamp(), b.LastOffset()
+	if seg.maxTimestamp < 0 || maxTs > seg.maxTimestamp {
+		seg.maxTimestamp, seg.offsetOfMaxTs = maxTs, last
+	}
+	if seg.firstBatchTs < 0 {
+		seg.firstBatchTs = maxTs
+	}
+	if seg.bytesSinceIndex > w.cfg.IndexIntervalBytes {
+		seg.index.entries = append(seg.index.entries, offsetEntry{rel: int32(last - seg.baseOffset), pos: int32(w.pos)})
+		appendTimeEntry(seg)
+		seg.bytesSinceIndex = 0
+	}
+	seg.bytesSinceIndex += size
+	seg.nextOffset.Store(last + 1)
+	w.buf = append(w.buf, b...)
+	w.pos += size
+	if len(w.buf) >= cleanerWriteChunk {
+		return w.flush()
+	}
+	return nil
+}
+
+func (w *cleanedWriter) flush() error {
+	if len(w.buf) == 0 {
+		return nil
+	}
+	if _, err := w.seg.log.Write(w.buf); err != nil {
+		return fmt.Errorf("storage: write %s: %w", w.seg.path(logSuffix)+cleanedSuffix, err)
+	}
+	w.buf = w.buf[:0]
+	return nil
+}
+
+// finish writes the rest, the index files, and fsyncs all three files.
+func (w *cleanedWriter) finish() error {
+	if err := w.flush(); err != nil {
+		return err
+	}
+	seg := w.seg
+	seg.size.Store(w.pos)
+	appendTimeEntry(seg)
+	if err := writeIndexFiles(seg); err != nil {
+		return err
+	}
+	for _, f := range []vfs.File{seg.log, seg.index.file, seg.timeIndex.file} {
+		if err := f.Sync(); err != nil {
+			return fmt.Errorf("storage: sync cleaned segment %s: %w", seg.path(logSuffix), err)
+		}
+	}
+	return nil
+}
+
+// discard closes the cleaned files and removes them (as .cleaned or .swap).
+func (w *cleanedWriter) discard() {
+	w.seg.close()
+	for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
+		for _, state := range []string{cleanedSuffix, swapSuffix} {
+			if err := w.fs.Remove(w.seg.path(suf) + state); err != nil && !os.IsNotExist(err) {
+				// Recovery removes what is left.
+				continue
+			}
+		}
+	}
+}
+
+// cleanGroup rewrites the segments of g into one cleaned segment and swaps
+// it in. A group whose rewrite changes nothing is left alone.
+func (l *Log) cleanGroup(g []srcSegment, st *cleanState, cfg *Config, nowMs int64) error {
+	w, err := newCleanedWriter(l.fs, l.dir, g[0].seg.baseOffset, cfg)
+	if err != nil {
+		return err
+	}
+	changed := len(g) > 1
+	last := g[len(g)-1]
+	for gi, src := range g {
+		dropTombstones := src.maxTs >= 0 && nowMs-src.maxTs > cfg.DeleteRetentionMs
+		lastSeg := gi == len(g)-1
+		err := forEachBatch(src.seg.log, src.size, func(b record.Batch) error {
+			// The group's last batch always stays (empty if need be), so
+			// the cleaned segment ends where its sources ended: recovery of
+			// a .swap relies on it to find the segments it replaces.
+			keepEmpty := lastSeg && b.LastOffset() == last.next-1
+			out, err := st.filterBatch(b, dropTombstones, keepEmpty)
+			if err != nil {
+				return err
+			}
+			if len(out) != len(b) || (len(out) > 0 && &out[0] != &b[0]) {
+				changed = true
+			}
+			if out == nil {
+				return nil
+			}
+			return w.add(out)
+		})
+		if err != nil {
+			w.discard()
+			return fmt.Errorf("storage: clean %s: %w", src.seg.path(logSuffix), err)
+		}
+	}
+	if !changed {
+		w.discard()
+		return nil
+	}
+	if err := w.finish(); err != nil {
+		w.discard()
+		return err
+	}
+	return l.swapCleaned(g, w)
+}
+
+// swapCleaned replaces g's segments by the cleaned one. The steps, each a
+// state recovery resolves (see resolveLeftovers):
+//
+//  1. rename the cleaned files .cleaned -> .swap (indexes first, the log
+//     last) and fsync the directory: from here on the swap must happen;
+//  2. rename the old segments' files to .deleted;
+//  3. rename .swap -> final names (log first) and fsync the directory;
+//  4. replace the segments in memory; the old files are removed after
+//     file.delete.delay.ms so regions handed out by Read stay readable.
+//
+// A failure in step 1 before the log is renamed abandons the swap; a
+// failure after it takes the log dir offline, and the next open completes
+// the swap.
+func (l *Log) swapCleaned(g []srcSegment, w *cleanedWriter) error {
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	if err := l.checkWritable(); err != nil {
+		w.discard()
+		return err
+	}
+	l.mu.RLock()
+	segs := l.segs
+	i := segmentFor(segs, g[0].seg.baseOffset)
+	same := i+len(g) < len(segs) // never the active segment
+	for j := 0; same && j < len(g); j++ {
+		s := segs[i+j]
+		same = s == g[j].seg && s.size.Load() == g[j].size && s.nextOffset.Load() == g[j].next
+	}
+	l.mu.RUnlock()
+	if !same {
+		w.discard()
+		return errCleanAborted
+	}
+	cs := w.seg
+	fs := l.fs
+	for _, suf := range []string{indexSuffix, timeIndexSuffix, logSuffix} {
+		if err := fs.Rename(cs.path(suf)+cleanedSuffix, cs.path(suf)+swapSuffix); err != nil {
+			w.discard()
+			return fmt.Errorf("storage: swap %s: %w", cs.path(suf), err)
+		}
+	}
+	fail := func(err error) error {
+		cs.close()
+		l.goOffline(err)
+		return ErrLogDirOffline
+	}
+	if err := fs.SyncDir(l.dir); err != nil {
+		return fail(fmt.Errorf("storage: sync dir %s: %w", l.dir, err))
+	}
+	old := make([]*segment, len(g))
+	for j, src := range g {
+		old[j] = src.seg
+		for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
+			if err := fs.Rename(src.seg.path(suf), src.seg.path(suf)+deletedSuffix); err != nil {
+				return fail(fmt.Errorf("storage: swap: delete %s: %w", src.seg.path(suf), err))
+			}
+		}
+	}
+	for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
+		if err := fs.Rename(cs.path(suf)+swapSuffix, cs.path(suf)); err != nil {
+			return fail(fmt.Errorf("storage: swap %s: %w", cs.path(suf), err))
+		}
+	}
+	if err := fs.SyncDir(l.dir); err != nil {
+		return fail(fmt.Errorf("storage: sync dir %s: %w", l.dir, err))
+	}
+	l.mu.Lock()
+	ns := make([]*segment, 0, len(l.segs)-len(g)+1)
+	ns = append(ns, l.segs[:i]...)
+	ns = append(ns, cs)
+	ns = append(ns, l.segs[i+len(g):]...)
+	l.segs = ns
+	l.mu.Unlock()
+	l.logger.Debug("storage: swapped in cleaned segment", "file", cs.path(logSuffix), "replaced", len(g), "bytes", cs.size.Load())
+	if l.m != nil {
+		l.m.removeSegmentsLater(old, l.cfg.Load().FileDeleteDelayMs)
+	} else {
+		for _, s := range old {
+			s.close()
+		}
+	}
+	return nil
+}

@@ -1,0 +1,6 @@
+//go:build !race
+
+package storage
+
+// raceEnabled scales workloads down under the race detector.
+const raceEnabled = false
