@@ -22,6 +22,7 @@
 //	  .kafka_cleanshutdown               written by Close, removed at open
 //	  recovery-point-offset-checkpoint   per partition: all below is fsynced
 //	  log-start-offset-checkpoint        per partition: first readable offset
+//	  cleaner-offset-checkpoint          per compacted partition: cleaned below
 //	  <topic>-<partition>/
 //	    partition.metadata               "version: 0\ntopic_id: <base64url uuid>\n"
 //	    00000000000000000000.log         batches, back to back
@@ -30,6 +31,7 @@
 //	    00000000000000001234.log         next segment, named by base offset
 //	    ...
 //	    *.deleted                        segments awaiting file.delete.delay.ms
+//	    *.cleaned, *.swap                a cleaned segment being swapped in
 //	  <topic>-<partition>.<hex>-delete/  a deleted partition being removed
 //
 // # File formats (all integers big endian)
@@ -78,10 +80,46 @@
 //     their segment is deleted (files are renamed to .deleted and closed
 //     later), and until Close.
 //
+// # Compaction (cleanup.policy=compact)
+//
+// The cleaner goroutine (log.cleaner.enable, every log.cleaner.backoff.ms
+// when idle; Manager.RunCleaner forces a pass) cleans a log when its dirty
+// ratio, bytes at or after the cleaner checkpoint over all cleanable bytes,
+// reaches min.cleanable.dirty.ratio, or when its first dirty segment is
+// older than max.compaction.lag.ms. Cleanable segments are the ones before
+// the active segment whose largest timestamp is older than
+// min.compaction.lag.ms. A cleaning:
+//
+//  1. maps each key of the dirty segments to its latest offset;
+//  2. rewrites all cleanable segments, in groups that fit segment.bytes,
+//     keeping a record only when no later offset of its key is in the map,
+//     and dropping tombstones whose segment's largest timestamp is older
+//     than delete.retention.ms. Surviving records keep their offsets and
+//     timestamp deltas under their batch's original header (producer
+//     fields, codec); the CRC is recomputed. A batch left empty goes,
+//     except the last batch of each producer and the last batch of each
+//     group, which stay as empty headers (so a cleaned segment ends at the
+//     same offset as its sources);
+//  3. swaps each group in: .cleaned files fsynced, renamed to .swap (log
+//     last), directory fsynced (the commit point), old segments renamed to
+//     .deleted, .swap renamed to the final names, directory fsynced, then
+//     the in-memory segment list is replaced (old files are removed after
+//     file.delete.delay.ms, so earlier Reads stay valid);
+//  4. writes cleaner-offset-checkpoint.
+//
+// Offsets never change: Read at an offset that was cleaned away returns
+// the next batch. Transactional and control batches are kept as they are
+// and do not shadow older records (there is no aborted-transaction index
+// here to tell committed from aborted records). Retention by retention.ms
+// and retention.bytes applies only with "delete" in cleanup.policy.
+//
 // # Recovery
 //
-// At OpenManager: "-delete" directories are removed; .deleted, .cleaned
-// and .tmp files are removed; a .swap file replaces its original when the
+// At OpenManager: "-delete" directories are removed; a <base>.log.swap
+// that is a whole chain of batches completes its swap: every segment with
+// a base offset in [base, its next offset) is removed and the swap becomes
+// <base>.log, whose indexes are rebuilt; .deleted, .cleaned and .tmp files
+// are removed; any other .swap file replaces its original when the
 // original is missing and is removed otherwise. Without the clean-shutdown
 // marker every segment that may hold offsets at or after the partition's
 // recovery point is read batch by batch (length, magic, offsets, CRC-32C);
@@ -98,11 +136,14 @@
 // holding the append lock, then publishes that offset as DurableOffset and
 // wakes WaitDurable callers; appends that arrive meanwhile are covered by
 // the next fsync. A retention goroutine runs RunRetention every
-// RetentionCheckInterval. Delayed file deletions are timers owned by the
+// RetentionCheckInterval, and a cleaner goroutine runs RunCleaner. The
+// cleaner reads and writes without the append lock and takes it only to
+// check that its source segments are unchanged and swap them. Delayed file deletions are timers owned by the
 // Manager; Close cancels them and deletes at once.
 //
 // Lock order:
 //
+//	Manager.cleanerMu -> Log.cleanMu -> Log.appendMu
 //	Manager.mu -> (released before) Log.appendMu -> Log.mu -> segment.fileMu
 //	Log.chMu, Manager.flushMu, Manager.delMu and Manager.ckMu are leaves.
 //
