@@ -1,55 +1,6 @@
 package group
 
-import (
-	"context"
-	"log/slog"
-	"time"
-
-	"samsa/internal/config"
-)
-
-// Config configures a Coordinator. Field comments give the Kafka config
-// names; zero values are replaced by Kafka's defaults in NewCoordinator.
-type Config struct {
-	MinSessionTimeout      time.Duration // group.min.session.timeout.ms (6000)
-	MaxSessionTimeout      time.Duration // group.max.session.timeout.ms (1800000)
-	InitialRebalanceDelay  time.Duration // group.initial.rebalance.delay.ms (3000); negative means 0
-	MaxSize                int32         // group.max.size (MaxInt32)
-	OffsetsRetention       time.Duration // offsets.retention.minutes (10080)
-	OffsetsRetentionCheck  time.Duration // offsets.retention.check.interval.ms (600000)
-	OffsetsTopicPartitions int32         // offsets.topic.num.partitions (50)
-	OffsetMetadataMaxBytes int           // offset.metadata.max.bytes (4096)
-
-	// Logger receives coordinator events; nil discards them.
-	Logger *slog.Logger
-	// Now is the clock; nil means time.Now.
-	Now func() time.Time
-}
-
-// ConfigFromBroker takes the group settings from a broker configuration.
-func ConfigFromBroker(b *config.Broker) Config {
-	panic("unimplemented")
-}
-
-// Log is one __consumer_offsets partition as the coordinator needs it.
-// The broker implements it over its replica of the partition.
-type Log interface {
-	// Append writes the records (key/value, value nil = tombstone) as one
-	// batch and returns once they are durable (or fails).
-	Append(ctx context.Context, recs []KV) error
-	// Replay calls fn for every record in the partition from the start, in
-	// order.
-	Replay(ctx context.Context, fn func(key, value []byte) error) error
-}
-
-// KV is one record of __consumer_offsets. A nil Value is a tombstone.
-type KV struct{ Key, Value []byte }
-
-// Partition returns the __consumer_offsets partition of a group:
-// (javaHashCode(group) & 0x7fffffff) % numPartitions.
-func Partition(group string, numPartitions int32) int32 {
-	panic("unimplemented")
-}
+import "time"
 
 // Protocol is one assignment protocol a member supports, in preference order.
 type Protocol struct {
@@ -260,7 +211,7 @@ type GroupDescription struct {
 // ListGroupsRequest filters ListGroups; empty filters match everything.
 type ListGroupsRequest struct {
 	States []string // v4+ (KIP-518), compared case-insensitively
-	Types  []string // v5+ (KIP-848): group types; "classic" and "consumer" match our groups
+	Types  []string // v5+ (KIP-848): group types; only "classic" matches our groups
 }
 
 // ListedGroup is one group of a ListGroups response.
@@ -268,89 +219,4 @@ type ListedGroup struct {
 	Group        string
 	ProtocolType string
 	State        string
-}
-
-// Coordinator serves the groups of the __consumer_offsets partitions it has
-// loaded. It is safe for concurrent use.
-type Coordinator struct{}
-
-// NewCoordinator returns a coordinator with no partition loaded. It starts
-// one timer goroutine; Close stops it.
-func NewCoordinator(cfg Config) *Coordinator { panic("unimplemented") }
-
-// Close stops the timer goroutine and fails waiting calls with
-// ErrNotCoordinator. It is idempotent.
-func (c *Coordinator) Close() error { panic("unimplemented") }
-
-// Load replays a __consumer_offsets partition and then serves its groups.
-// While it runs, calls for those groups return ErrCoordinatorLoadInProgress.
-func (c *Coordinator) Load(ctx context.Context, partition int32, log Log) error {
-	panic("unimplemented")
-}
-
-// Unload stops serving the partition's groups: waiting calls fail with
-// ErrNotCoordinator.
-func (c *Coordinator) Unload(partition int32) { panic("unimplemented") }
-
-// Owns returns nil when the group's partition is loaded here,
-// ErrCoordinatorLoadInProgress while it loads, else ErrNotCoordinator.
-func (c *Coordinator) Owns(group string) error { panic("unimplemented") }
-
-// JoinGroup joins (or rejoins) a member and blocks until the rebalance
-// completes, ctx ends, or the join fails.
-func (c *Coordinator) JoinGroup(ctx context.Context, req JoinGroupRequest) (JoinGroupResult, error) {
-	panic("unimplemented")
-}
-
-// SyncGroup blocks until the leader's assignment is known (the leader's own
-// call persists the group first).
-func (c *Coordinator) SyncGroup(ctx context.Context, req SyncGroupRequest) (SyncGroupResult, error) {
-	panic("unimplemented")
-}
-
-// Heartbeat keeps a member alive; during a rebalance it returns
-// ErrRebalanceInProgress.
-func (c *Coordinator) Heartbeat(ctx context.Context, req HeartbeatRequest) error {
-	panic("unimplemented")
-}
-
-// LeaveGroup removes members. A top-level error fails the whole request;
-// otherwise each member has its own outcome.
-func (c *Coordinator) LeaveGroup(ctx context.Context, req LeaveGroupRequest) (LeaveGroupResult, error) {
-	panic("unimplemented")
-}
-
-// OffsetCommit validates and durably stores offsets. A non-nil error is
-// also set on every partition of the result.
-func (c *Coordinator) OffsetCommit(ctx context.Context, req OffsetCommitRequest) (OffsetCommitResult, error) {
-	panic("unimplemented")
-}
-
-// OffsetFetch returns committed offsets of one group.
-func (c *Coordinator) OffsetFetch(ctx context.Context, req OffsetFetchRequest) (OffsetFetchResult, error) {
-	panic("unimplemented")
-}
-
-// OffsetDelete deletes offsets of partitions the group is not subscribed to.
-func (c *Coordinator) OffsetDelete(ctx context.Context, req OffsetDeleteRequest) (OffsetDeleteResult, error) {
-	panic("unimplemented")
-}
-
-// DescribeGroup describes one group. An unknown group gives State "Dead"
-// and ErrGroupIDNotFound (DescribeGroups v6+ returns the error; earlier
-// versions return NONE with the Dead state).
-func (c *Coordinator) DescribeGroup(ctx context.Context, group string) (GroupDescription, error) {
-	panic("unimplemented")
-}
-
-// ListGroups lists the groups of loaded partitions. It returns
-// ErrCoordinatorLoadInProgress (with the groups so far) while a partition loads.
-func (c *Coordinator) ListGroups(ctx context.Context, req ListGroupsRequest) ([]ListedGroup, error) {
-	panic("unimplemented")
-}
-
-// DeleteGroups deletes Empty groups and their offsets; the result has one
-// error (nil on success) per requested group, in order.
-func (c *Coordinator) DeleteGroups(ctx context.Context, groups []string) []error {
-	panic("unimplemented")
 }

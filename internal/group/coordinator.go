@@ -1,0 +1,794 @@
+package group
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// reply is what a blocked JoinGroup or SyncGroup call receives.
+type reply struct {
+	join JoinGroupResult
+	sync SyncGroupResult
+	err  error
+}
+
+// entry is a served group with the runtime state around it.
+type entry struct {
+	part int32
+	log  Log
+	// mu guards the fields below and is held across the Log.Append of the
+	// group's records, so that a group's records reach the log in the order
+	// its state changed (Kafka's group lock).
+	mu      sync.Mutex
+	g       *Group
+	removed bool // deleted or unloaded: look the group up again
+	waiters map[Waiter]chan reply
+}
+
+type partState struct {
+	log     Log
+	loading bool
+}
+
+// Coordinator serves the groups of the __consumer_offsets partitions it has
+// loaded. It is safe for concurrent use.
+//
+// Lock order: Coordinator.mu is never held while taking an entry's mu.
+type Coordinator struct {
+	cfg  Config
+	gcfg GroupConfig
+
+	nextWaiter atomic.Uint64
+	// wake is the unix nanos of the timer goroutine's next wake-up; a call
+	// that makes a group deadline earlier kicks the goroutine.
+	wake atomic.Int64
+
+	mu struct {
+		sync.Mutex
+		closed bool
+		parts  map[int32]*partState
+		groups map[string]*entry
+	}
+
+	kick      chan struct{} // asks the timer goroutine to recompute its wake-up
+	stop      chan struct{} // closed by Close: asks the timer goroutine to exit
+	done      chan struct{} // closed by the timer goroutine on exit
+	closeOnce sync.Once
+}
+
+// NewCoordinator returns a coordinator with no partition loaded. It starts
+// one timer goroutine (sessions, rebalance timeouts, the initial rebalance
+// delay and offset expiry); Close stops it.
+func NewCoordinator(cfg Config) *Coordinator {
+	cfg = cfg.withDefaults()
+	c := &Coordinator{
+		cfg: cfg,
+		gcfg: GroupConfig{
+			MinSessionTimeout:     cfg.MinSessionTimeout,
+			MaxSessionTimeout:     cfg.MaxSessionTimeout,
+			InitialRebalanceDelay: cfg.InitialRebalanceDelay,
+			MaxSize:               cfg.MaxSize,
+			NewMemberID:           newMemberID,
+		},
+		kick: make(chan struct{}, 1),
+		stop: make(chan struct{}),
+		done: make(chan struct{}),
+	}
+	c.mu.parts = map[int32]*partState{}
+	c.mu.groups = map[string]*entry{}
+	c.goTimers()
+	return c
+}
+
+// newMemberID returns clientID-<random UUID v4>, as Kafka makes them.
+func newMemberID(clientID string) string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%s-%x-%x-%x-%x-%x", clientID, b[0:4], b[4:6], b[6:8], b[8:10], b[10:])
+}
+
+// Close stops the timer goroutine and fails waiting calls with
+// ErrNotCoordinator. It is idempotent and returns once the goroutine exited.
+func (c *Coordinator) Close() error {
+	c.closeOnce.Do(func() {
+		c.mu.Lock()
+		c.mu.closed = true
+		entries := make([]*entry, 0, len(c.mu.groups))
+		for _, e := range c.mu.groups {
+			entries = append(entries, e)
+		}
+		c.mu.groups = map[string]*entry{}
+		c.mu.parts = map[int32]*partState{}
+		c.mu.Unlock()
+		close(c.stop)
+		<-c.done
+		for _, e := range entries {
+			c.drop(e)
+		}
+	})
+	return nil
+}
+
+// drop marks an entry removed and fails its waiters with ErrNotCoordinator.
+func (c *Coordinator) drop(e *entry) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.removed = true
+	for w, ch := range e.waiters {
+		ch <- reply{err: ErrNotCoordinator}
+		delete(e.waiters, w)
+	}
+}
+
+func (c *Coordinator) goTimers() {
+	go func() {
+		defer close(c.done)
+		t := time.NewTimer(time.Hour)
+		defer t.Stop()
+		// NB: the retention check runs on a real ticker, not on c.cfg.Now,
+		// so that a frozen test clock still gets its checks.
+		retention := time.NewTicker(c.cfg.OffsetsRetentionCheck)
+		defer retention.Stop()
+		for {
+			now := c.cfg.Now()
+			next := c.fireTimers(now)
+			wait := time.Hour
+			if !next.IsZero() {
+				wait = max(next.Sub(now), 0)
+			}
+			c.wake.Store(now.Add(wait).UnixNano())
+			t.Reset(wait)
+			select {
+			case <-c.stop:
+				return
+			case <-c.kick:
+			case <-t.C:
+			case <-retention.C:
+				c.expireOffsets(c.cfg.Now())
+			}
+		}
+	}()
+}
+
+// maybeKick wakes the timer goroutine when d is before its planned wake-up.
+func (c *Coordinator) maybeKick(d time.Time) {
+	if d.IsZero() || d.UnixNano() >= c.wake.Load() {
+		return
+	}
+	select {
+	case c.kick <- struct{}{}:
+	default:
+	}
+}
+
+func (c *Coordinator) snapshot() []*entry {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]*entry, 0, len(c.mu.groups))
+	for _, e := range c.mu.groups {
+		out = append(out, e)
+	}
+	return out
+}
+
+// fireTimers ticks every group with a due deadline and returns the
+// earliest deadline left.
+func (c *Coordinator) fireTimers(now time.Time) time.Time {
+	var next time.Time
+	for _, e := range c.snapshot() {
+		e.mu.Lock()
+		if !e.removed {
+			if d := e.g.Deadline(); !d.IsZero() && !now.Before(d) {
+				c.applyLocked(e, e.g.Tick(now))
+			}
+			if d := e.g.Deadline(); !d.IsZero() && (next.IsZero() || d.Before(next)) {
+				next = d
+			}
+		}
+		e.mu.Unlock()
+	}
+	return next
+}
+
+// expireOffsets deletes offsets past offsets.retention.minutes and removes
+// Empty groups left without offsets.
+func (c *Coordinator) expireOffsets(now time.Time) {
+	ctx := context.Background()
+	for _, e := range c.snapshot() {
+		e.mu.Lock()
+		if e.removed {
+			e.mu.Unlock()
+			continue
+		}
+		g := e.g
+		var recs []KV
+		expired := g.ExpiredOffsets(now, c.cfg.OffsetsRetention)
+		for _, tp := range expired {
+			recs = append(recs, KV{Key: offsetKey(g.id, tp.Topic, tp.Partition)})
+		}
+		dead := g.state == Empty && len(g.offsets) == len(expired) && len(g.pending) == 0
+		if dead {
+			recs = append(recs, KV{Key: groupKey(g.id)})
+		}
+		if len(recs) > 0 {
+			if err := e.log.Append(ctx, recs); err != nil {
+				c.cfg.Logger.Warn("group: writing expired offsets", "group", g.id, "err", err)
+				e.mu.Unlock()
+				continue
+			}
+		}
+		for _, tp := range expired {
+			g.DeleteOffset(tp.Topic, tp.Partition)
+		}
+		if len(expired) > 0 {
+			c.cfg.Logger.Info("group: expired offsets", "group", g.id, "count", len(expired))
+		}
+		if dead {
+			c.applyLocked(e, g.MarkDead(now))
+			e.removed = true
+		}
+		e.mu.Unlock()
+		if dead {
+			c.forget(e)
+		}
+	}
+}
+
+// forget removes a dead entry from the map.
+func (c *Coordinator) forget(e *entry) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.mu.groups[e.g.id] == e {
+		delete(c.mu.groups, e.g.id)
+	}
+}
+
+// lookup finds (or with create makes) the entry of a group. It returns a
+// nil entry and nil error for an unknown group when create is false.
+func (c *Coordinator) lookup(group string, create bool) (*entry, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.mu.closed {
+		return nil, ErrNotCoordinator
+	}
+	p := Partition(group, c.cfg.OffsetsTopicPartitions)
+	ps := c.mu.parts[p]
+	switch {
+	case ps == nil:
+		return nil, ErrNotCoordinator
+	case ps.loading:
+		return nil, ErrCoordinatorLoadInProgress
+	}
+	e := c.mu.groups[group]
+	if e == nil && create {
+		e = &entry{part: p, log: ps.log, g: NewGroup(group, c.gcfg, c.cfg.Now()), waiters: map[Waiter]chan reply{}}
+		c.mu.groups[group] = e
+	}
+	return e, nil
+}
+
+// locked returns the group's entry with its mu held, or nil (and nil
+// error) for an unknown group when create is false.
+func (c *Coordinator) locked(group string, create bool) (*entry, error) {
+	for {
+		e, err := c.lookup(group, create)
+		if err != nil || e == nil {
+			return nil, err
+		}
+		e.mu.Lock()
+		if !e.removed {
+			return e, nil
+		}
+		e.mu.Unlock()
+		runtime.Gosched() // the remover is about to take it out of the map
+	}
+}
+
+// Owns returns nil when the group's partition is loaded here,
+// ErrCoordinatorLoadInProgress while it loads, else ErrNotCoordinator.
+func (c *Coordinator) Owns(group string) error {
+	_, err := c.lookup(group, false)
+	return err
+}
+
+// storeErr maps a Log failure to the error Kafka returns for it.
+func storeErr(err error) error {
+	if errors.Is(err, ErrNotCoordinator) {
+		return ErrNotCoordinator
+	}
+	return fmt.Errorf("%w: %w", ErrCoordinatorNotAvailable, err)
+}
+
+// applyLocked carries out effects: it stores the group metadata first when
+// asked, then answers the waiters. e.mu must be held.
+func (c *Coordinator) applyLocked(e *entry, eff Effects) {
+	if eff.Store {
+		if err := e.log.Append(context.Background(), []KV{e.g.MetadataRecord()}); err != nil {
+			c.cfg.Logger.Warn("group: storing group metadata", "group", e.g.id, "err", err)
+			serr := storeErr(err)
+			for i := range eff.Joins {
+				eff.Joins[i].Err = serr
+			}
+			for i := range eff.Syncs {
+				eff.Syncs[i].Err = serr
+			}
+			more := e.g.StoreFailed(c.cfg.Now())
+			eff.Joins = append(eff.Joins, more.Joins...)
+			eff.Syncs = append(eff.Syncs, more.Syncs...)
+		}
+	}
+	for _, j := range eff.Joins {
+		if ch, ok := e.waiters[j.Waiter]; ok {
+			ch <- reply{join: j.Result, err: j.Err}
+			delete(e.waiters, j.Waiter)
+		}
+	}
+	for _, s := range eff.Syncs {
+		if ch, ok := e.waiters[s.Waiter]; ok {
+			ch <- reply{sync: s.Result, err: s.Err}
+			delete(e.waiters, s.Waiter)
+		}
+	}
+}
+
+// park registers a waiter on a locked entry.
+func (c *Coordinator) park(e *entry) (Waiter, chan reply) {
+	w := Waiter(c.nextWaiter.Add(1))
+	ch := make(chan reply, 1)
+	e.waiters[w] = ch
+	return w, ch
+}
+
+// await waits for a parked waiter's reply or ctx.
+func (c *Coordinator) await(ctx context.Context, e *entry, w Waiter, ch chan reply) (reply, error) {
+	select {
+	case r := <-ch:
+		return r, r.err
+	case <-ctx.Done():
+		e.mu.Lock()
+		delete(e.waiters, w)
+		e.mu.Unlock()
+		select {
+		case r := <-ch:
+			return r, r.err
+		default:
+		}
+		return reply{}, ctx.Err()
+	}
+}
+
+// JoinGroup joins (or rejoins) a member and blocks until the rebalance
+// completes, ctx ends, or the join fails.
+func (c *Coordinator) JoinGroup(ctx context.Context, req JoinGroupRequest) (JoinGroupResult, error) {
+	if req.Group == "" {
+		return JoinGroupResult{MemberID: req.MemberID}, ErrInvalidGroupID
+	}
+	if req.SessionTimeout < c.cfg.MinSessionTimeout || req.SessionTimeout > c.cfg.MaxSessionTimeout {
+		return JoinGroupResult{MemberID: req.MemberID}, ErrInvalidSessionTimeout
+	}
+	e, err := c.locked(req.Group, req.MemberID == "")
+	if err != nil {
+		return JoinGroupResult{MemberID: req.MemberID}, err
+	}
+	if e == nil {
+		return JoinGroupResult{MemberID: req.MemberID}, ErrUnknownMemberID
+	}
+	w, ch := c.park(e)
+	c.applyLocked(e, e.g.Join(c.cfg.Now(), req, w))
+	d := e.g.Deadline()
+	e.mu.Unlock()
+	c.maybeKick(d)
+	r, err := c.await(ctx, e, w, ch)
+	return r.join, err
+}
+
+// SyncGroup blocks until the leader's assignment is known (the leader's own
+// call stores the group first).
+func (c *Coordinator) SyncGroup(ctx context.Context, req SyncGroupRequest) (SyncGroupResult, error) {
+	if req.Group == "" {
+		return SyncGroupResult{}, ErrInvalidGroupID
+	}
+	e, err := c.locked(req.Group, false)
+	if err != nil {
+		return SyncGroupResult{}, err
+	}
+	if e == nil {
+		return SyncGroupResult{}, ErrUnknownMemberID
+	}
+	w, ch := c.park(e)
+	c.applyLocked(e, e.g.Sync(c.cfg.Now(), req, w))
+	d := e.g.Deadline()
+	e.mu.Unlock()
+	c.maybeKick(d)
+	r, err := c.await(ctx, e, w, ch)
+	return r.sync, err
+}
+
+// Heartbeat keeps a member alive; during a rebalance it returns
+// ErrRebalanceInProgress.
+func (c *Coordinator) Heartbeat(ctx context.Context, req HeartbeatRequest) error {
+	if req.Group == "" {
+		return ErrInvalidGroupID
+	}
+	e, err := c.locked(req.Group, false)
+	if err != nil {
+		return err
+	}
+	if e == nil {
+		return ErrUnknownMemberID
+	}
+	defer e.mu.Unlock()
+	return e.g.Heartbeat(c.cfg.Now(), req)
+}
+
+// LeaveGroup removes members. A top-level error fails the whole request;
+// otherwise each member has its own outcome.
+func (c *Coordinator) LeaveGroup(ctx context.Context, req LeaveGroupRequest) (LeaveGroupResult, error) {
+	if req.Group == "" {
+		return LeaveGroupResult{}, ErrInvalidGroupID
+	}
+	e, err := c.locked(req.Group, false)
+	if err != nil {
+		return LeaveGroupResult{}, err
+	}
+	if e == nil {
+		res := LeaveGroupResult{}
+		for _, m := range req.Members {
+			res.Members = append(res.Members, LeaveMemberResult{MemberID: m.MemberID, InstanceID: m.InstanceID, Err: ErrUnknownMemberID})
+		}
+		return res, nil
+	}
+	res, eff, err := e.g.Leave(c.cfg.Now(), req)
+	c.applyLocked(e, eff)
+	d := e.g.Deadline()
+	e.mu.Unlock()
+	c.maybeKick(d)
+	return res, err
+}
+
+func commitResult(req OffsetCommitRequest, err error) OffsetCommitResult {
+	var res OffsetCommitResult
+	for _, t := range req.Topics {
+		te := TopicErrors{Topic: t.Topic, Partitions: make([]PartitionError, 0, len(t.Partitions))}
+		for _, p := range t.Partitions {
+			te.Partitions = append(te.Partitions, PartitionError{Partition: p.Partition, Err: err})
+		}
+		res.Topics = append(res.Topics, te)
+	}
+	return res
+}
+
+// OffsetCommit validates and durably stores offsets. A non-nil error is
+// also set on every partition of the result; otherwise partitions may fail
+// alone (ErrOffsetMetadataTooLarge).
+func (c *Coordinator) OffsetCommit(ctx context.Context, req OffsetCommitRequest) (OffsetCommitResult, error) {
+	e, err := c.locked(req.Group, req.Generation < 0)
+	if err == nil && e == nil {
+		// A generation but no group: a member of a generation long gone.
+		err = ErrIllegalGeneration
+	}
+	if err != nil {
+		return commitResult(req, err), err
+	}
+	defer e.mu.Unlock()
+	now := c.cfg.Now()
+	if err := e.g.ValidateCommit(now, req); err != nil {
+		return commitResult(req, err), err
+	}
+	res := commitResult(req, nil)
+	var recs []KV
+	var commits []func()
+	for i, t := range req.Topics {
+		for j, p := range t.Partitions {
+			md := ""
+			if p.Metadata != nil {
+				md = *p.Metadata
+			}
+			if len(md) > c.cfg.OffsetMetadataMaxBytes {
+				res.Topics[i].Partitions[j].Err = ErrOffsetMetadataTooLarge
+				continue
+			}
+			oc := offsetCommit{offset: p.Offset, leaderEpoch: p.LeaderEpoch, metadata: md, commitTime: now}
+			recs = append(recs, KV{Key: offsetKey(req.Group, t.Topic, p.Partition), Value: offsetValue(oc)})
+			commits = append(commits, func() { e.g.CommitOffset(t.Topic, p.Partition, oc.offset, oc.leaderEpoch, oc.metadata, oc.commitTime) })
+		}
+	}
+	if len(recs) == 0 {
+		return res, nil
+	}
+	if err := e.log.Append(ctx, recs); err != nil {
+		serr := storeErr(err)
+		for i := range res.Topics {
+			for j := range res.Topics[i].Partitions {
+				if res.Topics[i].Partitions[j].Err == nil {
+					res.Topics[i].Partitions[j].Err = serr
+				}
+			}
+		}
+		return res, nil
+	}
+	for _, f := range commits {
+		f()
+	}
+	return res, nil
+}
+
+// OffsetFetch returns committed offsets of one group.
+func (c *Coordinator) OffsetFetch(ctx context.Context, req OffsetFetchRequest) (OffsetFetchResult, error) {
+	e, err := c.locked(req.Group, false)
+	if err != nil {
+		return OffsetFetchResult{}, err
+	}
+	if e == nil {
+		return NewGroup(req.Group, c.gcfg, time.Time{}).FetchOffsets(req), nil
+	}
+	defer e.mu.Unlock()
+	return e.g.FetchOffsets(req), nil
+}
+
+// OffsetDelete deletes offsets of partitions the group is not subscribed to.
+func (c *Coordinator) OffsetDelete(ctx context.Context, req OffsetDeleteRequest) (OffsetDeleteResult, error) {
+	e, err := c.locked(req.Group, false)
+	if err != nil {
+		return OffsetDeleteResult{}, err
+	}
+	if e == nil {
+		return OffsetDeleteResult{}, ErrGroupIDNotFound
+	}
+	defer e.mu.Unlock()
+	res, err := e.g.DeletableOffsets(req)
+	if err != nil {
+		return res, err
+	}
+	var recs []KV
+	var tps []TopicPartition
+	for _, t := range res.Topics {
+		for _, p := range t.Partitions {
+			if p.Err != nil {
+				continue
+			}
+			if _, ok := e.g.offsets[topicPartition{t.Topic, p.Partition}]; ok {
+				recs = append(recs, KV{Key: offsetKey(req.Group, t.Topic, p.Partition)})
+				tps = append(tps, TopicPartition{t.Topic, p.Partition})
+			}
+		}
+	}
+	if len(recs) > 0 {
+		if err := e.log.Append(ctx, recs); err != nil {
+			serr := storeErr(err)
+			return res, serr
+		}
+	}
+	for _, tp := range tps {
+		e.g.DeleteOffset(tp.Topic, tp.Partition)
+	}
+	return res, nil
+}
+
+// DescribeGroup describes one group. An unknown group gives State "Dead"
+// and ErrGroupIDNotFound (DescribeGroups v6+ returns the error; earlier
+// versions return NONE with the Dead state).
+func (c *Coordinator) DescribeGroup(ctx context.Context, group string) (GroupDescription, error) {
+	e, err := c.locked(group, false)
+	if err != nil {
+		return GroupDescription{Group: group}, err
+	}
+	if e == nil {
+		return GroupDescription{Group: group, State: Dead.String()}, ErrGroupIDNotFound
+	}
+	defer e.mu.Unlock()
+	return e.g.Describe(), nil
+}
+
+// ListGroups lists the groups of loaded partitions, sorted by id. It
+// returns ErrCoordinatorLoadInProgress (with the groups so far) while a
+// partition loads.
+func (c *Coordinator) ListGroups(ctx context.Context, req ListGroupsRequest) ([]ListedGroup, error) {
+	c.mu.Lock()
+	var err error
+	if c.mu.closed {
+		err = ErrNotCoordinator
+	}
+	for _, ps := range c.mu.parts {
+		if ps.loading {
+			err = ErrCoordinatorLoadInProgress
+		}
+	}
+	c.mu.Unlock()
+	if len(req.Types) > 0 && !containsFold(req.Types, "classic") {
+		return nil, err
+	}
+	var out []ListedGroup
+	for _, e := range c.snapshot() {
+		e.mu.Lock()
+		if !e.removed && e.g.state != Dead && (len(req.States) == 0 || containsFold(req.States, e.g.state.String())) {
+			out = append(out, ListedGroup{Group: e.g.id, ProtocolType: e.g.protocolType, State: e.g.state.String()})
+		}
+		e.mu.Unlock()
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Group < out[j].Group })
+	return out, err
+}
+
+func containsFold(list []string, s string) bool {
+	for _, x := range list {
+		if strings.EqualFold(x, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// DeleteGroups deletes Empty groups and their offsets; the result has one
+// error (nil on success) per requested group, in order.
+func (c *Coordinator) DeleteGroups(ctx context.Context, groups []string) []error {
+	errs := make([]error, len(groups))
+	for i, id := range groups {
+		errs[i] = c.deleteGroup(ctx, id)
+	}
+	return errs
+}
+
+func (c *Coordinator) deleteGroup(ctx context.Context, id string) error {
+	e, err := c.locked(id, false)
+	if err != nil {
+		return err
+	}
+	if e == nil {
+		return ErrGroupIDNotFound
+	}
+	g := e.g
+	switch g.state {
+	case Dead:
+		e.mu.Unlock()
+		return ErrGroupIDNotFound
+	case Empty:
+	default:
+		e.mu.Unlock()
+		return ErrNonEmptyGroup
+	}
+	recs := make([]KV, 0, len(g.offsets)+1)
+	for _, tp := range g.FetchOffsets(OffsetFetchRequest{Group: id}).Topics {
+		for _, p := range tp.Partitions {
+			recs = append(recs, KV{Key: offsetKey(id, tp.Topic, p.Partition)})
+		}
+	}
+	recs = append(recs, KV{Key: groupKey(id)})
+	if err := e.log.Append(ctx, recs); err != nil {
+		e.mu.Unlock()
+		return storeErr(err)
+	}
+	c.applyLocked(e, g.MarkDead(c.cfg.Now()))
+	e.removed = true
+	e.mu.Unlock()
+	c.forget(e)
+	return nil
+}
+
+// Load replays a __consumer_offsets partition and then serves its groups.
+// While it runs, calls for those groups return ErrCoordinatorLoadInProgress.
+// Loading a partition already loaded (or loading) does nothing.
+func (c *Coordinator) Load(ctx context.Context, partition int32, log Log) error {
+	c.mu.Lock()
+	if c.mu.closed {
+		c.mu.Unlock()
+		return ErrNotCoordinator
+	}
+	if c.mu.parts[partition] != nil {
+		c.mu.Unlock()
+		return nil
+	}
+	ps := &partState{log: log, loading: true}
+	c.mu.parts[partition] = ps
+	c.mu.Unlock()
+
+	groups, err := c.replay(ctx, log)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.mu.parts[partition] != ps {
+		return ErrNotCoordinator // unloaded meanwhile
+	}
+	if err != nil {
+		delete(c.mu.parts, partition)
+		return fmt.Errorf("group: load __consumer_offsets-%d: %w", partition, err)
+	}
+	for id, g := range groups {
+		c.mu.groups[id] = &entry{part: partition, log: log, g: g, waiters: map[Waiter]chan reply{}}
+	}
+	ps.loading = false
+	select {
+	case c.kick <- struct{}{}:
+	default:
+	}
+	return nil
+}
+
+// replay rebuilds groups from a partition: the last record per key wins
+// and tombstones delete.
+func (c *Coordinator) replay(ctx context.Context, log Log) (map[string]*Group, error) {
+	type loaded struct {
+		meta    []byte
+		offsets map[topicPartition]offsetCommit
+	}
+	byGroup := map[string]*loaded{}
+	get := func(id string) *loaded {
+		l := byGroup[id]
+		if l == nil {
+			l = &loaded{offsets: map[topicPartition]offsetCommit{}}
+			byGroup[id] = l
+		}
+		return l
+	}
+	err := log.Replay(ctx, func(key, value []byte) error {
+		k, err := parseKey(key)
+		if err != nil {
+			return err
+		}
+		switch k.kind {
+		case kindOffset:
+			l := get(k.group)
+			tp := topicPartition{k.topic, k.partition}
+			if value == nil {
+				delete(l.offsets, tp)
+				return nil
+			}
+			oc, err := parseOffsetValue(value)
+			if err != nil {
+				return err
+			}
+			l.offsets[tp] = oc
+		case kindGroup:
+			get(k.group).meta = value
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	now := c.cfg.Now()
+	out := map[string]*Group{}
+	for id, l := range byGroup {
+		if l.meta == nil && len(l.offsets) == 0 {
+			continue
+		}
+		g := NewGroup(id, c.gcfg, now)
+		if l.meta != nil {
+			v, err := parseGroupValue(l.meta)
+			if err != nil {
+				return nil, err
+			}
+			g.restore(v, now)
+		}
+		g.offsets = l.offsets
+		out[id] = g
+	}
+	return out, nil
+}
+
+// Unload stops serving the partition's groups: waiting calls fail with
+// ErrNotCoordinator.
+func (c *Coordinator) Unload(partition int32) {
+	c.mu.Lock()
+	delete(c.mu.parts, partition)
+	var drop []*entry
+	for id, e := range c.mu.groups {
+		if e.part == partition {
+			drop = append(drop, e)
+			delete(c.mu.groups, id)
+		}
+	}
+	c.mu.Unlock()
+	for _, e := range drop {
+		c.drop(e)
+	}
+}

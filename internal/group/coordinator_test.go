@@ -1,0 +1,363 @@
+package group
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+)
+
+// memLog is an in-memory __consumer_offsets partition standing in for the
+// broker's replica log.
+type memLog struct {
+	mu      sync.Mutex
+	recs    []KV
+	failErr error // returned by the next Append when set
+}
+
+func (l *memLog) Append(ctx context.Context, recs []KV) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.failErr != nil {
+		err := l.failErr
+		l.failErr = nil
+		return err
+	}
+	for _, r := range recs {
+		l.recs = append(l.recs, KV{Key: bytes.Clone(r.Key), Value: bytes.Clone(r.Value)})
+	}
+	return nil
+}
+
+func (l *memLog) Replay(ctx context.Context, fn func(key, value []byte) error) error {
+	l.mu.Lock()
+	recs := append([]KV(nil), l.recs...)
+	l.mu.Unlock()
+	for _, r := range recs {
+		if err := fn(r.Key, r.Value); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (l *memLog) len() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.recs)
+}
+
+func testConfig() Config {
+	return Config{
+		MinSessionTimeout:      10 * time.Millisecond,
+		InitialRebalanceDelay:  -1,
+		OffsetsTopicPartitions: 1,
+	}
+}
+
+// newLoaded returns a coordinator serving partition 0 over log.
+func newLoaded(t *testing.T, cfg Config, log *memLog) *Coordinator {
+	t.Helper()
+	c := NewCoordinator(cfg)
+	t.Cleanup(func() { c.Close() })
+	if err := c.Load(context.Background(), 0, log); err != nil {
+		t.Fatalf("load: %v", err)
+	}
+	return c
+}
+
+// checkFor polls fn until it returns nil or the deadline passes.
+func checkFor(t *testing.T, timeout time.Duration, fn func() error) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		err := fn()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal(err)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func joinReq(group, member, client string) JoinGroupRequest {
+	return JoinGroupRequest{
+		Group: group, MemberID: member, ClientID: client, ProtocolType: "consumer",
+		Protocols:      []Protocol{{Name: "range", Metadata: subscription("t")}},
+		SessionTimeout: 10 * time.Second, RebalanceTimeout: 10 * time.Second,
+	}
+}
+
+// subscription encodes a version 0 consumer protocol subscription.
+func subscription(topics ...string) []byte {
+	b := []byte{0, 0, 0, 0, 0, byte(len(topics))}
+	for _, t := range topics {
+		b = append(b, 0, byte(len(t)))
+		b = append(b, t...)
+	}
+	return append(b, 0, 0, 0, 0) // empty user data
+}
+
+func strp(s string) *string { return &s }
+
+// joinAndSync makes a single member group stable and returns its member id
+// and generation.
+func joinAndSync(t *testing.T, c *Coordinator, group string) (string, int32) {
+	t.Helper()
+	ctx := context.Background()
+	r, err := c.JoinGroup(ctx, joinReq(group, "", "c"))
+	if err != nil {
+		t.Fatalf("join: %v", err)
+	}
+	if _, err := c.SyncGroup(ctx, SyncGroupRequest{Group: group, MemberID: r.MemberID, Generation: r.Generation,
+		Assignments: []Assignment{{MemberID: r.MemberID, Assignment: []byte("all")}}}); err != nil {
+		t.Fatalf("sync: %v", err)
+	}
+	return r.MemberID, r.Generation
+}
+
+func commit(group, member string, gen int32, topic string, part int32, offset int64) OffsetCommitRequest {
+	return OffsetCommitRequest{Group: group, MemberID: member, Generation: gen, Topics: []OffsetCommitTopic{{
+		Topic: topic, Partitions: []OffsetCommitPartition{{Partition: part, Offset: offset, LeaderEpoch: 7, Metadata: strp("m")}},
+	}}}
+}
+
+func fetchOne(t *testing.T, c *Coordinator, group, topic string, part int32) FetchedOffset {
+	t.Helper()
+	res, err := c.OffsetFetch(context.Background(), OffsetFetchRequest{Group: group, Topics: []OffsetFetchTopic{{Topic: topic, Partitions: []int32{part}}}})
+	if err != nil {
+		t.Fatalf("fetch: %v", err)
+	}
+	return res.Topics[0].Partitions[0]
+}
+
+func TestCommitSurvivesReload(t *testing.T) {
+	ctx := context.Background()
+	log := &memLog{}
+	c := newLoaded(t, testConfig(), log)
+	member, gen := joinAndSync(t, c, "g1")
+	if _, err := c.OffsetCommit(ctx, commit("g1", member, gen, "t", 0, 42)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.OffsetCommit(ctx, commit("simple", "", -1, "u", 3, 9)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.OffsetCommit(ctx, commit("g1", member, gen+1, "t", 0, 43)); !errors.Is(err, ErrIllegalGeneration) {
+		t.Fatalf("stale generation commit: got %v", err)
+	}
+	c.Close()
+
+	c2 := newLoaded(t, testConfig(), log)
+	if got := fetchOne(t, c2, "g1", "t", 0); got.Offset != 42 || got.LeaderEpoch != 7 || got.Metadata != "m" {
+		t.Fatalf("g1 t/0 after reload = %+v", got)
+	}
+	if got := fetchOne(t, c2, "simple", "u", 3); got.Offset != 9 {
+		t.Fatalf("simple u/3 after reload = %+v", got)
+	}
+	d, err := c2.DescribeGroup(ctx, "g1")
+	if err != nil || d.State != "Stable" || len(d.Members) != 1 || d.Members[0].MemberID != member || string(d.Members[0].Assignment) != "all" {
+		t.Fatalf("g1 after reload = %+v, %v", d, err)
+	}
+	// The reloaded member keeps heartbeating in its generation.
+	if err := c2.Heartbeat(ctx, HeartbeatRequest{Group: "g1", MemberID: member, Generation: gen}); err != nil {
+		t.Fatalf("heartbeat after reload: %v", err)
+	}
+}
+
+func TestDeleteGroupWritesTombstones(t *testing.T) {
+	ctx := context.Background()
+	log := &memLog{}
+	c := newLoaded(t, testConfig(), log)
+	member, gen := joinAndSync(t, c, "g")
+	if _, err := c.OffsetCommit(ctx, commit("g", member, gen, "t", 0, 5)); err != nil {
+		t.Fatal(err)
+	}
+	if errs := c.DeleteGroups(ctx, []string{"g", "nope"}); !errors.Is(errs[0], ErrNonEmptyGroup) || !errors.Is(errs[1], ErrGroupIDNotFound) {
+		t.Fatalf("delete while stable: %v", errs)
+	}
+	res, err := c.LeaveGroup(ctx, LeaveGroupRequest{Group: "g", Members: []LeaveMember{{MemberID: member}}})
+	if err != nil || res.Members[0].Err != nil {
+		t.Fatalf("leave: %+v %v", res, err)
+	}
+	checkFor(t, 5*time.Second, func() error {
+		if d, _ := c.DescribeGroup(ctx, "g"); d.State != "Empty" {
+			return fmt.Errorf("state %s, want Empty", d.State)
+		}
+		return nil
+	})
+	if errs := c.DeleteGroups(ctx, []string{"g"}); errs[0] != nil {
+		t.Fatalf("delete empty: %v", errs[0])
+	}
+	if got := fetchOne(t, c, "g", "t", 0); got.Offset != -1 {
+		t.Fatalf("offset after delete = %d", got.Offset)
+	}
+	c.Close()
+	c2 := newLoaded(t, testConfig(), log)
+	if got := fetchOne(t, c2, "g", "t", 0); got.Offset != -1 {
+		t.Fatalf("offset after delete and reload = %d", got.Offset)
+	}
+	if _, err := c2.DescribeGroup(ctx, "g"); !errors.Is(err, ErrGroupIDNotFound) {
+		t.Fatalf("describe after delete and reload: %v", err)
+	}
+}
+
+func TestOffsetsExpireAfterRetention(t *testing.T) {
+	ctx := context.Background()
+	var mu sync.Mutex
+	now := time.UnixMilli(1_000_000)
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	cfg := testConfig()
+	cfg.Now = clock
+	cfg.OffsetsRetention = time.Hour
+	cfg.OffsetsRetentionCheck = 10 * time.Millisecond
+	log := &memLog{}
+	c := newLoaded(t, cfg, log)
+	if _, err := c.OffsetCommit(ctx, commit("s", "", -1, "t", 0, 1)); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	now = now.Add(time.Hour)
+	mu.Unlock()
+	checkFor(t, 5*time.Second, func() error {
+		if got, _ := c.ListGroups(ctx, ListGroupsRequest{}); len(got) != 0 {
+			return fmt.Errorf("groups %v, want none", got)
+		}
+		return nil
+	})
+	if got := fetchOne(t, c, "s", "t", 0); got.Offset != -1 {
+		t.Fatalf("offset after expiry = %d", got.Offset)
+	}
+	c.Close()
+	c2 := newLoaded(t, cfg, log)
+	if got := fetchOne(t, c2, "s", "t", 0); got.Offset != -1 {
+		t.Fatalf("offset after expiry and reload = %d", got.Offset)
+	}
+}
+
+func TestConcurrentJoinsFormOneGeneration(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	c := newLoaded(t, testConfig(), &memLog{})
+	const n = 8
+	stable := func() bool {
+		d, err := c.DescribeGroup(ctx, "g")
+		return err == nil && d.State == "Stable" && len(d.Members) == n
+	}
+	// Each client behaves as a consumer does: join, sync, heartbeat, and
+	// rejoin when told a rebalance is in progress.
+	var wg sync.WaitGroup
+	gens := make([]int32, n)
+	errs := make([]error, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			req := joinReq("g", "", fmt.Sprintf("c%d", i))
+			req.RequireKnownMemberID = true
+			for ctx.Err() == nil {
+				r, err := c.JoinGroup(ctx, req)
+				if errors.Is(err, ErrMemberIDRequired) {
+					req.MemberID = r.MemberID
+					continue
+				}
+				if err != nil {
+					errs[i] = err
+					return
+				}
+				var assign []Assignment
+				for _, m := range r.Members {
+					assign = append(assign, Assignment{MemberID: m.MemberID, Assignment: []byte(m.MemberID)})
+				}
+				s, err := c.SyncGroup(ctx, SyncGroupRequest{Group: "g", MemberID: r.MemberID, Generation: r.Generation, Assignments: assign})
+				if errors.Is(err, ErrRebalanceInProgress) {
+					continue
+				}
+				if err != nil {
+					errs[i] = err
+					return
+				}
+				if string(s.Assignment) != r.MemberID {
+					errs[i] = fmt.Errorf("assignment %q, want %q", s.Assignment, r.MemberID)
+					return
+				}
+				for ctx.Err() == nil {
+					err = c.Heartbeat(ctx, HeartbeatRequest{Group: "g", MemberID: r.MemberID, Generation: r.Generation})
+					if err != nil {
+						break
+					}
+					if stable() {
+						gens[i] = r.Generation
+						return
+					}
+					time.Sleep(time.Millisecond)
+				}
+				if err != nil && !errors.Is(err, ErrRebalanceInProgress) {
+					errs[i] = err
+					return
+				}
+			}
+			errs[i] = ctx.Err()
+		}()
+	}
+	wg.Wait()
+	for i := range n {
+		if errs[i] != nil {
+			t.Fatalf("member %d: %v", i, errs[i])
+		}
+	}
+	d, err := c.DescribeGroup(ctx, "g")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range n {
+		if gens[i] != gens[0] {
+			t.Fatalf("generations differ: %v", gens)
+		}
+	}
+	if len(d.Members) != n || d.State != "Stable" {
+		t.Fatalf("group = %s with %d members, want Stable with %d", d.State, len(d.Members), n)
+	}
+}
+
+func TestPartitionMatchesJavaHashCode(t *testing.T) {
+	// Java: "my-group".hashCode() == 1507458006 ... values computed with
+	// Java's String.hashCode over UTF-16 code units.
+	for _, tc := range []struct {
+		group string
+		n     int32
+		want  int32
+	}{
+		{"", 50, 0},
+		{"a", 50, 97 % 50},
+		{"ab", 50, (97*31 + 98) % 50},
+		{"𝄞", 50, int32((0xD834*31 + 0xDD1E) & 0x7fffffff % 50)},
+	} {
+		if got := Partition(tc.group, tc.n); got != tc.want {
+			t.Errorf("Partition(%q, %d) = %d, want %d", tc.group, tc.n, got, tc.want)
+		}
+	}
+}
+
+func TestNotCoordinatorAndLoading(t *testing.T) {
+	ctx := context.Background()
+	c := NewCoordinator(testConfig())
+	defer c.Close()
+	if _, err := c.JoinGroup(ctx, joinReq("g", "", "c")); !errors.Is(err, ErrNotCoordinator) {
+		t.Fatalf("join before load: %v", err)
+	}
+	if err := c.Load(ctx, 0, &memLog{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Owns("g"); err != nil {
+		t.Fatal(err)
+	}
+	c.Unload(0)
+	if err := c.Heartbeat(ctx, HeartbeatRequest{Group: "g"}); !errors.Is(err, ErrNotCoordinator) {
+		t.Fatalf("heartbeat after unload: %v", err)
+	}
+}

@@ -1,0 +1,105 @@
+// Package group is the consumer group coordinator: Kafka's classic group
+// protocol (JoinGroup, SyncGroup, Heartbeat, LeaveGroup), committed offsets
+// (OffsetCommit, OffsetFetch, OffsetDelete), DescribeGroups, ListGroups and
+// DeleteGroups, persisted in the __consumer_offsets partitions in Kafka's
+// own record schemas so that Kafka tooling can read the topic.
+//
+// # Layers
+//
+// Group is a deterministic state machine for one group: no goroutines, no
+// IO, no clock. Every call takes the time and returns Effects (answers for
+// parked JoinGroup/SyncGroup calls, and whether the group metadata must be
+// stored before they go out). Deadline/Tick drive its timers.
+//
+// Coordinator is the runtime: it owns the groups of the partitions it has
+// loaded, parks blocking calls, persists through Log (which the broker
+// implements over its replica of the partition), and runs one timer
+// goroutine for sessions, rebalance timeouts, the initial rebalance delay
+// and offset expiry.
+//
+// # Use
+//
+//  1. NewCoordinator(ConfigFromBroker(cfg)).
+//  2. When this broker leads __consumer_offsets-N: Load(ctx, N, log).
+//     Until it returns, calls for its groups get ErrCoordinatorLoadInProgress.
+//  3. When it stops leading N: Unload(N); waiting calls get ErrNotCoordinator.
+//  4. Translate requests into calls; map the sentinel errors to Kafka codes.
+//  5. Close on shutdown.
+//
+// # States
+//
+//	              join (initial delay)
+//	+-------+ ------------------------> +--------------------+
+//	| Empty |                           | PreparingRebalance | <--+
+//	+-------+ <------------------------ +--------------------+    |
+//	  |  ^     all members gone at join end   |  all joined or     |
+//	  |  |                                    |  rebalance timeout |
+//	  |  |                                    v                    |
+//	  |  |                           +---------------------+       |
+//	  |  |                           | CompletingRebalance | ------+
+//	  |  |                           +---------------------+ join with new
+//	  |  |                                    |  leader's   metadata, leave,
+//	  |  |                                    |  SyncGroup  session expiry,
+//	  |  |                                    v             sync timeout
+//	  |  |                              +--------+                 |
+//	  |  |                              | Stable | ----------------+
+//	  |  |                              +--------+  join (leader or new
+//	  |  |                                           metadata), leave, expiry
+//	  v  | DeleteGroups / all offsets expired
+//	+------+
+//	| Dead |   (removed from the coordinator)
+//	+------+
+//
+// A static member (group.instance.id, KIP-345) rejoining a Stable group
+// with a new member id takes over the old id's place without a rebalance
+// unless the selected protocol would change; the old id is fenced
+// (ErrFencedInstanceID). Dynamic members that did not rejoin by the end of
+// the join phase are removed; static ones stay until their session ends.
+// A first join without member id with RequireKnownMemberID (v4+, KIP-394)
+// gets ErrMemberIDRequired and the id, kept pending for a session timeout.
+//
+// # Records (__consumer_offsets)
+//
+// Keys and values are kmsg's encodings of Kafka's schemas, all big endian:
+//
+//	offset commit key (version 1)        offset commit value (version 3)
+//	+-------+-------+-------+-----------+  +-------+--------+-------+----------+-----------+
+//	| int16 | str16 | str16 | int32     |  | int16 | int64  | int32 | str16    | int64     |
+//	| 1     | group | topic | partition |  | 3     | offset | epoch | metadata | commit ms |
+//	+-------+-------+-------+-----------+  +-------+--------+-------+----------+-----------+
+//
+//	group metadata key (version 2)   group metadata value (version 3)
+//	+-------+-------+                +-------+---------------+-------+------------+----------+------------+---------+
+//	| int16 | str16 |                | int16 | str16         | int32 | nstr16     | nstr16   | int64      | members |
+//	| 2     | group |                | 3     | protocol type | gen   | protocol   | leader   | state ms   | [...]   |
+//	+-------+-------+                +-------+---------------+-------+------------+----------+------------+---------+
+//
+//	member: str16 member id, nstr16 instance id, str16 client id,
+//	        str16 client host, int32 rebalance timeout ms,
+//	        int32 session timeout ms, bytes32 subscription, bytes32 assignment
+//
+// A nil value is a tombstone: it deletes an offset or a group. Offsets are
+// written on commit; the group metadata after each rebalance completes
+// (the leader's SyncGroup, before any member learns its assignment), when
+// a static member replaces its id, and when the group becomes Empty;
+// tombstones on OffsetDelete, DeleteGroups and offset expiry. Loading
+// replays the partition: the last record per key wins. A loaded group
+// with members is Stable and its members' sessions start at load time.
+//
+// # Offsets expiry (Kafka 2.1+, KIP-211)
+//
+// Every offsets.retention.check.interval.ms: an Empty group's offsets
+// expire offsets.retention.minutes after the group became Empty; a Stable
+// consumer group's offsets of topics it no longer subscribes to, after
+// their commit; a group of simple consumers' (no protocol type) after
+// their commit. An Empty group left without offsets becomes Dead.
+//
+// # Concurrency
+//
+// Coordinator is safe for concurrent use. Coordinator.mu guards the maps
+// of partitions and groups; each group has its own mutex (entry.mu) held
+// while its state changes and across the Log.Append of its records.
+// Lock order: the two are never held together (an entry is found under
+// Coordinator.mu, which is released before entry.mu is taken). The timer goroutine is started by
+// NewCoordinator and stopped by Close (stop asks, done is closed on exit).
+package group

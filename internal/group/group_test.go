@@ -1,0 +1,254 @@
+package group
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/datadriven"
+)
+
+// groupEnv drives one Group from a datadriven script with a fake clock.
+// Waiters are named in the script (w=name) and printed by name.
+type groupEnv struct {
+	g       *Group
+	now     time.Time
+	ids     int
+	names   map[Waiter]string
+	nextW   Waiter
+	lastGen int32
+}
+
+func newGroupEnv(d *datadriven.TestData, t *testing.T) *groupEnv {
+	e := &groupEnv{now: time.UnixMilli(0), names: map[Waiter]string{}}
+	cfg := GroupConfig{
+		MinSessionTimeout:     time.Second,
+		MaxSessionTimeout:     time.Minute,
+		InitialRebalanceDelay: 3 * time.Second,
+		MaxSize:               1000,
+		NewMemberID: func(clientID string) string {
+			e.ids++
+			return fmt.Sprintf("%s-%d", clientID, e.ids)
+		},
+	}
+	var delay, maxSize int
+	if d.MaybeScanArgs(t, "initial-delay", &delay) {
+		cfg.InitialRebalanceDelay = time.Duration(delay) * time.Millisecond
+	}
+	if d.MaybeScanArgs(t, "max-size", &maxSize) {
+		cfg.MaxSize = int32(maxSize)
+	}
+	e.g = NewGroup("g", cfg, e.now)
+	return e
+}
+
+func (e *groupEnv) waiter(t *testing.T, d *datadriven.TestData) Waiter {
+	var name string
+	d.ScanArgs(t, "w", &name)
+	e.nextW++
+	e.names[e.nextW] = name
+	return e.nextW
+}
+
+func errName(err error) string {
+	if err == nil {
+		return "ok"
+	}
+	return "err=" + strings.TrimPrefix(err.Error(), "group: ")
+}
+
+func (e *groupEnv) effects(eff Effects) string {
+	var sb strings.Builder
+	if eff.Store {
+		fmt.Fprintf(&sb, "store group gen=%d state=%s\n", e.g.generation, e.g.state)
+	}
+	for _, j := range eff.Joins {
+		r := j.Result
+		fmt.Fprintf(&sb, "join %s -> %s member=%s", e.names[j.Waiter], errName(j.Err), r.MemberID)
+		if j.Err == nil {
+			fmt.Fprintf(&sb, " gen=%d protocol=%s leader=%s", r.Generation, r.Protocol, r.LeaderID)
+			if r.Members != nil {
+				var ms []string
+				for _, m := range r.Members {
+					s := m.MemberID
+					if m.InstanceID != nil {
+						s += "(" + *m.InstanceID + ")"
+					}
+					ms = append(ms, s+":"+string(m.Metadata))
+				}
+				fmt.Fprintf(&sb, " members=[%s]", strings.Join(ms, " "))
+			}
+		}
+		sb.WriteString("\n")
+	}
+	for _, s := range eff.Syncs {
+		fmt.Fprintf(&sb, "sync %s -> %s", e.names[s.Waiter], errName(s.Err))
+		if s.Err == nil {
+			fmt.Fprintf(&sb, " assignment=%q", s.Result.Assignment)
+		}
+		sb.WriteString("\n")
+	}
+	return sb.String()
+}
+
+func (e *groupEnv) stateLine() string {
+	g := e.g
+	var ms []string
+	for _, m := range g.sortedMembers() {
+		ms = append(ms, m.id)
+	}
+	return fmt.Sprintf("> %s gen=%d leader=%s protocol=%s members=[%s]\n", g.state, g.generation, g.leader, g.protocol, strings.Join(ms, " "))
+}
+
+func (e *groupEnv) advance(t *testing.T, d *datadriven.TestData) {
+	var ms int
+	if d.MaybeScanArgs(t, "after", &ms) {
+		e.now = e.now.Add(time.Duration(ms) * time.Millisecond)
+	}
+}
+
+func optString(t *testing.T, d *datadriven.TestData, key string) *string {
+	if !d.HasArg(key) {
+		return nil
+	}
+	var s string
+	d.ScanArgs(t, key, &s)
+	return &s
+}
+
+func (e *groupEnv) handle(t *testing.T, d *datadriven.TestData) string {
+	e.advance(t, d)
+	switch d.Cmd {
+	case "join":
+		req := JoinGroupRequest{Group: "g", ProtocolType: "consumer", SessionTimeout: 10 * time.Second, RebalanceTimeout: 30 * time.Second}
+		d.MaybeScanArgs(t, "member", &req.MemberID)
+		d.ScanArgs(t, "client", &req.ClientID)
+		req.InstanceID = optString(t, d, "instance")
+		d.MaybeScanArgs(t, "type", &req.ProtocolType)
+		req.RequireKnownMemberID = d.HasArg("require-known")
+		var session, rebalance int
+		if d.MaybeScanArgs(t, "session", &session) {
+			req.SessionTimeout = time.Duration(session) * time.Millisecond
+		}
+		if d.MaybeScanArgs(t, "rebalance", &rebalance) {
+			req.RebalanceTimeout = time.Duration(rebalance) * time.Millisecond
+		}
+		protos := []string{"range"}
+		d.MaybeScanArgs(t, "protocols", &protos)
+		for _, p := range protos {
+			req.Protocols = append(req.Protocols, Protocol{Name: p, Metadata: []byte(p + "@" + req.ClientID)})
+		}
+		return e.effects(e.g.Join(e.now, req, e.waiter(t, d))) + e.stateLine()
+	case "sync":
+		req := SyncGroupRequest{Group: "g"}
+		d.ScanArgs(t, "member", &req.MemberID)
+		d.ScanArgs(t, "gen", &req.Generation)
+		req.InstanceID = optString(t, d, "instance")
+		req.Protocol = optString(t, d, "protocol")
+		var assign []string
+		d.MaybeScanArgs(t, "assign", &assign)
+		for _, a := range assign {
+			m, v, _ := strings.Cut(a, "=")
+			req.Assignments = append(req.Assignments, Assignment{MemberID: m, Assignment: []byte(v)})
+		}
+		return e.effects(e.g.Sync(e.now, req, e.waiter(t, d))) + e.stateLine()
+	case "heartbeat":
+		req := HeartbeatRequest{Group: "g"}
+		d.ScanArgs(t, "member", &req.MemberID)
+		d.ScanArgs(t, "gen", &req.Generation)
+		req.InstanceID = optString(t, d, "instance")
+		return "heartbeat -> " + errName(e.g.Heartbeat(e.now, req)) + "\n" + e.stateLine()
+	case "leave":
+		req := LeaveGroupRequest{Group: "g"}
+		var members, instances []string
+		d.MaybeScanArgs(t, "members", &members)
+		d.MaybeScanArgs(t, "instances", &instances)
+		for _, m := range members {
+			id, inst, ok := strings.Cut(m, "/")
+			lm := LeaveMember{MemberID: id}
+			if ok {
+				lm.InstanceID = &inst
+			}
+			req.Members = append(req.Members, lm)
+		}
+		for _, i := range instances {
+			req.Members = append(req.Members, LeaveMember{InstanceID: &i})
+		}
+		res, eff, err := e.g.Leave(e.now, req)
+		var sb strings.Builder
+		if err != nil {
+			fmt.Fprintf(&sb, "leave -> %s\n", errName(err))
+		}
+		for _, r := range res.Members {
+			fmt.Fprintf(&sb, "leave %s -> %s\n", r.MemberID, errName(r.Err))
+		}
+		return sb.String() + e.effects(eff) + e.stateLine()
+	case "tick":
+		return e.effects(e.g.Tick(e.now)) + e.stateLine()
+	case "commit":
+		req := OffsetCommitRequest{Group: "g", Generation: -1}
+		d.MaybeScanArgs(t, "member", &req.MemberID)
+		d.MaybeScanArgs(t, "gen", &req.Generation)
+		req.InstanceID = optString(t, d, "instance")
+		err := e.g.ValidateCommit(e.now, req)
+		if err == nil {
+			var offset int64
+			d.ScanArgs(t, "offset", &offset)
+			e.g.CommitOffset("t", 0, offset, -1, "", e.now)
+		}
+		return "commit -> " + errName(err) + "\n"
+	case "offsets":
+		var sb strings.Builder
+		for _, ft := range e.g.FetchOffsets(OffsetFetchRequest{}).Topics {
+			for _, p := range ft.Partitions {
+				fmt.Fprintf(&sb, "%s/%d=%d\n", ft.Topic, p.Partition, p.Offset)
+			}
+		}
+		return sb.String()
+	case "expire":
+		var retention int
+		d.ScanArgs(t, "retention", &retention)
+		exp := e.g.ExpiredOffsets(e.now, time.Duration(retention)*time.Millisecond)
+		var out []string
+		for _, tp := range exp {
+			out = append(out, fmt.Sprintf("%s/%d", tp.Topic, tp.Partition))
+		}
+		sort.Strings(out)
+		return fmt.Sprintf("expired=[%s]\n", strings.Join(out, " "))
+	case "deadline":
+		dl := e.g.Deadline()
+		if dl.IsZero() {
+			return "none\n"
+		}
+		return fmt.Sprintf("%d\n", dl.UnixMilli())
+	case "describe":
+		desc := e.g.Describe()
+		var sb strings.Builder
+		fmt.Fprintf(&sb, "state=%s type=%s protocol=%s\n", desc.State, desc.ProtocolType, desc.Protocol)
+		for _, m := range desc.Members {
+			fmt.Fprintf(&sb, "  %s client=%s metadata=%q assignment=%q\n", m.MemberID, m.ClientID, m.Metadata, m.Assignment)
+		}
+		return sb.String()
+	}
+	t.Fatalf("unknown command %s", d.Cmd)
+	return ""
+}
+
+// TestGroupScripts runs testdata/*.txt; each file starts with "new".
+func TestGroupScripts(t *testing.T) {
+	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
+		var env *groupEnv
+		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
+			if d.Cmd == "new" {
+				env = newGroupEnv(d, t)
+				return env.stateLine()
+			}
+			return env.handle(t, d)
+		})
+	})
+}
+
+var _ = errors.Is
