@@ -890,7 +890,8 @@ func (g *Group) Tick(now time.Time) Effects {
 		}
 		g.removeMember(now, m, &e)
 	}
-	if g.state == PreparingRebalance && !g.joinDeadline.IsZero() && !now.Before(g.joinDeadline) {
+	// NB: a loop, since with a zero initial delay the extension is due at once.
+	for g.state == PreparingRebalance && !g.joinDeadline.IsZero() && !now.Before(g.joinDeadline) {
 		if g.initialJoin && g.newMemberAdded && g.initialRemain > 0 {
 			// Reference: KIP-134. Each new member extends the delay, up to
 			// the rebalance timeout.
