@@ -32,20 +32,20 @@
 //	+-------+ ------------------------> +--------------------+
 //	| Empty |                           | PreparingRebalance | <--+
 //	+-------+ <------------------------ +--------------------+    |
-//	  |  ^     all members gone at join end   |  all joined or     |
-//	  |  |                                    |  rebalance timeout |
-//	  |  |                                    v                    |
-//	  |  |                           +---------------------+       |
-//	  |  |                           | CompletingRebalance | ------+
-//	  |  |                           +---------------------+ join with new
-//	  |  |                                    |  leader's   metadata, leave,
-//	  |  |                                    |  SyncGroup  session expiry,
-//	  |  |                                    v             sync timeout
-//	  |  |                              +--------+                 |
-//	  |  |                              | Stable | ----------------+
-//	  |  |                              +--------+  join (leader or new
-//	  |  |                                           metadata), leave, expiry
-//	  v  | DeleteGroups / all offsets expired
+//	  |        all members gone at join end   |  all joined or     |
+//	  |                                       |  rebalance timeout |
+//	  |                                       v                    |
+//	  |                              +---------------------+       |
+//	  |                              | CompletingRebalance | ------+
+//	  |                              +---------------------+ join with new
+//	  |                                       |  leader's   metadata, leave,
+//	  |                                       |  SyncGroup  session expiry,
+//	  |                                       v             sync timeout
+//	  |                                 +--------+                 |
+//	  |                                 | Stable | ----------------+
+//	  |                                 +--------+  join (leader or new
+//	  |                                              metadata), leave, expiry
+//	  v     DeleteGroups / all offsets expired
 //	+------+
 //	| Dead |   (removed from the coordinator)
 //	+------+
