@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -12,6 +13,7 @@ import (
 
 	"samsa/internal/cluster"
 	"samsa/internal/config"
+	"samsa/internal/group"
 	"samsa/internal/replica"
 	"samsa/internal/server"
 	"samsa/internal/storage"
@@ -43,6 +45,12 @@ type Broker struct {
 	now      func() time.Time
 
 	producerIDs producerIDs
+
+	groups *group.Coordinator
+	// groupsLoaded is the __consumer_offsets partitions whose groups the
+	// coordinator loaded (or is loading), guarded by reconcileMu.
+	groupsLoaded map[int32]*replica.Partition
+	loads        sync.WaitGroup // background coordinator loads
 
 	// reconcileMu serialises reconcile passes (the reconciler goroutine and
 	// handlers that create topics and want their partitions hosted at once).
@@ -78,7 +86,12 @@ func New(cfg Config) (*Broker, error) {
 	}
 	b.replicas = replica.NewManager(cfg.Logs, fs, b.now)
 	b.producerIDs.cluster = cfg.Cluster
+	gcfg := group.ConfigFromBroker(cfg.Broker)
+	gcfg.Logger, gcfg.Now = b.log, b.now
+	b.groups = group.NewCoordinator(gcfg)
+	b.groupsLoaded = make(map[int32]*replica.Partition)
 	if err := b.reconcile(); err != nil {
+		b.groups.Close()
 		return nil, err
 	}
 	go b.runReconciler()
@@ -93,7 +106,8 @@ func (b *Broker) Close() error {
 	b.closeMu.Do(func() {
 		close(b.stop)
 		<-b.done
-		err = b.maintainProducers()
+		b.loads.Wait()
+		err = errors.Join(b.groups.Close(), b.maintainProducers())
 	})
 	return err
 }
@@ -167,6 +181,7 @@ func (b *Broker) reconcile() error {
 			}
 		}
 	}
+	b.reconcileGroupsLocked()
 	// Logs found on disk for topics that no longer exist (deleted while
 	// this broker was down) are removed too.
 	for _, l := range b.logs.Logs() {
@@ -215,6 +230,28 @@ func (b *Broker) Handle(ctx context.Context, c *server.Conn, req *server.Request
 		return msg(b.handleInitProducerID(ctx, r))
 	case *kmsg.DescribeProducersRequest:
 		return msg(b.handleDescribeProducers(r))
+	case *kmsg.FindCoordinatorRequest:
+		return msg(b.handleFindCoordinator(ctx, r))
+	case *kmsg.JoinGroupRequest:
+		return b.handleJoinGroup(c, r)
+	case *kmsg.SyncGroupRequest:
+		return b.handleSyncGroup(r)
+	case *kmsg.HeartbeatRequest:
+		return msg(b.handleHeartbeat(ctx, r))
+	case *kmsg.LeaveGroupRequest:
+		return b.handleLeaveGroup(r)
+	case *kmsg.OffsetCommitRequest:
+		return b.handleOffsetCommit(r)
+	case *kmsg.OffsetFetchRequest:
+		return msg(b.handleOffsetFetch(ctx, r))
+	case *kmsg.OffsetDeleteRequest:
+		return b.handleOffsetDelete(r)
+	case *kmsg.DescribeGroupsRequest:
+		return msg(b.handleDescribeGroups(ctx, r))
+	case *kmsg.ListGroupsRequest:
+		return msg(b.handleListGroups(ctx, r))
+	case *kmsg.DeleteGroupsRequest:
+		return b.handleDeleteGroups(r)
 	}
 	// The server only passes keys that Versions accepts, so this is a
 	// broken invariant.
@@ -245,6 +282,12 @@ func StorageConfig(t config.Topic) storage.Config {
 		FlushMessages:      t.FlushMessages,
 		FlushMs:            t.FlushMs,
 		FileDeleteDelayMs:  t.FileDeleteDelayMs,
+
+		CleanupPolicy:          t.CleanupPolicy,
+		DeleteRetentionMs:      t.DeleteRetentionMs,
+		MinCleanableDirtyRatio: t.MinCleanableDirtyRatio,
+		MinCompactionLagMs:     t.MinCompactionLagMs,
+		MaxCompactionLagMs:     t.MaxCompactionLagMs,
 	}
 }
 

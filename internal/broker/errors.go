@@ -12,6 +12,7 @@ import (
 
 	"samsa/internal/cluster"
 	"samsa/internal/config"
+	"samsa/internal/group"
 	"samsa/internal/record"
 	"samsa/internal/replica"
 	"samsa/internal/storage"
@@ -86,6 +87,40 @@ func errCode(err error) *kerr.Error {
 		return kerr.InvalidRecord
 	case errors.Is(err, errTopicName):
 		return kerr.InvalidTopicException
+	case errors.Is(err, group.ErrUnknownMemberID):
+		return kerr.UnknownMemberID
+	case errors.Is(err, group.ErrIllegalGeneration):
+		return kerr.IllegalGeneration
+	case errors.Is(err, group.ErrRebalanceInProgress):
+		return kerr.RebalanceInProgress
+	case errors.Is(err, group.ErrNotCoordinator):
+		return kerr.NotCoordinator
+	case errors.Is(err, group.ErrCoordinatorLoadInProgress):
+		return kerr.CoordinatorLoadInProgress
+	case errors.Is(err, group.ErrCoordinatorNotAvailable):
+		return kerr.CoordinatorNotAvailable
+	case errors.Is(err, group.ErrFencedInstanceID):
+		return kerr.FencedInstanceID
+	case errors.Is(err, group.ErrGroupMaxSizeReached):
+		return kerr.GroupMaxSizeReached
+	case errors.Is(err, group.ErrInconsistentGroupProtocol):
+		return kerr.InconsistentGroupProtocol
+	case errors.Is(err, group.ErrMemberIDRequired):
+		return kerr.MemberIDRequired
+	case errors.Is(err, group.ErrInvalidSessionTimeout):
+		return kerr.InvalidSessionTimeout
+	case errors.Is(err, group.ErrGroupIDNotFound):
+		return kerr.GroupIDNotFound
+	case errors.Is(err, group.ErrNonEmptyGroup):
+		return kerr.NonEmptyGroup
+	case errors.Is(err, group.ErrGroupSubscribedToTopic):
+		return kerr.GroupSubscribedToTopic
+	case errors.Is(err, group.ErrInvalidGroupID):
+		return kerr.InvalidGroupID
+	case errors.Is(err, group.ErrOffsetMetadataTooLarge):
+		return kerr.OffsetMetadataTooLarge
+	case errors.Is(err, group.ErrUnknownTopicOrPartition):
+		return kerr.UnknownTopicOrPartition
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		return kerr.RequestTimedOut
 	}

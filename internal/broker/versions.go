@@ -12,6 +12,15 @@ var versions = map[int16]apiRange{
 	1:  {4, 16}, // Fetch
 	2:  {1, 8},  // ListOffsets
 	3:  {0, 12}, // Metadata
+	8:  {0, 9},  // OffsetCommit
+	9:  {1, 9},  // OffsetFetch
+	10: {0, 4},  // FindCoordinator
+	11: {0, 9},  // JoinGroup
+	12: {0, 4},  // Heartbeat
+	13: {0, 5},  // LeaveGroup
+	14: {0, 5},  // SyncGroup
+	15: {0, 5},  // DescribeGroups
+	16: {0, 5},  // ListGroups
 	18: {0, 3},  // ApiVersions
 	19: {2, 7},  // CreateTopics
 	20: {1, 6},  // DeleteTopics
@@ -21,7 +30,9 @@ var versions = map[int16]apiRange{
 	33: {0, 2},  // AlterConfigs
 	35: {1, 4},  // DescribeLogDirs
 	37: {0, 3},  // CreatePartitions
+	42: {0, 2},  // DeleteGroups
 	44: {0, 1},  // IncrementalAlterConfigs
+	47: {0, 0},  // OffsetDelete
 	60: {0, 1},  // DescribeCluster
 	61: {0, 0},  // DescribeProducers
 }

@@ -109,6 +109,7 @@ func StartNode(ctx context.Context, cfg *config.Broker, log *slog.Logger) (_ *No
 		Dir:                    dir,
 		Logger:                 log,
 		RetentionCheckInterval: time.Duration(cfg.LogRetentionCheckIntervalMs) * time.Millisecond,
+		CleanerDisable:         !cfg.LogCleanerEnable,
 		DefaultConfig:          broker.StorageConfig(defaults),
 	})
 	if err != nil {

@@ -29,10 +29,15 @@ type Config struct {
 // ConfigFromBroker takes the group settings from a broker configuration.
 func ConfigFromBroker(b *config.Broker) Config {
 	ms := func(v int64) time.Duration { return time.Duration(v) * time.Millisecond }
+	delay := ms(int64(b.GroupInitialRebalanceDelayMs))
+	if delay == 0 {
+		// The broker config says "no delay"; in Config zero means "default".
+		delay = -1
+	}
 	return Config{
 		MinSessionTimeout:      ms(int64(b.GroupMinSessionTimeoutMs)),
 		MaxSessionTimeout:      ms(int64(b.GroupMaxSessionTimeoutMs)),
-		InitialRebalanceDelay:  ms(int64(b.GroupInitialRebalanceDelayMs)),
+		InitialRebalanceDelay:  delay,
 		MaxSize:                b.GroupMaxSize,
 		OffsetsRetention:       time.Duration(b.OffsetsRetentionMinutes) * time.Minute,
 		OffsetsTopicPartitions: b.OffsetsTopicNumPartitions,

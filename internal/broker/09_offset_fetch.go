@@ -1,0 +1,91 @@
+package broker
+
+// OffsetFetch: v1-9
+//
+// * v2: a null topic list fetches every committed partition; top-level
+//   ErrorCode.
+// * v5: LeaderEpoch per partition (KIP-320).
+// * v6: flexible versions.
+// * v7: RequireStable (KIP-447): with no transactions every offset is
+//   stable, so it changes nothing.
+// * v8: many groups per request (KIP-709).
+// * v9: MemberID and MemberEpoch (KIP-848), not checked for classic groups.
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"samsa/internal/group"
+)
+
+func (b *Broker) handleOffsetFetch(ctx context.Context, req *kmsg.OffsetFetchRequest) kmsg.Response {
+	resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
+	if req.Version >= 8 {
+		for _, g := range req.Groups {
+			rg := kmsg.NewOffsetFetchResponseGroup()
+			rg.Group = g.Group
+			var topics []group.OffsetFetchTopic
+			if g.Topics != nil {
+				topics = []group.OffsetFetchTopic{}
+				for _, t := range g.Topics {
+					topics = append(topics, group.OffsetFetchTopic{Topic: t.Topic, Partitions: t.Partitions})
+				}
+			}
+			res, err := b.groups.OffsetFetch(ctx, group.OffsetFetchRequest{Group: g.Group, Topics: topics})
+			rg.ErrorCode = groupCode(err)
+			for _, t := range res.Topics {
+				rt := kmsg.NewOffsetFetchResponseGroupTopic()
+				rt.Topic = t.Topic
+				for _, p := range t.Partitions {
+					rp := kmsg.NewOffsetFetchResponseGroupTopicPartition()
+					rp.Partition, rp.Offset, rp.LeaderEpoch = p.Partition, p.Offset, p.LeaderEpoch
+					md := p.Metadata
+					rp.Metadata = &md
+					rp.ErrorCode = groupCode(p.Err)
+					rt.Partitions = append(rt.Partitions, rp)
+				}
+				rg.Topics = append(rg.Topics, rt)
+			}
+			resp.Groups = append(resp.Groups, rg)
+		}
+		return resp
+	}
+	var topics []group.OffsetFetchTopic
+	if req.Topics != nil {
+		topics = []group.OffsetFetchTopic{}
+		for _, t := range req.Topics {
+			topics = append(topics, group.OffsetFetchTopic{Topic: t.Topic, Partitions: t.Partitions})
+		}
+	}
+	res, err := b.groups.OffsetFetch(ctx, group.OffsetFetchRequest{Group: req.Group, Topics: topics})
+	resp.ErrorCode = groupCode(err)
+	if err != nil && req.Version < 2 {
+		// v0-1 have no top-level error: report it on every partition asked.
+		for _, t := range req.Topics {
+			rt := kmsg.NewOffsetFetchResponseTopic()
+			rt.Topic = t.Topic
+			for _, p := range t.Partitions {
+				rp := kmsg.NewOffsetFetchResponseTopicPartition()
+				rp.Partition, rp.Offset, rp.ErrorCode = p, -1, groupCode(err)
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
+		return resp
+	}
+	for _, t := range res.Topics {
+		rt := kmsg.NewOffsetFetchResponseTopic()
+		rt.Topic = t.Topic
+		for _, p := range t.Partitions {
+			rp := kmsg.NewOffsetFetchResponseTopicPartition()
+			rp.Partition, rp.Offset, rp.LeaderEpoch = p.Partition, p.Offset, p.LeaderEpoch
+			md := p.Metadata
+			rp.Metadata = &md
+			rp.ErrorCode = groupCode(p.Err)
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp
+}

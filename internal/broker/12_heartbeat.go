@@ -1,0 +1,23 @@
+package broker
+
+// Heartbeat: v0-4
+//
+// * v3: InstanceID (KIP-345).
+// * v4: flexible versions.
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"samsa/internal/group"
+)
+
+func (b *Broker) handleHeartbeat(ctx context.Context, req *kmsg.HeartbeatRequest) kmsg.Response {
+	resp := req.ResponseKind().(*kmsg.HeartbeatResponse)
+	err := b.groups.Heartbeat(ctx, group.HeartbeatRequest{
+		Group: req.Group, MemberID: req.MemberID, InstanceID: req.InstanceID, Generation: req.Generation,
+	})
+	resp.ErrorCode = groupCode(err)
+	return resp
+}

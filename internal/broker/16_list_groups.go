@@ -1,0 +1,28 @@
+package broker
+
+// ListGroups: v0-5
+//
+// * v3: flexible versions.
+// * v4: StatesFilter (KIP-518).
+// * v5: TypesFilter (KIP-848): samsa's groups are "classic".
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"samsa/internal/group"
+)
+
+func (b *Broker) handleListGroups(ctx context.Context, req *kmsg.ListGroupsRequest) kmsg.Response {
+	resp := req.ResponseKind().(*kmsg.ListGroupsResponse)
+	groups, err := b.groups.ListGroups(ctx, group.ListGroupsRequest{States: req.StatesFilter, Types: req.TypesFilter})
+	resp.ErrorCode = groupCode(err)
+	for _, g := range groups {
+		rg := kmsg.NewListGroupsResponseGroup()
+		rg.Group, rg.ProtocolType, rg.GroupState = g.Group, g.ProtocolType, g.State
+		rg.GroupType = "classic"
+		resp.Groups = append(resp.Groups, rg)
+	}
+	return resp
+}

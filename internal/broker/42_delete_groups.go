@@ -1,0 +1,32 @@
+package broker
+
+// DeleteGroups: v0-2
+//
+// * v2: flexible versions.
+//
+// Only Empty groups can be deleted (NON_EMPTY_GROUP); their offsets go
+// with them (tombstones in __consumer_offsets).
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"samsa/internal/server"
+)
+
+func (b *Broker) handleDeleteGroups(req *kmsg.DeleteGroupsRequest) server.Reply {
+	return server.Reply{Wait: func(ctx context.Context) server.Reply {
+		resp := req.ResponseKind().(*kmsg.DeleteGroupsResponse)
+		errs := b.groups.DeleteGroups(ctx, req.Groups)
+		for i, name := range req.Groups {
+			rg := kmsg.NewDeleteGroupsResponseGroup()
+			rg.Group = name
+			if i < len(errs) {
+				rg.ErrorCode = groupCode(errs[i])
+			}
+			resp.Groups = append(resp.Groups, rg)
+		}
+		return server.Reply{Msg: resp}
+	}}
+}

@@ -1,0 +1,157 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"samsa/internal/cluster"
+	"samsa/internal/group"
+	"samsa/internal/record"
+	"samsa/internal/replica"
+)
+
+// offsetsTopic is Kafka's internal topic of group metadata and committed
+// offsets.
+const offsetsTopic = "__consumer_offsets"
+
+// offsetsLog is one __consumer_offsets partition as the group coordinator
+// sees it (group.Log), over this broker's replica of it.
+type offsetsLog struct {
+	b *Broker
+	p *replica.Partition
+}
+
+// Append writes recs as one uncompressed batch and waits until it is
+// durable.
+func (l offsetsLog) Append(ctx context.Context, recs []group.KV) error {
+	nowMs := l.b.now().UnixMilli()
+	bb := record.NewBuilder(record.CodecNone, nowMs)
+	for _, r := range recs {
+		bb.Add(record.Record{Key: r.Key, Value: r.Value})
+	}
+	batch, err := bb.Build()
+	if err != nil {
+		return err
+	}
+	res, err := l.p.Append(batch, false, nowMs)
+	if err != nil {
+		return err
+	}
+	return l.p.Log.WaitDurable(ctx, res.LastOffset+1)
+}
+
+// Replay calls fn for every record of the partition below its high
+// watermark, in offset order.
+func (l offsetsLog) Replay(ctx context.Context, fn func(key, value []byte) error) error {
+	hw := l.p.HighWatermark()
+	off := l.p.Log.LogStartOffset()
+	for off < hw {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		res, err := l.p.Log.Read(off, 8<<20, hw, true)
+		if err != nil {
+			return fmt.Errorf("broker: replay %s-%d at %d: %w", offsetsTopic, l.p.TP.Partition, off, err)
+		}
+		buf, err := res.AppendTo(nil)
+		if err != nil {
+			return err
+		}
+		if len(buf) == 0 {
+			return nil
+		}
+		for len(buf) > 0 {
+			b, rest, err := record.Split(buf)
+			if err != nil {
+				return fmt.Errorf("broker: replay %s-%d: %w", offsetsTopic, l.p.TP.Partition, err)
+			}
+			buf = rest
+			off = b.LastOffset() + 1
+			if b.Control() {
+				continue
+			}
+			recs, err := b.Records(record.DefaultMaxDecompressedBytes)
+			if err != nil {
+				return fmt.Errorf("broker: replay %s-%d: %w", offsetsTopic, l.p.TP.Partition, err)
+			}
+			for i := range recs {
+				if recs[i].Key == nil {
+					continue
+				}
+				if err := fn(recs[i].Key, recs[i].Value); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// reconcileGroupsLocked loads the group coordinator's state for every
+// __consumer_offsets partition led here and unloads those no longer led.
+// Loading runs in the background (calls meanwhile get
+// COORDINATOR_LOAD_IN_PROGRESS). b.reconcileMu must be held.
+func (b *Broker) reconcileGroupsLocked() {
+	led := make(map[int32]*replica.Partition)
+	for _, p := range b.replicas.Partitions() {
+		if p.TP.Topic == offsetsTopic && p.IsLeader() {
+			led[p.TP.Partition] = p
+		}
+	}
+	for part, p := range led {
+		if b.groupsLoaded[part] == p {
+			continue
+		}
+		b.groupsLoaded[part] = p
+		b.loads.Add(1)
+		go func() {
+			defer b.loads.Done()
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			go func() {
+				select {
+				case <-b.stop:
+					cancel()
+				case <-ctx.Done():
+				}
+			}()
+			start := time.Now()
+			if err := b.groups.Load(ctx, part, offsetsLog{b: b, p: p}); err != nil {
+				b.log.Error("load group coordinator partition", "partition", part, "err", err)
+				return
+			}
+			b.log.Debug("group coordinator partition loaded", "partition", part, "took", time.Since(start))
+		}()
+	}
+	for part := range b.groupsLoaded {
+		if led[part] == nil {
+			delete(b.groupsLoaded, part)
+			b.groups.Unload(part)
+		}
+	}
+}
+
+// ensureOffsetsTopic creates __consumer_offsets if it does not exist, with
+// offsets.topic.num.partitions partitions, offsets.topic.replication.factor
+// replicas (at most the live brokers) and compaction.
+func (b *Broker) ensureOffsetsTopic(ctx context.Context) error {
+	img := b.cluster.Image()
+	if img.Topics[offsetsTopic] != nil {
+		return nil
+	}
+	rf := min(b.cfg.OffsetsTopicReplicationFactor, int16(len(img.Brokers)))
+	configs := map[string]string{
+		"cleanup.policy": "compact",
+		"segment.bytes":  fmt.Sprint(b.cfg.OffsetsTopicSegmentBytes),
+	}
+	_, err := b.cluster.CreateTopic(ctx, offsetsTopic, b.cfg.OffsetsTopicNumPartitions, rf, configs)
+	if err != nil && !errors.Is(err, cluster.ErrTopicExists) {
+		return err
+	}
+	return b.reconcile()
+}
+
+// groupCode is the error code field value of a coordinator error.
+func groupCode(err error) int16 { return errorCode(errCode(err)) }
