@@ -43,7 +43,7 @@ import (
 // waits for them.
 type Proxy struct {
 	ln     net.Listener
-	target string
+	target atomic.Pointer[string]
 
 	dropAfter atomic.Int64 // requests left until a cut; <= 0: off
 	dropProb  atomic.Uint64
@@ -86,7 +86,8 @@ func StartProxy(target string) (*Proxy, error) {
 	if err != nil {
 		return nil, fmt.Errorf("testutil: proxy listen: %w", err)
 	}
-	p := &Proxy{ln: ln, target: target, stop: make(chan struct{})}
+	p := &Proxy{ln: ln, stop: make(chan struct{})}
+	p.target.Store(&target)
 	p.mu.conns = make(map[*proxyConn]struct{})
 	p.mu.rng = rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 0x5a3a))
 	p.wg.Add(1)
@@ -96,6 +97,11 @@ func StartProxy(target string) (*Proxy, error) {
 
 // Addr is the address clients connect to.
 func (p *Proxy) Addr() string { return p.ln.Addr().String() }
+
+// SetTarget changes where new connections are forwarded; established
+// ones stay. It lets a test start the proxy before the broker whose
+// advertised address is the proxy's.
+func (p *Proxy) SetTarget(target string) { p.target.Store(&target) }
 
 // Dialer returns a dial function that connects to the proxy whatever
 // address it is asked for, for kgo.Dialer: brokers advertise their own
@@ -191,7 +197,7 @@ func (p *Proxy) acceptLoop() {
 			return
 		}
 		p.accepted.Add(1)
-		broker, err := net.DialTimeout("tcp", p.target, 5*time.Second)
+		broker, err := net.DialTimeout("tcp", *p.target.Load(), 5*time.Second)
 		if err != nil {
 			client.Close()
 			continue
