@@ -11,7 +11,7 @@
 #   N1K, N100    records per produce run of 1 KiB / 100 B values (300000 / 1000000)
 #   E2E_RATE, E2E_DUR   e2e load (10000 records/s, 10s), 1 KiB, acks=all
 #   STARTUP_REPS samsa cold starts to time (5)
-#   SAMSA_PORT, KFAKE_PORT, START_PORT   listener ports (39092, 39093, 39094)
+#   SAMSA_PORT, KFAKE_PORT, START_PORT   listener ports (29092, 29093, 29094)
 #
 # Needs bash, jq, awk and /proc. Raw results go to $WORK/results.tsv, one
 # line per measurement: section broker cell rep metric value.
@@ -23,9 +23,9 @@ N100=${N100:-1000000}
 E2E_RATE=${E2E_RATE:-10000}
 E2E_DUR=${E2E_DUR:-10s}
 STARTUP_REPS=${STARTUP_REPS:-5}
-SAMSA_PORT=${SAMSA_PORT:-39092}
-KFAKE_PORT=${KFAKE_PORT:-39093}
-START_PORT=${START_PORT:-39094}
+SAMSA_PORT=${SAMSA_PORT:-29092}
+KFAKE_PORT=${KFAKE_PORT:-29093}
+START_PORT=${START_PORT:-29094}
 WORK=${WORK:-$(mktemp -d /tmp/samsa-perf.XXXXXX)}
 mkdir -p "$WORK"
 RES=$WORK/results.tsv
@@ -163,13 +163,18 @@ for ((rep = 1; rep <= REPS; rep++)); do
 	done
 done
 
-# --- idempotent producer on/off, 1 partition, acks=all ----------------------
+# --- idempotent producer on/off, acks=all -------------------------------------
+# kgo keeps one produce request in flight per broker without idempotence and
+# up to five with it, so this also shows how much each broker gains from
+# pipelined requests.
 for ((rep = 1; rep <= REPS; rep++)); do
-	for size in 100 1024; do
-		for idem in on off; do
-			[[ $((rep % 2)) == 0 ]] && idem=$([[ $idem == on ]] && echo off || echo on)
-			for b in $(order "$rep"); do
-				one_run "$b" 1 "$size" all "$rep" "$idem"
+	for parts in 1 8; do
+		for size in 100 1024; do
+			for idem in on off; do
+				[[ $((rep % 2)) == 0 ]] && idem=$([[ $idem == on ]] && echo off || echo on)
+				for b in $(order "$rep"); do
+					one_run "$b" "$parts" "$size" all "$rep" "$idem"
+				done
 			done
 		done
 	done
@@ -257,10 +262,16 @@ for parts in 1 8; do for size in 100 1024; do
 done; done
 
 echo
-echo "## idempotent producer: on / off rec/s (1 partition, acks=all, median of $REPS)"
-for size in 100 1024; do for b in samsa kfake; do
-	on=$(med idem "$b" "p1-s$size-on" rps) off=$(med idem "$b" "p1-s$size-off" rps)
-	printf '%-6s %5s B  on %10.0f  off %10.0f  ratio %s\n' "$b" "$size" "$on" "$off" "$(ratio "$on" "$off")"
+echo "## idempotent producer: on / off rec/s (acks=all, median of $REPS)"
+for parts in 1 8; do for size in 100 1024; do for b in samsa kfake; do
+	on=$(med idem "$b" "p$parts-s$size-on" rps) off=$(med idem "$b" "p$parts-s$size-off" rps)
+	printf '%-6s p%s %5s B  on %10.0f  off %10.0f  ratio %s  cpu us/rec on %s off %s\n' "$b" "$parts" "$size" "$on" "$off" \
+		"$(ratio "$on" "$off")" "$(f "$(med idem "$b" "p$parts-s$size-on" cpu_us)" 2)" "$(f "$(med idem "$b" "p$parts-s$size-off" cpu_us)" 2)"
+done; done; done
+echo "## idempotent produce (5 in flight), samsa / kfake rec/s"
+for parts in 1 8; do for size in 100 1024; do
+	printf 'p%s %5s B  %s\n' "$parts" "$size" \
+		"$(ratio "$(med idem samsa "p$parts-s$size-on" rps)" "$(med idem kfake "p$parts-s$size-on" rps)")"
 done; done
 
 echo
