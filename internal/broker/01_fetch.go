@@ -54,7 +54,7 @@ func (b *Broker) handleFetch(ctx context.Context, req *kmsg.FetchRequest) server
 	deadline := b.now().Add(time.Duration(req.MaxWaitMillis) * time.Millisecond)
 	return server.Reply{Wait: func(ctx context.Context) server.Reply {
 		for {
-			if !waitAny(ctx, f.wake, deadline.Sub(b.now())) {
+			if !waitAny(ctx, b.draining, f.wake, deadline.Sub(b.now())) {
 				return b.fetchOnce(req).reply()
 			}
 			f = b.fetchOnce(req)
@@ -191,21 +191,23 @@ func checkLeaderEpoch(p *replica.Partition, epoch int32) int16 {
 	}
 }
 
-// waitAny blocks until one of chans is closed (true), or d passes or ctx is
-// done (false).
-func waitAny(ctx context.Context, chans []<-chan struct{}, d time.Duration) bool {
+// waitAny blocks until one of chans is closed (true), or d passes, ctx is
+// done or draining is closed (false).
+func waitAny(ctx context.Context, draining <-chan struct{}, chans []<-chan struct{}, d time.Duration) bool {
 	if d <= 0 {
 		return false
 	}
 	t := time.NewTimer(d)
 	defer t.Stop()
-	cases := make([]reflect.SelectCase, 0, len(chans)+2)
+	const fixed = 3
+	cases := make([]reflect.SelectCase, 0, len(chans)+fixed)
 	cases = append(cases,
 		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ctx.Done())},
+		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(draining)},
 		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(t.C)})
 	for _, c := range chans {
 		cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(c)})
 	}
 	i, _, _ := reflect.Select(cases)
-	return i >= 2
+	return i >= fixed
 }

@@ -56,6 +56,10 @@ type Broker struct {
 	// handlers that create topics and want their partitions hosted at once).
 	reconcileMu sync.Mutex
 
+	// draining is closed by Drain: parked Fetches answer at once.
+	draining  chan struct{}
+	drainOnce sync.Once
+
 	stop    chan struct{} // closed by Close to ask the reconciler to stop
 	done    chan struct{} // closed when the reconciler has exited
 	closeMu sync.Once
@@ -65,14 +69,15 @@ type Broker struct {
 // the current image assigns to this broker before returning.
 func New(cfg Config) (*Broker, error) {
 	b := &Broker{
-		cfg:     cfg.Broker,
-		cluster: cfg.Cluster,
-		logs:    cfg.Logs,
-		logDir:  cfg.LogDir,
-		log:     cfg.Logger,
-		now:     cfg.Now,
-		stop:    make(chan struct{}),
-		done:    make(chan struct{}),
+		cfg:      cfg.Broker,
+		cluster:  cfg.Cluster,
+		logs:     cfg.Logs,
+		logDir:   cfg.LogDir,
+		log:      cfg.Logger,
+		now:      cfg.Now,
+		stop:     make(chan struct{}),
+		done:     make(chan struct{}),
+		draining: make(chan struct{}),
 	}
 	if b.log == nil {
 		b.log = slog.Default()
@@ -96,6 +101,18 @@ func New(cfg Config) (*Broker, error) {
 	}
 	go b.runReconciler()
 	return b, nil
+}
+
+// Drain prepares a clean shutdown: Fetches parked in a long-poll answer at
+// once with what they have, and the group coordinator stops (waiting joins
+// and syncs get NOT_COORDINATOR and find the coordinator again), so the
+// server's Shutdown does not wait out max_wait_ms or rebalance timeouts.
+// Produce requests waiting for durability still complete. It is idempotent.
+func (b *Broker) Drain() {
+	b.drainOnce.Do(func() {
+		close(b.draining)
+		b.groups.Close()
+	})
 }
 
 // Close stops the reconciler and snapshots the producer state of every

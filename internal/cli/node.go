@@ -163,6 +163,9 @@ func (n *Node) AdminAddr() string {
 // cluster and stop etcd.
 func (n *Node) Shutdown(ctx context.Context) error {
 	var errs []error
+	if n.broker != nil {
+		n.broker.Drain()
+	}
 	if n.server != nil {
 		errs = append(errs, n.server.Shutdown(ctx))
 	}
