@@ -25,7 +25,7 @@ import (
 	"samsa/internal/server"
 )
 
-func (b *Broker) handleJoinGroup(c *server.Conn, req *kmsg.JoinGroupRequest) server.Reply {
+func (b *Broker) handleJoinGroup(c *server.Conn, clientID *string, req *kmsg.JoinGroupRequest) server.Reply {
 	gr := group.JoinGroupRequest{
 		Group:                req.Group,
 		MemberID:             req.MemberID,
@@ -37,6 +37,9 @@ func (b *Broker) handleJoinGroup(c *server.Conn, req *kmsg.JoinGroupRequest) ser
 	}
 	if req.Version == 0 {
 		gr.RebalanceTimeout = gr.SessionTimeout
+	}
+	if clientID != nil {
+		gr.ClientID = *clientID
 	}
 	if req.Reason != nil {
 		gr.Reason = *req.Reason

@@ -250,7 +250,7 @@ func (b *Broker) Handle(ctx context.Context, c *server.Conn, req *server.Request
 	case *kmsg.FindCoordinatorRequest:
 		return msg(b.handleFindCoordinator(ctx, r))
 	case *kmsg.JoinGroupRequest:
-		return b.handleJoinGroup(c, r)
+		return b.handleJoinGroup(c, req.ClientID, r)
 	case *kmsg.SyncGroupRequest:
 		return b.handleSyncGroup(r)
 	case *kmsg.HeartbeatRequest:
