@@ -171,9 +171,8 @@ func TestGroupCommandsAgainstBroker(t *testing.T) {
 	}
 	members := section(t, out, "MEMBER-ID")
 	// MEMBER-ID INSTANCE-ID CLIENT-ID HOST ASSIGNMENT (one field per topic)
-	// The client id column is checked by TestGroupDescribeShowsClientID.
 	if len(members) != 1 || len(members[0]) != 5 || members[0][1] != "billing-1" ||
-		members[0][3] != "/127.0.0.1" ||
+		members[0][2] != "billing-app" || members[0][3] != "/127.0.0.1" ||
 		members[0][4] != "orders[0,1,2]" {
 		t.Fatalf("members %q\n%s", members, out)
 	}
