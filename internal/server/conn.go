@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/bits"
 	"net"
 	"runtime/debug"
 	"sync"
@@ -168,7 +169,7 @@ func readFrame(r io.Reader, max int32) (frame []byte, started bool, err error) {
 // has the exact size; beyond, it grows as bytes arrive.
 func readFrameBody(r io.Reader, size int) ([]byte, error) {
 	if size <= exactFrameMax {
-		buf := make([]byte, size)
+		buf := getFrame(size)
 		_, err := io.ReadFull(r, buf)
 		return buf, err
 	}
@@ -211,6 +212,9 @@ func (c *conn) serve(frame []byte) (ok bool) {
 	}
 	c.s.countRequest(req.APIKey)
 	reply := c.s.h.Handle(c.ctx, c.pub, req)
+	if req.APIKey == produceKey {
+		putFrame(frame)
+	}
 	c.inflight.Add(1)
 	select {
 	case c.replies <- pending{req: req, reply: reply}:
@@ -218,6 +222,55 @@ func (c *conn) serve(frame []byte) (ok bool) {
 	case <-c.ctx.Done():
 		return false
 	}
+}
+
+// produceKey is the API key of Produce, whose frames are recycled.
+const produceKey = 0
+
+// Frames up to exactFrameMax come from pools by power-of-two size class
+// (4 KiB up). Only Produce frames go back: a Produce handler copies the
+// records into the log before Handle returns and keeps nothing that aliases
+// the frame, while other decoded requests alias their frame (kmsg does not
+// copy bytes fields) and may be retained, e.g. group member metadata.
+const (
+	minFrameShift = 12
+	frameClasses  = 20 - minFrameShift + 1 // 4 KiB .. 1 MiB (exactFrameMax)
+)
+
+var framePools [frameClasses]sync.Pool
+
+func frameClass(size int) int {
+	if size <= 1<<minFrameShift {
+		return 0
+	}
+	return bits.Len(uint(size-1)) - minFrameShift
+}
+
+// getFrame returns a buffer of size bytes (not zeroed).
+func getFrame(size int) []byte {
+	c := frameClass(size)
+	if c >= frameClasses {
+		return make([]byte, size)
+	}
+	if v := framePools[c].Get(); v != nil {
+		return (*v.(*[]byte))[:size]
+	}
+	return make([]byte, size, 1<<(c+minFrameShift))
+}
+
+// putFrame recycles a buffer from getFrame. The caller must hold no
+// reference into it.
+func putFrame(b []byte) {
+	n := cap(b)
+	if n < 1<<minFrameShift || n&(n-1) != 0 {
+		return
+	}
+	c := frameClass(n)
+	if c >= frameClasses {
+		return
+	}
+	b = b[:0]
+	framePools[c].Put(&b)
 }
 
 // recovered records a panic of the handler and closes the connection.

@@ -2,6 +2,7 @@ package storage
 
 import (
 	"fmt"
+	"sync"
 	"time"
 )
 
@@ -51,17 +52,32 @@ func (m *Manager) flushDirty() {
 		if len(dirty) == 0 {
 			return
 		}
+		// The logs are fsynced in parallel: their files are independent,
+		// and the device serves concurrent syncs in about the time of one,
+		// so a produce request spanning many partitions waits for one
+		// fsync rather than one per partition.
+		sem := make(chan struct{}, maxParallelSyncs)
+		var wg sync.WaitGroup
 		for _, l := range dirty {
 			l.dirty.Store(false)
 			if l.closed.Load() || l.offline.Load() || m.offline.Load() {
 				continue
 			}
-			if err := l.flush(false); err != nil {
-				l.goOffline(err)
-			}
+			sem <- struct{}{}
+			wg.Add(1)
+			go func() {
+				defer func() { <-sem; wg.Done() }()
+				if err := l.flush(false); err != nil {
+					l.goOffline(err)
+				}
+			}()
 		}
+		wg.Wait()
 	}
 }
+
+// maxParallelSyncs bounds the fsyncs one flusher pass runs at once.
+const maxParallelSyncs = 16
 
 // flushTimed queues page-cache logs whose flush.ms elapsed with data
 // pending.
