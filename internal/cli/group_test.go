@@ -290,6 +290,17 @@ func TestGroupCommandsAgainstBroker(t *testing.T) {
 	if strings.Contains(out, "billing") {
 		t.Fatalf("deleted group still listed:\n%s", out)
 	}
+	// A group that does not exist may be given offsets before any
+	// consumer joins it.
+	out = mustSamsa(t, addr, "group", "reset-offsets", "billing", "--topic", topic, "--partition", "0", "--to-offset", "3", "--execute")
+	if want := [][]string{{"TOPIC", "PARTITION", "CURRENT", "NEW"}, {"orders", "0", "-", "3"}}; !slices.EqualFunc(rows(out), want, slices.Equal) {
+		t.Fatalf("reset of a new group: %q", rows(out))
+	}
+	if got := committedOffsets(t, adm, "billing"); !mapsEqual(got, map[int32]int64{0: 3}) {
+		t.Fatalf("committed for a new group: %v", got)
+	}
+	mustSamsa(t, addr, "group", "delete", "billing")
+
 	code, _, errs = samsa(t, addr, "group", "delete", "billing", "other")
 	if code != cli.ExitFailure || !strings.Contains(errs, "2 of 2 groups could not be deleted") ||
 		!strings.Contains(errs, "delete group billing: GROUP_ID_NOT_FOUND") {
