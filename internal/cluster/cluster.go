@@ -43,6 +43,15 @@ type Config struct {
 	SessionTimeout time.Duration
 	// Logger receives warnings (lost lease, watch reloads); nil discards.
 	Logger *slog.Logger
+
+	// UncleanLeaderElection is unclean.leader.election.enable, the
+	// default for topics that do not set it: when no in-sync replica is
+	// live, elect any live replica (and lose what it lacks).
+	UncleanLeaderElection bool
+	// AutoLeaderRebalance is auto.leader.rebalance.enable: the controller
+	// moves leadership back to each partition's preferred replica (the
+	// first of its replicas) when it is live and in sync.
+	AutoLeaderRebalance bool
 }
 
 // Cluster is this broker's view of, and handle on, the cluster metadata in
@@ -168,6 +177,7 @@ func Open(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 	}
 	c.leaseID.Store(int64(lease))
 	c.goFunc(c.keepAliveLoop)
+	c.goFunc(c.runController)
 	if err := c.waitRevision(ctx, regRev); err != nil {
 		return nil, err
 	}

@@ -16,6 +16,8 @@ type Broker struct {
 	Port        int32
 	Rack        *string
 	Incarnation string // unique per process start
+	// ShuttingDown: the broker is in controlled shutdown.
+	ShuttingDown bool
 }
 
 // PartitionState is the replicated state of one partition
@@ -150,7 +152,7 @@ func (b *builder) apply(evs []*mvccpb.Event, rev int64) *Image {
 				delete(next.Brokers, pk.broker)
 				continue
 			}
-			next.Brokers[pk.broker] = Broker{NodeID: pk.broker, Host: v.Host, Port: v.Port, Rack: v.Rack, Incarnation: v.Incarnation}
+			next.Brokers[pk.broker] = Broker{NodeID: pk.broker, Host: v.Host, Port: v.Port, Rack: v.Rack, Incarnation: v.Incarnation, ShuttingDown: v.ShuttingDown}
 		case kindController:
 			electionChanged = true
 			if del {

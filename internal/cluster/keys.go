@@ -66,6 +66,9 @@ type brokerValue struct {
 	Port        int32   `json:"port"`
 	Rack        *string `json:"rack,omitempty"`
 	Incarnation string  `json:"incarnation"`
+	// ShuttingDown is set by a broker in controlled shutdown: the
+	// controller moves its leaderships away and elects no leader on it.
+	ShuttingDown bool `json:"shutting_down,omitempty"`
 }
 
 // topicValue is the JSON value of topics/<name>.

@@ -1,0 +1,230 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sort"
+	"strconv"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// PartitionUpdate is a partition state change decided by the controller.
+// State.ModRevision is the revision it was decided from, so the write is a
+// compare-and-swap against exactly what the decision saw.
+type PartitionUpdate struct {
+	Topic     string
+	Partition int32
+	State     PartitionState
+}
+
+// ElectionPolicy is what the controller's decisions depend on beyond the
+// image.
+type ElectionPolicy struct {
+	// Unclean reports whether a topic allows unclean leader election.
+	Unclean func(topic string) bool
+	// Preferred moves leadership back to the preferred replica.
+	Preferred bool
+}
+
+// Decide computes the partition state changes the controller makes for img.
+// It is a pure function of its inputs (the controller's decisions are
+// deterministic and tested as such).
+//
+// For each partition:
+//
+//  1. A broker is eligible when it is registered and not shutting down.
+//  2. If the leader is eligible, in-sync replicas that are not registered
+//     are removed from the ISR (the leader stays); with Preferred, the
+//     first replica takes over when it is eligible and in sync.
+//  3. Otherwise a new leader is the first replica, in assignment order,
+//     that is eligible and in the ISR; the ISR loses unregistered members.
+//     Failing that, with Unclean, the first eligible replica, with an ISR of
+//     itself (its missing records are lost: KIP-106 makes this opt-in).
+//     Failing that, a leader still registered but shutting down keeps the
+//     partition; otherwise the partition goes offline (leader -1) and keeps
+//     its ISR, so that an in-sync replica is elected when it returns.
+//  4. Every leader change bumps LeaderEpoch; every change bumps
+//     PartitionEpoch.
+func Decide(img *Image, pol ElectionPolicy) []PartitionUpdate {
+	registered := func(b int32) bool { _, ok := img.Brokers[b]; return ok }
+	eligible := func(b int32) bool { br, ok := img.Brokers[b]; return ok && !br.ShuttingDown }
+	names := make([]string, 0, len(img.Topics))
+	for name := range img.Topics {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	var out []PartitionUpdate
+	for _, name := range names {
+		t := img.Topics[name]
+		for p := range t.Partitions {
+			if p >= len(t.Replicas) {
+				continue
+			}
+			st, replicas := t.Partitions[p], t.Replicas[p]
+			next := st
+			next.ISR = nil
+			for _, r := range st.ISR {
+				if registered(r) {
+					next.ISR = append(next.ISR, r)
+				}
+			}
+			switch {
+			case st.Leader >= 0 && eligible(st.Leader):
+				if pol.Preferred && len(replicas) > 0 && replicas[0] != st.Leader &&
+					eligible(replicas[0]) && slices.Contains(next.ISR, replicas[0]) {
+					next.Leader = replicas[0]
+				}
+			default:
+				leader := int32(-1)
+				for _, r := range replicas {
+					if eligible(r) && slices.Contains(next.ISR, r) {
+						leader = r
+						break
+					}
+				}
+				if leader < 0 && pol.Unclean != nil && pol.Unclean(name) {
+					for _, r := range replicas {
+						if eligible(r) {
+							leader = r
+							next.ISR = []int32{r}
+							break
+						}
+					}
+				}
+				switch {
+				case leader >= 0:
+					next.Leader = leader
+				case st.Leader >= 0 && registered(st.Leader):
+					// Shutting down with nobody to take over: keep it.
+					next.Leader = st.Leader
+				default:
+					next.Leader = -1
+					next.ISR = st.ISR
+				}
+			}
+			if len(next.ISR) == 0 {
+				next.ISR = st.ISR
+			}
+			if next.Leader == st.Leader && slices.Equal(next.ISR, st.ISR) {
+				continue
+			}
+			if next.Leader != st.Leader {
+				next.LeaderEpoch++
+			}
+			next.PartitionEpoch++
+			out = append(out, PartitionUpdate{Topic: name, Partition: int32(p), State: next})
+		}
+	}
+	return out
+}
+
+// runController acts as the controller while this broker wins the election
+// (Image.ControllerID): after every image change it applies Decide with
+// compare-and-swap writes. A write that loses its compare is dropped; the
+// next image brings the new state and a new decision. A broker that stops
+// being controller stops acting at the next image; a write it makes in
+// between either wins its compare (the state it decided from is current,
+// so the decision is still right) or loses it.
+func (c *Cluster) runController() {
+	for {
+		st := c.state.Load()
+		img := st.img
+		if img.ControllerID == c.cfg.NodeID {
+			c.applyDecisions(img)
+		}
+		select {
+		case <-c.ctx.Done():
+			return
+		case <-st.changed:
+		case <-time.After(controllerRecheck):
+		}
+	}
+}
+
+// controllerRecheck bounds how long a lost compare or failed write waits
+// for the next decision when no image change arrives.
+const controllerRecheck = 2 * time.Second
+
+func (c *Cluster) applyDecisions(img *Image) {
+	pol := ElectionPolicy{
+		Preferred: c.cfg.AutoLeaderRebalance,
+		Unclean: func(topic string) bool {
+			if t := img.Topics[topic]; t != nil {
+				if v, ok := t.Configs["unclean.leader.election.enable"]; ok {
+					b, err := strconv.ParseBool(v)
+					return err == nil && b
+				}
+			}
+			return c.cfg.UncleanLeaderElection
+		},
+	}
+	for _, u := range Decide(img, pol) {
+		ctx, cancel := context.WithTimeout(c.ctx, 5*time.Second)
+		_, err := c.AlterPartition(ctx, u.Topic, u.Partition, u.State)
+		cancel()
+		switch {
+		case err == nil:
+			c.log.Info("controller: partition state changed", "topic", u.Topic, "partition", u.Partition,
+				"leader", u.State.Leader, "leader_epoch", u.State.LeaderEpoch, "isr", u.State.ISR)
+		case errors.Is(err, ErrInvalidUpdateVersion), errors.Is(err, ErrUnknownPartition):
+		default:
+			if c.ctx.Err() == nil {
+				c.log.Warn("controller: partition state write failed", "topic", u.Topic, "partition", u.Partition, "err", err)
+			}
+		}
+	}
+}
+
+// BeginControlledShutdown marks this broker as shutting down in its
+// registration, so the controller moves its leaderships to other in-sync
+// replicas. Call WaitLeadershipsMoved to wait for that.
+func (c *Cluster) BeginControlledShutdown(ctx context.Context) error {
+	val := mustJSON(brokerValue{
+		Host:         c.cfg.AdvertisedHost,
+		Port:         c.cfg.AdvertisedPort,
+		Rack:         c.cfg.Rack,
+		Incarnation:  c.incarnation,
+		ShuttingDown: true,
+	})
+	resp, err := c.cli.Put(ctx, c.keys.broker(c.cfg.NodeID), val, clientv3.WithLease(clientv3.LeaseID(c.leaseID.Load())))
+	if err != nil {
+		return err
+	}
+	return c.waitRevision(ctx, resp.Header.Revision)
+}
+
+// WaitLeadershipsMoved waits until this broker leads no partition that has
+// another in-sync replica able to take over, or ctx is done.
+func (c *Cluster) WaitLeadershipsMoved(ctx context.Context) error {
+	for {
+		st := c.state.Load()
+		if !c.leadsMovable(st.img) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-st.changed:
+		}
+	}
+}
+
+func (c *Cluster) leadsMovable(img *Image) bool {
+	self := c.cfg.NodeID
+	for _, t := range img.Topics {
+		for _, st := range t.Partitions {
+			if st.Leader != self {
+				continue
+			}
+			for _, r := range st.ISR {
+				if br, ok := img.Brokers[r]; r != self && ok && !br.ShuttingDown {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
