@@ -22,6 +22,9 @@ var (
 	ErrLogDirOffline = errors.New("storage: log dir offline")
 	// ErrMessageTooLarge: batch larger than the segment can ever hold.
 	ErrMessageTooLarge = errors.New("storage: batch too large")
+	// ErrOffsetMismatch: AppendReplica got a batch whose base offset is not
+	// where the log continues (an overlap or a gap).
+	ErrOffsetMismatch = errors.New("storage: batch offset does not continue the log")
 )
 
 // Internal errors.

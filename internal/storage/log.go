@@ -53,6 +53,12 @@ type Log struct {
 	// with an offset map that covered them (the first dirty offset).
 	cleanedTo atomic.Int64
 
+	// epochMu guards epochs, the leader epoch cache (sorted by epoch and
+	// start offset; replaced, never modified in place). Writers also hold
+	// appendMu, so they may read epochs without epochMu. A leaf lock.
+	epochMu sync.RWMutex
+	epochs  []EpochEntry
+
 	logStart      atomic.Int64
 	logEnd        atomic.Int64
 	durable       atomic.Int64 // durable mode: everything below is fsynced
@@ -236,6 +242,10 @@ func (l *Log) Append(b record.Batch, leaderEpoch int32, logAppendTime bool, nowM
 		res.LogAppendTime = nowMs
 	}
 	maxTs := b.MaxTimestamp()
+	if err := l.assignEpochLocked(leaderEpoch, base); err != nil {
+		l.goOffline(err)
+		return AppendResult{}, ErrLogDirOffline
+	}
 
 	seg := l.activeSegment()
 	if l.shouldRoll(seg, cfg, size, res.LastOffset, nowMs) {

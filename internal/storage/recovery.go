@@ -325,6 +325,10 @@ func (m *Manager) loadLog(tp TopicPartition, dir string, recoveryPoint, logStart
 	l.logEnd.Store(leo)
 	l.durable.Store(leo)
 	l.recoveryPoint.Store(leo)
+	if err := l.loadEpochs(); err != nil {
+		l.closeFiles()
+		return nil, err
+	}
 	return l, nil
 }
 

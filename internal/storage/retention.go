@@ -104,6 +104,9 @@ func (l *Log) deleteFirstLocked(n int, cfg *Config) {
 	l.logger.Info("storage: deleting segments", "dir", l.dir, "count", n, "logStartOffset", l.logStart.Load())
 	l.notify(false)
 	l.dropSegments(gone, cfg)
+	if err := l.trimEpochsStartLocked(l.logStart.Load()); err != nil {
+		l.goOffline(err)
+	}
 }
 
 // dropSegments schedules gone for deletion.
@@ -142,6 +145,10 @@ func (l *Log) DeleteRecordsBefore(offset int64) (int64, error) {
 	l.mu.RUnlock()
 	if n > 0 {
 		l.deleteFirstLocked(n, l.cfg.Load())
+	}
+	if err := l.trimEpochsStartLocked(offset); err != nil {
+		l.goOffline(err)
+		return 0, ErrLogDirOffline
 	}
 	return l.logStart.Load(), nil
 }
@@ -221,6 +228,10 @@ func (l *Log) Truncate(offset int64) error {
 	}
 	l.logger.Info("storage: truncated", "dir", l.dir, "offset", offset, "logEndOffset", newEnd)
 	l.dropSegments(gone, cfg)
+	if err := l.trimEpochsEndLocked(newEnd); err != nil {
+		l.goOffline(err)
+		return ErrLogDirOffline
+	}
 	if err := l.rescanSegment(seg); err != nil {
 		l.goOffline(err)
 		return ErrLogDirOffline
@@ -268,5 +279,12 @@ func (l *Log) truncateFullyLocked(offset int64, cfg *Config) error {
 	l.recoveryPoint.Store(offset)
 	l.mu.Unlock()
 	l.notify(true)
+	if len(l.epochs) > 0 {
+		// Kafka clears the cache when a log restarts empty.
+		if err := l.setEpochsLocked(nil); err != nil {
+			l.goOffline(err)
+			return ErrLogDirOffline
+		}
+	}
 	return nil
 }

@@ -105,6 +105,7 @@ func (s *segment) close() error {
 type batchHeader struct {
 	baseOffset   int64
 	size         int64 // whole batch, LogOverhead included
+	leaderEpoch  int32
 	magic        int8
 	lastOffset   int64
 	maxTimestamp int64
@@ -129,6 +130,7 @@ func readHeader(f vfs.File, pos, end int64, buf *[scanHeaderSize]byte) (batchHea
 	h := batchHeader{
 		baseOffset:   int64(binary.BigEndian.Uint64(buf[0:8])),
 		size:         record.LogOverhead + length,
+		leaderEpoch:  int32(binary.BigEndian.Uint32(buf[12:16])),
 		magic:        int8(buf[16]),
 		lastOffset:   int64(binary.BigEndian.Uint64(buf[0:8])) + int64(int32(binary.BigEndian.Uint32(buf[23:27]))),
 		maxTimestamp: int64(binary.BigEndian.Uint64(buf[35:43])),
