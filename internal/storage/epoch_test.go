@@ -277,4 +277,3 @@ func TestAssignLeaderEpochAtLogEnd(t *testing.T) {
 		checkEpochs(t, l, []EpochEntry{{2, 0}, {4, 4}})
 	})
 }
-
