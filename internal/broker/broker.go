@@ -243,6 +243,8 @@ func (b *Broker) Handle(ctx context.Context, c *server.Conn, req *server.Request
 		return msg(b.handleIncrementalAlterConfigs(ctx, r))
 	case *kmsg.DescribeClusterRequest:
 		return msg(b.handleDescribeCluster(r))
+	case *kmsg.OffsetForLeaderEpochRequest:
+		return msg(b.handleOffsetForLeaderEpoch(r))
 	case *kmsg.InitProducerIDRequest:
 		return msg(b.handleInitProducerID(ctx, r))
 	case *kmsg.DescribeProducersRequest:

@@ -26,6 +26,7 @@ var versions = map[int16]apiRange{
 	20: {1, 6},  // DeleteTopics
 	21: {0, 2},  // DeleteRecords
 	22: {0, 4},  // InitProducerId
+	23: {0, 4},  // OffsetForLeaderEpoch
 	32: {1, 4},  // DescribeConfigs
 	33: {0, 2},  // AlterConfigs
 	35: {1, 4},  // DescribeLogDirs
