@@ -13,6 +13,10 @@
 //     waits for the group-committed fsync before acknowledging.
 //  4. Log.Read(offset, maxBytes, highWatermark, minOneBatch) returns file
 //     regions of whole batches, readable after Read returns.
+//     A follower appends what it fetched with Log.AppendReplica(batches),
+//     which keeps the leader's offsets, epochs and bytes, and truncates to
+//     the divergence point found with Log.EndOffsetForEpoch (KIP-101) by
+//     Log.Truncate.
 //  5. Manager.Close() flushes, checkpoints, writes the clean-shutdown marker
 //     and stops everything. It is idempotent.
 //
@@ -25,6 +29,7 @@
 //	  cleaner-offset-checkpoint          per compacted partition: cleaned below
 //	  <topic>-<partition>/
 //	    partition.metadata               "version: 0\ntopic_id: <base64url uuid>\n"
+//	    leader-epoch-checkpoint          leader epoch cache (below)
 //	    00000000000000000000.log         batches, back to back
 //	    00000000000000000000.index       sparse offset index
 //	    00000000000000000000.timeindex   sparse time index
@@ -58,6 +63,24 @@
 //	<n>                     number of entries
 //	<topic> <partition> <offset>   n lines
 //
+//	leader-epoch-checkpoint (text)
+//	0                       version
+//	<n>                     number of entries
+//	<epoch> <startOffset>   n lines, epochs increasing
+//
+// The leader epoch cache (Kafka's LeaderEpochFileCache) maps each leader
+// epoch to the first offset written under it. Append and AppendReplica add
+// an entry when a batch carries an epoch larger than the latest one, and
+// AssignLeaderEpoch adds one at the log end for a new leader; each change
+// rewrites the file (tmp, fsync, rename, dir fsync) before the batch is
+// written, so the file is never behind what was acknowledged. Truncate
+// removes entries starting at or after the new log end (all of them when
+// the log restarts empty); a new log start offset (DeleteRecords,
+// retention) drops the entries wholly below it and moves the start of the
+// one covering it. At open the file is trimmed to [log start, log end) and
+// rebuilt from the batches' partitionLeaderEpoch when it is missing,
+// unreadable, or older than the last batch's epoch.
+//
 // An index entry is added before a batch when more than index.interval.bytes
 // were written since the last entry, so a segment's first batch never has
 // one (Kafka's rule). Time index entries are added with offset index entries
@@ -76,6 +99,8 @@
 //     dir offline (ErrLogDirOffline) and nothing more is acknowledged.
 //   - segments are sorted by base offset and never overlap; only the last
 //     (active) one is appended to; retention never deletes it.
+//   - Epoch cache entries have increasing epochs and non-decreasing start
+//     offsets in [LogStartOffset, LogEndOffset].
 //   - Regions returned by Read stay readable for file.delete.delay.ms after
 //     their segment is deleted (files are renamed to .deleted and closed
 //     later), and until Close.
@@ -145,7 +170,8 @@
 //
 //	Manager.cleanerMu -> Log.cleanMu -> Log.appendMu
 //	Manager.mu -> (released before) Log.appendMu -> Log.mu -> segment.fileMu
-//	Log.chMu, Manager.flushMu, Manager.delMu and Manager.ckMu are leaves.
+//	Log.chMu, Log.epochMu, Manager.flushMu, Manager.delMu and Manager.ckMu
+//	are leaves.
 //
 // Reads take Log.mu shared only to look up the segment and index position;
 // the file reads happen without locks, bounded by the segment size that

@@ -172,3 +172,39 @@ func TestAppendReplicaDurableAfterWaitDurable(t *testing.T) {
 	checkLog(t, f2, want[:20])
 	checkEpochs(t, f2, []EpochEntry{{3, 0}, {5, 30}})
 }
+
+// A follower that fell below its leader's log start restarts empty there
+// and then appends the leader's batches from that offset.
+func TestTruncateFullyAndStartAtThenAppendReplica(t *testing.T) {
+	forEachFS(t, func(t *testing.T, fs vfs.FS, dir string) {
+		m, _, follower, want := leaderAndFollower(t, fs, dir, smallConfig())
+		defer m.Close()
+		if _, err := follower.AppendReplica(concat(want[:3])); err != nil {
+			t.Fatal(err)
+		}
+		start := want[20].base
+		if err := follower.TruncateFullyAndStartAt(start); err != nil {
+			t.Fatal(err)
+		}
+		if follower.LogStartOffset() != start || follower.LogEndOffset() != start {
+			t.Fatalf("after restart: start %d end %d, want %d", follower.LogStartOffset(), follower.LogEndOffset(), start)
+		}
+		checkEpochs(t, follower, nil)
+		if _, err := follower.AppendReplica(concat(want[19:22])); !errors.Is(err, ErrOffsetMismatch) {
+			t.Fatalf("batch below the new start: %v", err)
+		}
+		if _, err := follower.AppendReplica(concat(want[20:])); err != nil {
+			t.Fatal(err)
+		}
+		checkLog(t, follower, want[20:])
+		checkEpochs(t, follower, []EpochEntry{{5, start}, {7, 60}})
+		if err := m.Close(); err != nil {
+			t.Fatal(err)
+		}
+		m2 := openManager(t, fs, dir, nil)
+		defer m2.Close()
+		f2 := m2.Log(TopicPartition{"follower", 0})
+		checkLog(t, f2, want[20:])
+		checkEpochs(t, f2, []EpochEntry{{5, start}, {7, 60}})
+	})
+}

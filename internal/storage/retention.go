@@ -243,6 +243,23 @@ func (l *Log) Truncate(offset int64) error {
 	return nil
 }
 
+// TruncateFullyAndStartAt deletes every segment and restarts the log empty
+// at offset, with an empty leader epoch cache: a follower whose log end is
+// below its leader's log start offset does this before fetching again
+// (Kafka's truncateFullyAndStartAt). It is safe for concurrent use.
+func (l *Log) TruncateFullyAndStartAt(offset int64) error {
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	if err := l.checkWritable(); err != nil {
+		return err
+	}
+	if offset < 0 {
+		return fmt.Errorf("storage: truncate fully to %d: %w", offset, ErrOffsetOutOfRange)
+	}
+	l.logger.Info("storage: truncated fully", "dir", l.dir, "logStartOffset", offset)
+	return l.truncateFullyLocked(offset, l.cfg.Load())
+}
+
 // truncateIndexesLocked cuts seg's indexes after a truncation of its log to
 // pos, where newEnd is the segment's new next offset.
 func (l *Log) truncateIndexesLocked(seg *segment, pos, newEnd int64) error {
