@@ -85,7 +85,13 @@ func (l *Log) assignEpochLocked(epoch int32, offset int64) error {
 	if n := len(l.epochs); n > 0 && l.epochs[n-1].Epoch >= epoch {
 		return nil
 	}
-	entries := append(append(make([]EpochEntry, 0, len(l.epochs)+1), l.epochs...), EpochEntry{epoch, offset})
+	// An epoch that never got a batch (assigned at the log end, then
+	// superseded there) goes, as in Kafka.
+	n := len(l.epochs)
+	for n > 0 && l.epochs[n-1].StartOffset >= offset {
+		n--
+	}
+	entries := append(append(make([]EpochEntry, 0, n+1), l.epochs[:n]...), EpochEntry{epoch, offset})
 	return l.setEpochsLocked(entries)
 }
 

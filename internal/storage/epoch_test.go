@@ -2,6 +2,7 @@ package storage
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"reflect"
 	"testing"
@@ -275,5 +276,60 @@ func TestAssignLeaderEpochAtLogEnd(t *testing.T) {
 		// The next batch written under epoch 4 adds nothing.
 		appendEpochs(t, l, 2, 4)
 		checkEpochs(t, l, []EpochEntry{{2, 0}, {4, 4}})
+		// An epoch that got no batch is replaced by the next one at the
+		// same offset.
+		if err := l.AssignLeaderEpoch(5); err != nil {
+			t.Fatal(err)
+		}
+		appendEpochs(t, l, 3, 6)
+		checkEpochs(t, l, []EpochEntry{{2, 0}, {4, 4}, {6, 6}})
+		if e, o := l.EndOffsetForEpoch(5); e != 4 || o != 6 {
+			t.Fatalf("EndOffsetForEpoch(5) = (%d, %d), want (4, 6)", e, o)
+		}
 	})
+}
+
+// Readers of the epoch cache never see an entry past the log end or an
+// epoch going backwards while appends add epochs.
+func TestEpochCacheReadsDuringAppends(t *testing.T) {
+	fs := vfs.NewMemFS()
+	m := openManager(t, fs, "/data", nil)
+	defer m.Close()
+	l, _ := m.Create(testTP, [16]byte{1}, smallConfig())
+	done := make(chan struct{})
+	errs := make(chan string, 1)
+	go func() {
+		defer close(errs)
+		last := int32(-1)
+		for {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			e, end := l.EndOffsetForEpoch(1 << 30)
+			if e < last || (e >= 0 && end > l.LogEndOffset()) {
+				errs <- fmt.Sprintf("EndOffsetForEpoch = (%d, %d) after epoch %d, LEO %d", e, end, last, l.LogEndOffset())
+				return
+			}
+			last = e
+		}
+	}()
+	n := 200
+	if raceEnabled {
+		n = 60
+	}
+	for i := 0; i < n; i++ {
+		appendEpochs(t, l, i, int32(i/10))
+	}
+	close(done)
+	if msg, ok := <-errs; ok {
+		t.Fatal(msg)
+	}
+	if e, ok := l.LatestEpoch(); !ok || e != int32((n-1)/10) {
+		t.Fatalf("LatestEpoch = %d, %v", e, ok)
+	}
+	if got := len(l.EpochEntries()); got != (n-1)/10+1 {
+		t.Fatalf("%d entries, want %d", got, (n-1)/10+1)
+	}
 }
