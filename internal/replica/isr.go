@@ -221,10 +221,14 @@ func (s *LeaderState) pendingCopy() *ISRChange {
 // partitionEpoch: the proposed change was written, or another writer (the
 // controller) changed it and the proposal failed its compare-and-swap. The
 // leader adopts it and may propose again. A state older than the one it has
-// is ignored. The high watermark may advance (after a shrink); read it with
-// HighWatermark.
+// is ignored, and so is one at the partition epoch it has while a change is
+// in flight: that is no news (a late answer to an earlier change), and
+// dropping the pending change would let the HW skip a member the pending
+// change may already have added (KIP-497 maximal ISR). When the write was
+// refused without the state changing, call ISRChangeAborted. The high
+// watermark may advance (after a shrink); read it with HighWatermark.
 func (s *LeaderState) ISRCommitted(isr []int32, partitionEpoch int32) {
-	if partitionEpoch < s.partitionEpoch {
+	if partitionEpoch < s.partitionEpoch || (partitionEpoch == s.partitionEpoch && s.pending != nil) {
 		return
 	}
 	s.pending = nil
@@ -246,8 +250,10 @@ func (s *LeaderState) ISRCommitted(isr []int32, partitionEpoch int32) {
 	s.maybeAdvanceHW()
 }
 
-// ISRChangeAborted tells that the proposed change was not written and the
-// partition state is unknown (the write failed). The leader may propose again.
+// ISRChangeAborted tells that the proposed change was not written: the write
+// failed, or it was refused while the partition state stayed at the epoch
+// the change was proposed at (an ineligible replica, KIP-841). The leader may
+// propose again.
 func (s *LeaderState) ISRChangeAborted() { s.pending = nil }
 
 // Pending returns the ISR change in flight, or nil.
