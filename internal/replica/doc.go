@@ -47,5 +47,13 @@
 //	maximal ISR    committed ISR + pending expansion  KIP-497
 //	strict min ISR min.insync.replicas                KIP-966
 //
+// sim_test.go drives LeaderState in a deterministic simulation of three
+// replicas, a CAS controller and a reordering network with crashes and
+// partitions, checking the invariants above plus leader-epoch fencing and
+// OffsetForLeaderEpoch truncation (KIP-101, KIP-279) after every step:
+//
+//	go test ./internal/replica -run Sim -sim.seeds=100000
+//	go test ./internal/replica -run Sim -sim.seed=S -v   (one seed, with its trace)
+//
 // Manager is safe for concurrent use. Lock order: Manager.mu -> storage.
 package replica
