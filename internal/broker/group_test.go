@@ -2,6 +2,7 @@ package broker_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -344,7 +345,30 @@ func waitGroupStable(t *testing.T, adm *kadm.Client, l *groupLedger, group strin
 		if !slices.Equal(ids, want) {
 			return fmt.Errorf("members %v, want %v (%v)", ids, want, names)
 		}
-		return l.liveOwnership(names, partitions)
+		if err := l.liveOwnership(names, partitions); err != nil {
+			return err
+		}
+		// The assignment the coordinator stored for each member is what
+		// the member's callbacks say it holds.
+		byID := make(map[string][]int32)
+		for _, m := range g.Members {
+			if c, ok := m.Assigned.AsConsumer(); ok {
+				for _, at := range c.Topics {
+					byID[m.MemberID] = append(byID[m.MemberID], at.Partitions...)
+				}
+			}
+		}
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		for _, m := range live {
+			id, _ := m.cl.GroupMetadata()
+			stored := slices.Sorted(slices.Values(byID[id]))
+			held := slices.Sorted(maps.Keys(l.owned[m.name]))
+			if !slices.Equal(stored, held) {
+				return fmt.Errorf("member %s: coordinator has assignment %v, member holds %v", m.name, stored, held)
+			}
+		}
+		return nil
 	})
 }
 
@@ -712,7 +736,22 @@ func TestGroupStaticMemberRestartWithoutRebalance(t *testing.T) {
 	if code := request[*kmsg.HeartbeatResponse](t, a3, hb).ErrorCode; code != kerr.FencedInstanceID.Code {
 		t.Errorf("heartbeat of the fenced member: %v, want FENCED_INSTANCE_ID", kerr.ErrorForCode(code))
 	}
-	// The fenced client itself learns it through its group loop.
+	// The fenced client itself learns it from its own heartbeat, which
+	// its poll reports.
+	testutil.Eventually(t, 20*time.Second, func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		defer cancel()
+		var fenced bool
+		var errs []error
+		for _, fe := range a2.PollFetches(ctx).Errors() {
+			errs = append(errs, fe.Err)
+			fenced = fenced || errors.Is(fe.Err, kerr.FencedInstanceID)
+		}
+		if !fenced {
+			return fmt.Errorf("fenced client polled errors %v, want FENCED_INSTANCE_ID", errs)
+		}
+		return nil
+	})
 	a2.Close()
 	bm.Close()
 	a3.Close()
