@@ -28,9 +28,6 @@ var groupBrokerConfig = []string{
 	"group.min.session.timeout.ms=500",
 }
 
-// tp is a topic partition of the test topic.
-type tp = int32
-
 // groupLedger records what a set of group members did, for the
 // at-least-once and exclusive-ownership checks. It is safe for concurrent
 // use.
@@ -477,16 +474,14 @@ func TestGroupOffsetsSurviveRestart(t *testing.T) {
 	adm := b.Admin()
 	topic := "restart-offsets"
 	testutil.CreateTopic(t, adm, topic, partitions)
-	prod := b.Client(kgo.DefaultProduceTopic(topic))
 	var rs []*kgo.Record
 	for p := int32(0); p < partitions; p++ {
 		for i := 0; i < 20; i++ {
 			rs = append(rs, &kgo.Record{Partition: p, Value: fmt.Appendf(nil, "p%d-%d", p, i)})
 		}
 	}
-	prod2 := b.Client(kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	_ = prod
-	produceSync(t, prod2, rs...)
+	prod := b.Client(kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	produceSync(t, prod, rs...)
 
 	// A group member consumes and commits the first 10 records of each
 	// partition.
@@ -657,8 +652,8 @@ func TestGroupStaticMemberRestartWithoutRebalance(t *testing.T) {
 			kgo.OnPartitionsLost(l.onRevoked(name, topic)),
 		)
 	}
-	// Polling drives nothing in the group protocol, but the clients need
-	// to run their group loops: starting them with ConsumeTopics does.
+	// The clients join as soon as they start: their group loops run
+	// without polling.
 	a := start("a1", "inst-a")
 	bm := start("b", "inst-b")
 	members := func() map[string]string { // instance -> member id
