@@ -7,17 +7,20 @@ package broker
 // * v5: LogStartOffset in the response.
 // * v8: RecordErrors and ErrorMessage in the response (KIP-467).
 // * v9: flexible versions.
-// * v10-11: CurrentLeader and NodeEndpoints tagged fields (KIP-951); a single
-//   broker is always the leader of what it hosts, so they stay empty.
+// * v10-11: CurrentLeader and NodeEndpoints tagged fields (KIP-951), left
+//   empty: clients refresh metadata on NOT_LEADER_OR_FOLLOWER.
 //
-// Differences from Kafka: acks=-1 (all) is answered only after the batch is
-// fsynced under the default flush policy (flush.messages=1), one fsync
-// shared by every produce waiting at that moment.
+// acks=-1 (all) is answered once the high watermark passes the batch: it is
+// then on every ISR member and, under the default flush policy
+// (flush.messages=1), fsynced there (one fsync shared by every produce
+// waiting at that moment). With fewer in-sync replicas than
+// min.insync.replicas it is refused before the append (NOT_ENOUGH_REPLICAS);
+// the high watermark does not advance while the ISR is that small (KIP-966).
 //
 // Idempotent batches (producer id >= 0) are deduplicated per partition
 // (replica.Partition.Append, KIP-98): a retry of one of the producer's last
 // five batches gets the original offsets and no error, and, with acks=all,
-// waits until the original is durable. A producer id no broker of this
+// waits until the original is committed. A producer id no broker of this
 // cluster ever issued gets UNKNOWN_PRODUCER_ID. Transactional batches are
 // not accepted yet (INVALID_TXN_STATE): samsa has no transaction
 // coordinator.
@@ -38,11 +41,12 @@ import (
 
 var errMultipleBatches = fmt.Errorf("%w: produce requests v3+ carry exactly one record batch per partition", record.ErrInvalidRecord)
 
-// pendingAck is a partition whose acks=all answer waits for durability.
+// pendingAck is a partition whose acks=all answer waits until its batch is
+// committed: below the high watermark, so durable on every ISR member.
 type pendingAck struct {
 	topic, partition int // indexes into the response
-	log              *storage.Log
-	end              int64 // wait until everything below end is durable
+	p                *replica.Partition
+	end              int64 // wait until the high watermark reaches end
 }
 
 func (b *Broker) handleProduce(ctx context.Context, req *kmsg.ProduceRequest) server.Reply {
@@ -82,6 +86,15 @@ func (b *Broker) handleProduce(ctx context.Context, req *kmsg.ProduceRequest) se
 					sp.ErrorCode = errCode(err).Code
 					break
 				}
+				if req.Acks == -1 {
+					// Refused before the append when the ISR is
+					// already too small (min.insync.replicas).
+					if err := p.CheckAppend(); err != nil {
+						sp.ErrorCode = errCode(err).Code
+						sp.ErrorMessage = errMessage(err)
+						break
+					}
+				}
 				res, err := b.appendBatch(p, rp.Records, int(tc.MaxMessageBytes), tc.MessageTimestampType == "LogAppendTime", tc.Compact(), nowMs)
 				if err != nil {
 					sp.ErrorCode = errCode(err).Code
@@ -94,7 +107,7 @@ func (b *Broker) handleProduce(ctx context.Context, req *kmsg.ProduceRequest) se
 				if req.Acks == -1 {
 					waits = append(waits, pendingAck{
 						topic: len(resp.Topics), partition: len(st.Partitions),
-						log: p.Log, end: res.LastOffset + 1,
+						p: p, end: res.LastOffset + 1,
 					})
 				}
 			}
@@ -110,7 +123,7 @@ func (b *Broker) handleProduce(ctx context.Context, req *kmsg.ProduceRequest) se
 	}
 	return server.Reply{Wait: func(ctx context.Context) server.Reply {
 		for _, w := range waits {
-			if err := w.log.WaitDurable(ctx, w.end); err != nil {
+			if err := w.p.WaitCommitted(ctx, w.end); err != nil {
 				sp := &resp.Topics[w.topic].Partitions[w.partition]
 				sp.ErrorCode = errCode(err).Code
 				sp.BaseOffset = -1

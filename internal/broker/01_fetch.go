@@ -14,7 +14,12 @@ package broker
 //   fetching.
 // * v12: flexible versions; DivergingEpoch, only used by replicas.
 // * v13: topic ids instead of names (KIP-516); UNKNOWN_TOPIC_ID.
-// * v15: ReplicaState replaces ReplicaID.
+// * v15: ReplicaState replaces ReplicaID (KIP-903).
+//
+// A fetch carrying a replica id is a follower's: it reads up to the log end
+// rather than the high watermark, and its fetch offset, which a samsa
+// follower only sends once everything below it is fsynced, counts toward the
+// high watermark (replica.Partition.FollowerFetched).
 // * v16: NodeEndpoints (KIP-951), empty: the leader never moves.
 //
 // max_wait_ms/min_bytes long-poll: the request waits on the write goroutine
@@ -89,6 +94,7 @@ func (f *fetchResult) reply() server.Reply {
 // fetchOnce builds a response from what the logs hold now.
 func (b *Broker) fetchOnce(req *kmsg.FetchRequest) *fetchResult {
 	f := &fetchResult{resp: req.ResponseKind().(*kmsg.FetchResponse)}
+	follower := fetchReplicaID(req)
 	f.resp.SetVersion(req.Version)
 	img := b.cluster.Image()
 	budget := int64(req.MaxBytes)
@@ -140,9 +146,14 @@ func (b *Broker) fetchOnce(req *kmsg.FetchRequest) *fetchResult {
 					f.done = true
 					break
 				}
-				f.wake = append(f.wake, p.Log.Changed())
+				f.wake = append(f.wake, p.Log.Changed(), p.HWChanged())
+				if follower >= 0 {
+					// The fetch offset is what the follower has
+					// fsynced: it may move the high watermark.
+					p.FollowerFetched(follower, rp.FetchOffset)
+				}
 				limit := min(int64(rp.PartitionMaxBytes), budget)
-				res, err := readPartition(p, rp.FetchOffset, limit, minOne, &sp)
+				res, err := readPartition(p, rp.FetchOffset, limit, minOne, follower >= 0, &sp)
 				if err != nil {
 					sp.ErrorCode = errCode(err).Code
 					f.done = true
@@ -162,20 +173,35 @@ func (b *Broker) fetchOnce(req *kmsg.FetchRequest) *fetchResult {
 	return f
 }
 
-// readPartition reads from offset up to the high watermark and fills the
-// offsets of sp.
-func readPartition(p *replica.Partition, offset, limit int64, minOne bool, sp *kmsg.FetchResponseTopicPartition) (storage.ReadResult, error) {
+// readPartition reads from offset up to the high watermark (a consumer) or
+// the log end (a follower, which replicates what is not committed yet) and
+// fills the offsets of sp.
+func readPartition(p *replica.Partition, offset, limit int64, minOne, follower bool, sp *kmsg.FetchResponseTopicPartition) (storage.ReadResult, error) {
 	hw := p.HighWatermark()
 	sp.HighWatermark = hw
 	sp.LastStableOffset = hw
 	sp.LogStartOffset = p.Log.LogStartOffset()
-	if offset < sp.LogStartOffset || offset > p.Log.LogEndOffset() {
+	leo := p.Log.LogEndOffset()
+	if offset < sp.LogStartOffset || offset > leo {
 		return storage.ReadResult{}, storage.ErrOffsetOutOfRange
 	}
-	if offset >= hw {
+	end := hw
+	if follower {
+		end = leo
+	}
+	if offset >= end {
 		return storage.ReadResult{}, nil
 	}
-	return p.Log.Read(offset, max(limit, 0), hw, minOne)
+	return p.Log.Read(offset, max(limit, 0), end, minOne)
+}
+
+// fetchReplicaID is the broker id of a follower's fetch, or -1 for a
+// consumer.
+func fetchReplicaID(req *kmsg.FetchRequest) int32 {
+	if req.Version >= 15 {
+		return req.ReplicaState.ID
+	}
+	return req.ReplicaID
 }
 
 // checkLeaderEpoch compares a client's idea of the leader epoch (-1: none)

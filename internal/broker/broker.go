@@ -45,6 +45,7 @@ type Broker struct {
 	now      func() time.Time
 
 	producerIDs producerIDs
+	leaders     *leaderClient // followers' connections to leaders
 
 	groups *group.Coordinator
 	// groupsLoaded is the __consumer_offsets partitions whose groups the
@@ -89,7 +90,20 @@ func New(cfg Config) (*Broker, error) {
 	if fs == nil {
 		fs = vfs.Default
 	}
-	b.replicas = replica.NewManager(cfg.Logs, fs, b.now)
+	b.leaders = newLeaderClient(cfg.Cluster, cfg.Broker.NodeID, b.log)
+	b.replicas = replica.NewManager(replica.Config{
+		Logs:   cfg.Logs,
+		FS:     fs,
+		Now:    b.now,
+		Self:   cfg.Broker.NodeID,
+		Logger: b.log,
+		ISR: replica.ISRConfig{
+			ReplicaLagTimeMaxMs: cfg.Broker.ReplicaLagTimeMaxMs,
+			MinInsyncReplicas:   int(cfg.Broker.MinInsyncReplicas),
+		},
+		Client:    b.leaders,
+		ISRWriter: isrWriter{cfg.Cluster, cfg.Broker.NodeID},
+	})
 	b.producerIDs.cluster = cfg.Cluster
 	gcfg := group.ConfigFromBroker(cfg.Broker)
 	gcfg.Logger, gcfg.Now = b.log, b.now
@@ -97,6 +111,7 @@ func New(cfg Config) (*Broker, error) {
 	b.groupsLoaded = make(map[int32]*replica.Partition)
 	if err := b.reconcile(); err != nil {
 		b.groups.Close()
+		b.replicas.Close()
 		return nil, err
 	}
 	go b.runReconciler()
@@ -124,7 +139,8 @@ func (b *Broker) Close() error {
 		close(b.stop)
 		<-b.done
 		b.loads.Wait()
-		err = errors.Join(b.groups.Close(), b.maintainProducers())
+		err = errors.Join(b.replicas.Close(), b.groups.Close(), b.maintainProducers())
+		b.leaders.Close()
 	})
 	return err
 }
@@ -170,10 +186,12 @@ func (b *Broker) reconcile() error {
 	want := make(map[storage.TopicPartition]bool)
 	var firstErr error
 	for _, t := range img.Topics {
-		cfg, err := b.storageConfig(img, t.Configs)
-		if err != nil {
+		minISR := int(b.cfg.MinInsyncReplicas)
+		cfg := storage.DefaultConfig()
+		if tc, err := b.topicConfig(img, t.Configs); err != nil {
 			b.log.Error("topic config", "topic", t.Name, "err", err)
-			cfg = storage.DefaultConfig()
+		} else {
+			cfg, minISR = StorageConfig(tc), int(tc.MinInsyncReplicas)
 		}
 		for p, replicas := range t.Replicas {
 			if !contains(replicas, self) {
@@ -181,12 +199,12 @@ func (b *Broker) reconcile() error {
 			}
 			tp := storage.TopicPartition{Topic: t.Name, Partition: int32(p)}
 			want[tp] = true
-			leader, epoch := false, int32(0)
+			info := replica.PartitionInfo{Replicas: replicas, Leader: -1, MinInsyncReplicas: minISR}
 			if p < len(t.Partitions) {
-				leader = t.Partitions[p].Leader == self
-				epoch = t.Partitions[p].LeaderEpoch
+				st := t.Partitions[p]
+				info.Leader, info.LeaderEpoch, info.ISR, info.PartitionEpoch = st.Leader, st.LeaderEpoch, st.ISR, st.PartitionEpoch
 			}
-			if _, err := b.replicas.Ensure(tp, t.ID, cfg, leader, epoch); err != nil && firstErr == nil {
+			if _, err := b.replicas.Ensure(tp, t.ID, cfg, info); err != nil && firstErr == nil {
 				firstErr = err
 			}
 		}
@@ -198,6 +216,7 @@ func (b *Broker) reconcile() error {
 			}
 		}
 	}
+	b.replicas.SyncFetchers()
 	b.reconcileGroupsLocked()
 	// Logs found on disk for topics that no longer exist (deleted while
 	// this broker was down) are removed too.

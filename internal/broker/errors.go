@@ -51,6 +51,14 @@ func errCode(err error) *kerr.Error {
 		return kerr.KafkaStorageError
 	case errors.Is(err, storage.ErrClosed), errors.Is(err, replica.ErrNotLeader):
 		return kerr.NotLeaderForPartition
+	case errors.Is(err, replica.ErrNotEnoughReplicas):
+		return kerr.NotEnoughReplicas
+	case errors.Is(err, replica.ErrNotEnoughReplicasAfterAppend):
+		return kerr.NotEnoughReplicasAfterAppend
+	case errors.Is(err, replica.ErrFencedLeaderEpoch):
+		return kerr.FencedLeaderEpoch
+	case errors.Is(err, replica.ErrUnknownLeaderEpoch):
+		return kerr.UnknownLeaderEpoch
 	case errors.Is(err, cluster.ErrTopicExists):
 		return kerr.TopicAlreadyExists
 	case errors.Is(err, cluster.ErrUnknownTopic), errors.Is(err, cluster.ErrUnknownPartition):

@@ -96,6 +96,9 @@ func StartNode(ctx context.Context, cfg *config.Broker, log *slog.Logger) (_ *No
 		Rack:           rack,
 		SessionTimeout: time.Duration(cfg.BrokerSessionTimeoutMs) * time.Millisecond,
 		Logger:         log,
+
+		UncleanLeaderElection: cfg.UncleanLeaderElectionEnable,
+		AutoLeaderRebalance:   cfg.AutoLeaderRebalanceEnable,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("cluster: %w", err)
@@ -147,6 +150,13 @@ func StartNode(ctx context.Context, cfg *config.Broker, log *slog.Logger) (_ *No
 	return n, nil
 }
 
+// controlledShutdownTimeout bounds how long a shutdown waits for the
+// controller to move this broker's leaderships away.
+const controlledShutdownTimeout = 15 * time.Second
+
+// Image returns the node's current view of the cluster metadata.
+func (n *Node) Image() *cluster.Image { return n.cluster.Image() }
+
 // Addr returns the address of the first Kafka listener.
 func (n *Node) Addr() string { return n.lns[0].Addr().String() }
 
@@ -163,6 +173,18 @@ func (n *Node) AdminAddr() string {
 // cluster and stop etcd.
 func (n *Node) Shutdown(ctx context.Context) error {
 	var errs []error
+	if n.cluster != nil && n.cfg.ControlledShutdownEnable {
+		// Controlled shutdown: the controller moves this broker's
+		// leaderships to other in-sync replicas before it stops serving,
+		// so clients fail over without waiting for the session timeout.
+		cctx, cancel := context.WithTimeout(ctx, controlledShutdownTimeout)
+		if err := n.cluster.BeginControlledShutdown(cctx); err == nil {
+			if err := n.cluster.WaitLeadershipsMoved(cctx); err != nil {
+				n.log.Warn("controlled shutdown: leaderships not all moved", "err", err)
+			}
+		}
+		cancel()
+	}
 	if n.broker != nil {
 		n.broker.Drain()
 	}

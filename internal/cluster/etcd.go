@@ -138,3 +138,29 @@ func newClient(endpoints []string) (*clientv3.Client, error) {
 	}
 	return cli, nil
 }
+
+// EmbeddedEtcd is a stand-alone embedded etcd member, for test harnesses
+// and tools that run several brokers against one etcd.
+type EmbeddedEtcd struct {
+	e         *embed.Etcd
+	clientURL string
+}
+
+// StartEmbeddedEtcd starts a single-member etcd with its data in dir,
+// configured as `samsa serve` configures its own.
+func StartEmbeddedEtcd(ctx context.Context, dir string) (*EmbeddedEtcd, error) {
+	e, url, err := startEmbedded(ctx, dir, 0)
+	if err != nil {
+		return nil, err
+	}
+	return &EmbeddedEtcd{e: e, clientURL: url}, nil
+}
+
+// ClientURL is the URL clients connect to (etcd.endpoints).
+func (e *EmbeddedEtcd) ClientURL() string { return e.clientURL }
+
+// Close stops the member and waits for it.
+func (e *EmbeddedEtcd) Close() {
+	e.e.Close()
+	<-e.e.Server.StopNotify()
+}

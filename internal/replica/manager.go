@@ -1,8 +1,10 @@
 package replica
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -16,12 +18,13 @@ import (
 // host it at all).
 var ErrNotLeader = errors.New("replica: not the leader")
 
-// Partition is one hosted partition. Its fields other than the atomics are
-// set when it is created and never change.
+// Partition is one hosted partition. TP, TopicID, Log and m are set when it
+// is created and never change.
 type Partition struct {
 	TP      storage.TopicPartition
 	TopicID [16]byte
 	Log     *storage.Log
+	m       *Manager
 
 	leaderEpoch atomic.Int32
 	leader      atomic.Bool
@@ -31,6 +34,9 @@ type Partition struct {
 	appendMu       sync.Mutex
 	producers      *txn.State // guarded by appendMu
 	producersDirty bool       // guarded by appendMu; changed since the last snapshot
+
+	roleMu sync.Mutex
+	role   roleState // guarded by roleMu
 }
 
 // LeaderEpoch is the partition's current leader epoch.
@@ -39,28 +45,107 @@ func (p *Partition) LeaderEpoch() int32 { return p.leaderEpoch.Load() }
 // IsLeader reports whether this broker leads the partition.
 func (p *Partition) IsLeader() bool { return p.leader.Load() }
 
-// HighWatermark is the offset below which records are committed and visible
-// to consumers: the durable end of the log (see the package doc).
-func (p *Partition) HighWatermark() int64 { return p.Log.DurableOffset() }
+// Config configures a Manager.
+type Config struct {
+	Logs *storage.Manager
+	// FS is the file system of the log dir (producer state snapshots live
+	// beside the logs).
+	FS vfs.FS
+	// Now returns the current time; nil means time.Now.
+	Now func() time.Time
+	// Self is this broker's node id.
+	Self int32
+	// ISR configures the leaders' ISR and high watermark rules.
+	ISR ISRConfig
+	// Client fetches from leaders; nil disables following (a single
+	// broker never follows).
+	Client LeaderClient
+	// ISRWriter writes ISR changes; nil keeps the ISR fixed.
+	ISRWriter ISRWriter
+	Logger    *slog.Logger
+}
 
-// Manager holds the hosted partitions.
+// Manager holds the hosted partitions, runs one fetcher per leader this
+// broker follows, and ticks the leaders' ISR checks. Close stops its
+// goroutines.
 type Manager struct {
+	cfg  Config
 	logs *storage.Manager
 	fs   vfs.FS
 	now  func() time.Time
+	log  *slog.Logger
 
-	mu    sync.RWMutex
-	parts map[storage.TopicPartition]*Partition // guarded by mu
+	ctx    context.Context // done at Close
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu       sync.RWMutex
+	parts    map[storage.TopicPartition]*Partition // guarded by mu
+	fetchers map[int32]*fetcher                    // guarded by mu
+	closed   bool                                  // guarded by mu
 }
 
-// NewManager returns a Manager over the logs of logs; fs is the file
-// system of their log dir (producer state snapshots live beside the logs).
-// now nil means time.Now.
-func NewManager(logs *storage.Manager, fs vfs.FS, now func() time.Time) *Manager {
-	if now == nil {
-		now = time.Now
+// NewManager returns a Manager and starts its ISR ticker.
+func NewManager(cfg Config) *Manager {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
 	}
-	return &Manager{logs: logs, fs: fs, now: now, parts: make(map[storage.TopicPartition]*Partition)}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	m := &Manager{
+		cfg: cfg, logs: cfg.Logs, fs: cfg.FS, now: cfg.Now, log: cfg.Logger,
+		parts:    make(map[storage.TopicPartition]*Partition),
+		fetchers: make(map[int32]*fetcher),
+	}
+	m.ctx, m.cancel = context.WithCancel(context.Background())
+	m.goFunc(m.tickLoop)
+	return m
+}
+
+// goFunc runs f on a goroutine that Close waits for.
+func (m *Manager) goFunc(f func()) {
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		f()
+	}()
+}
+
+// Close stops the fetchers, the ticker and pending ISR writes, and waits
+// for them. It does not close the logs. It is idempotent.
+func (m *Manager) Close() error {
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return nil
+	}
+	m.closed = true
+	for id, f := range m.fetchers {
+		close(f.stop)
+		delete(m.fetchers, id)
+	}
+	m.mu.Unlock()
+	m.cancel()
+	m.wg.Wait()
+	return nil
+}
+
+func (m *Manager) tickLoop() {
+	every := time.Duration(max(m.cfg.ISR.ReplicaLagTimeMaxMs/4, 100)) * time.Millisecond
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-m.ctx.Done():
+			return
+		case <-t.C:
+			nowMs := m.now().UnixMilli()
+			for _, p := range m.Partitions() {
+				p.tick(nowMs)
+			}
+		}
+	}
 }
 
 // Get returns the hosted partition tp, or nil.
@@ -91,16 +176,16 @@ func (m *Manager) Partitions() []*Partition {
 	return out
 }
 
-// Ensure makes tp hosted here with the given leadership and configuration,
-// creating its log if needed. Calling it again updates epoch, leadership and
-// config.
-func (m *Manager) Ensure(tp storage.TopicPartition, topicID [16]byte, cfg storage.Config, leader bool, leaderEpoch int32) (*Partition, error) {
+// Ensure makes tp hosted here in the role info gives this broker, creating
+// its log if needed. Calling it again applies changes of leader, epoch,
+// ISR and config. Call SyncFetchers after a batch of Ensure calls.
+func (m *Manager) Ensure(tp storage.TopicPartition, topicID [16]byte, cfg storage.Config, info PartitionInfo) (*Partition, error) {
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	p := m.parts[tp]
 	if p != nil && p.TopicID != topicID {
 		// The topic was deleted and recreated under the same name.
 		if err := m.removeLocked(tp); err != nil {
+			m.mu.Unlock()
 			return nil, err
 		}
 		p = nil
@@ -108,19 +193,63 @@ func (m *Manager) Ensure(tp storage.TopicPartition, topicID [16]byte, cfg storag
 	if p == nil {
 		l, err := m.logs.Create(tp, topicID, cfg)
 		if err != nil {
+			m.mu.Unlock()
 			return nil, fmt.Errorf("replica: create log %s-%d: %w", tp.Topic, tp.Partition, err)
 		}
-		p = &Partition{TP: tp, TopicID: topicID, Log: l}
+		p = &Partition{TP: tp, TopicID: topicID, Log: l, m: m}
+		p.role.following = -1
+		p.role.hwChanged = make(chan struct{})
 		if err := p.loadProducersLocked(m, m.now().UnixMilli()); err != nil {
+			m.mu.Unlock()
 			return nil, err
 		}
 		m.parts[tp] = p
 	} else {
 		p.Log.SetConfig(cfg)
 	}
-	p.leaderEpoch.Store(leaderEpoch)
-	p.leader.Store(leader)
+	m.mu.Unlock()
+	p.applyInfo(info)
 	return p, nil
+}
+
+// SyncFetchers starts a fetcher for every leader some hosted partition
+// follows, stops those no partition follows any more, and wakes the rest
+// to pick up changes.
+func (m *Manager) SyncFetchers() {
+	if m.cfg.Client == nil {
+		return
+	}
+	want := make(map[int32]bool)
+	for _, p := range m.Partitions() {
+		p.roleMu.Lock()
+		if p.role.leader == nil && p.role.following >= 0 {
+			want[p.role.following] = true
+		}
+		p.roleMu.Unlock()
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return
+	}
+	for id, f := range m.fetchers {
+		if !want[id] {
+			close(f.stop)
+			delete(m.fetchers, id)
+		}
+	}
+	for id := range want {
+		f := m.fetchers[id]
+		if f == nil {
+			f = &fetcher{m: m, leader: id, kick: make(chan struct{}, 1), stop: make(chan struct{})}
+			m.fetchers[id] = f
+			m.goFunc(f.run)
+		}
+		select {
+		case f.kick <- struct{}{}:
+		default:
+		}
+	}
 }
 
 // Remove stops hosting tp and deletes its log.
@@ -135,7 +264,12 @@ func (m *Manager) removeLocked(tp storage.TopicPartition) error {
 	if p == nil {
 		return nil
 	}
+	p.roleMu.Lock()
+	p.role.leader = nil
+	p.role.following = -1
 	p.leader.Store(false)
+	p.notifyLocked()
+	p.roleMu.Unlock()
 	delete(m.parts, tp)
 	if err := m.logs.Delete(tp); err != nil {
 		return fmt.Errorf("replica: delete log %s-%d: %w", tp.Topic, tp.Partition, err)

@@ -1,0 +1,324 @@
+package replica
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"samsa/internal/record"
+	"samsa/internal/storage"
+	"samsa/internal/txn"
+)
+
+// LeaderClient is how a follower talks to a partition leader: Kafka's Fetch
+// with this broker's replica id, and OffsetForLeaderEpoch. The broker
+// package implements it over the wire protocol; replica knows no protocol.
+type LeaderClient interface {
+	Fetch(ctx context.Context, leader int32, req FetchRequest) (FetchResponse, error)
+	// EpochEndOffset asks the leader for the end offset of epoch: it
+	// returns the largest epoch <= epoch the leader has and where it ends
+	// (-1, -1 when the leader has none that old).
+	EpochEndOffset(ctx context.Context, leader int32, tp storage.TopicPartition, currentLeaderEpoch, epoch int32) (endEpoch int32, endOffset int64, err error)
+}
+
+// FetchRequest is a replica fetch from one leader.
+type FetchRequest struct {
+	ReplicaID  int32
+	MaxWait    time.Duration
+	MinBytes   int32
+	MaxBytes   int32
+	Partitions []FetchPartition
+}
+
+// FetchPartition is one partition of a replica fetch.
+type FetchPartition struct {
+	TP                 storage.TopicPartition
+	TopicID            [16]byte
+	Offset             int64
+	CurrentLeaderEpoch int32
+}
+
+// FetchResponse is a leader's answer.
+type FetchResponse struct {
+	Partitions []FetchedPartition
+}
+
+// FetchedPartition is one partition of a FetchResponse. Err is one of the
+// sentinels below or another error.
+type FetchedPartition struct {
+	TP             storage.TopicPartition
+	Err            error
+	HighWatermark  int64
+	LogStartOffset int64
+	Records        []byte
+}
+
+// Errors a LeaderClient reports per partition.
+var (
+	// ErrFencedLeaderEpoch: the follower's leader epoch is older than the
+	// leader's (FENCED_LEADER_EPOCH); wait for new metadata.
+	ErrFencedLeaderEpoch = errors.New("replica: fenced leader epoch")
+	// ErrUnknownLeaderEpoch: the leader has not seen the follower's epoch
+	// yet (UNKNOWN_LEADER_EPOCH); retry.
+	ErrUnknownLeaderEpoch = errors.New("replica: unknown leader epoch")
+	// ErrOffsetOutOfRange: the fetch offset is outside the leader's log.
+	ErrOffsetOutOfRange = errors.New("replica: fetch offset out of range")
+)
+
+// fetcher replicates every partition this broker follows from one leader.
+// Its goroutine is owned by the Manager.
+type fetcher struct {
+	m      *Manager
+	leader int32
+	kick   chan struct{}
+	stop   chan struct{}
+}
+
+// replicaFetchWait is the long-poll of a replica fetch
+// (replica.fetch.wait.max.ms).
+const replicaFetchWait = 500 * time.Millisecond
+
+func (f *fetcher) run() {
+	backoff := func() bool {
+		select {
+		case <-f.stop:
+			return false
+		case <-time.After(100 * time.Millisecond):
+			return true
+		}
+	}
+	ctx, cancel := context.WithCancel(f.m.ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-f.stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	for {
+		select {
+		case <-f.stop:
+			return
+		default:
+		}
+		parts := f.m.followersOf(f.leader)
+		if len(parts) == 0 {
+			select {
+			case <-f.stop:
+				return
+			case <-f.kick:
+			}
+			continue
+		}
+		ready := parts[:0]
+		for _, p := range parts {
+			if err := p.reconcileWithLeader(ctx, f.m.cfg.Client, f.leader); err != nil {
+				f.m.log.Debug("replica: truncation check failed", "topic", p.TP.Topic, "partition", p.TP.Partition, "leader", f.leader, "err", err)
+				continue
+			}
+			ready = append(ready, p)
+		}
+		if len(ready) == 0 {
+			if !backoff() {
+				return
+			}
+			continue
+		}
+		req := FetchRequest{ReplicaID: f.m.cfg.Self, MaxWait: replicaFetchWait, MinBytes: 1, MaxBytes: 10 << 20}
+		byTP := make(map[storage.TopicPartition]*Partition, len(ready))
+		for _, p := range ready {
+			byTP[p.TP] = p
+			req.Partitions = append(req.Partitions, FetchPartition{
+				TP: p.TP, TopicID: p.TopicID, Offset: p.Log.LogEndOffset(), CurrentLeaderEpoch: p.LeaderEpoch(),
+			})
+		}
+		resp, err := f.m.cfg.Client.Fetch(ctx, f.leader, req)
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			f.m.log.Debug("replica: fetch from leader failed", "leader", f.leader, "err", err)
+			if !backoff() {
+				return
+			}
+			continue
+		}
+		var appended []*Partition
+		failed := false
+		for _, fp := range resp.Partitions {
+			p := byTP[fp.TP]
+			if p == nil {
+				continue
+			}
+			switch {
+			case fp.Err == nil:
+				n, err := p.appendFromLeader(f.leader, fp.Records)
+				if err != nil {
+					f.m.log.Warn("replica: append from leader failed", "topic", p.TP.Topic, "partition", p.TP.Partition, "err", err)
+					p.markTruncate()
+					failed = true
+					continue
+				}
+				p.setFollowerHW(f.leader, fp.HighWatermark)
+				if n > 0 {
+					appended = append(appended, p)
+				}
+			case errors.Is(fp.Err, ErrOffsetOutOfRange):
+				if p.Log.LogEndOffset() < fp.LogStartOffset {
+					// The leader deleted what this follower lacks:
+					// start over at the leader's log start.
+					if err := p.truncateTo(fp.LogStartOffset); err != nil {
+						f.m.log.Warn("replica: reset to leader log start failed", "err", err)
+					}
+				} else {
+					p.markTruncate()
+				}
+				failed = true
+			default:
+				failed = true
+			}
+		}
+		// Under samsa's durability rule the next fetch reports an offset
+		// only once everything below it is fsynced here.
+		for _, p := range appended {
+			if err := p.Log.WaitDurable(ctx, p.Log.LogEndOffset()); err != nil {
+				if ctx.Err() != nil {
+					return
+				}
+				f.m.log.Error("replica: follower log not durable", "topic", p.TP.Topic, "partition", p.TP.Partition, "err", err)
+				failed = true
+			}
+		}
+		if failed && len(appended) == 0 && !backoff() {
+			return
+		}
+	}
+}
+
+// followersOf returns the partitions that follow leader.
+func (m *Manager) followersOf(leader int32) []*Partition {
+	var out []*Partition
+	for _, p := range m.Partitions() {
+		p.roleMu.Lock()
+		if p.role.following == leader && p.role.leader == nil {
+			out = append(out, p)
+		}
+		p.roleMu.Unlock()
+	}
+	return out
+}
+
+func (p *Partition) markTruncate() {
+	p.roleMu.Lock()
+	p.role.truncate = true
+	p.roleMu.Unlock()
+}
+
+func (p *Partition) setFollowerHW(leader int32, hw int64) {
+	p.roleMu.Lock()
+	if p.role.following == leader && p.role.leader == nil && hw != p.role.followerHW {
+		p.role.followerHW = hw
+		p.notifyLocked()
+	}
+	p.roleMu.Unlock()
+}
+
+// reconcileWithLeader truncates a follower's log to where it agrees with
+// the leader's, once after each change of leader or epoch. Reference:
+// KIP-101 and KIP-279: the follower asks for the end of its latest epoch;
+// if the leader knows that epoch, the follower truncates to the smaller of
+// the two ends; if it only knows an older one, the follower truncates to
+// the end of that older epoch in its own log (or the leader's, if smaller).
+func (p *Partition) reconcileWithLeader(ctx context.Context, client LeaderClient, leader int32) error {
+	p.roleMu.Lock()
+	need := p.role.truncate && p.role.following == leader
+	p.roleMu.Unlock()
+	if !need {
+		return nil
+	}
+	epoch, ok := p.Log.LatestEpoch()
+	if ok {
+		endEpoch, endOffset, err := client.EpochEndOffset(ctx, leader, p.TP, p.LeaderEpoch(), epoch)
+		if err != nil {
+			return err
+		}
+		target := p.Log.LogEndOffset()
+		switch {
+		case endEpoch < 0 || endOffset < 0:
+			// The leader has nothing as old as our latest epoch: keep
+			// only what is known committed.
+			target = min(target, p.HighWatermark())
+		case endEpoch == epoch:
+			target = min(target, endOffset)
+		default:
+			_, ownEnd := p.Log.EndOffsetForEpoch(endEpoch)
+			if ownEnd < 0 {
+				ownEnd = p.Log.LogStartOffset()
+			}
+			target = min(target, endOffset, ownEnd)
+		}
+		if target < p.Log.LogEndOffset() {
+			if err := p.truncateTo(target); err != nil {
+				return err
+			}
+		}
+	}
+	p.roleMu.Lock()
+	if p.role.following == leader {
+		p.role.truncate = false
+	}
+	p.roleMu.Unlock()
+	return nil
+}
+
+// truncateTo removes everything at or above offset and rebuilds the
+// producer state for what is left.
+func (p *Partition) truncateTo(offset int64) error {
+	p.appendMu.Lock()
+	defer p.appendMu.Unlock()
+	p.m.log.Info("replica: truncating follower log", "topic", p.TP.Topic, "partition", p.TP.Partition,
+		"from", p.Log.LogEndOffset(), "to", offset)
+	if err := p.Log.Truncate(offset); err != nil {
+		return err
+	}
+	if err := txn.DeleteSnapshotsAbove(p.m.fs, p.Log.Dir(), offset); err != nil {
+		return err
+	}
+	return p.loadProducersLocked(p.m, p.m.now().UnixMilli())
+}
+
+// appendFromLeader appends batches fetched from the leader with their
+// offsets and epochs, and replays them into the producer state so that this
+// replica can take over as leader without losing deduplication.
+func (p *Partition) appendFromLeader(leader int32, batches []byte) (int, error) {
+	if len(batches) == 0 {
+		return 0, nil
+	}
+	p.appendMu.Lock()
+	defer p.appendMu.Unlock()
+	p.roleMu.Lock()
+	still := p.role.following == leader && p.role.leader == nil
+	p.roleMu.Unlock()
+	if !still {
+		return 0, nil
+	}
+	if _, err := p.Log.AppendReplica(batches); err != nil {
+		return 0, err
+	}
+	nowMs := p.m.now().UnixMilli()
+	n := 0
+	for buf := batches; len(buf) > 0; {
+		b, rest, err := record.Split(buf)
+		if err != nil {
+			break
+		}
+		buf = rest
+		n++
+		if b.ProducerID() >= 0 && !b.Control() {
+			p.producers.Replay(txn.BatchOf(b), b.BaseOffset(), b.LastOffset(), b.MaxTimestamp(), nowMs)
+			p.producersDirty = true
+		}
+	}
+	return n, nil
+}
