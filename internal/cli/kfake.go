@@ -20,6 +20,7 @@ func newDevCmd(e env) *cobra.Command {
 		RunE:    helpRun,
 	}
 	cmd.AddCommand(newDevKfakeCmd(e))
+	cmd.AddCommand(newDevEtcdCmd(e))
 	return cmd
 }
 
