@@ -18,8 +18,6 @@ package broker
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"samsa/internal/storage"
 )
 
 func (b *Broker) handleListOffsets(req *kmsg.ListOffsetsRequest) kmsg.Response {
@@ -29,20 +27,14 @@ func (b *Broker) handleListOffsets(req *kmsg.ListOffsetsRequest) kmsg.Response {
 		rt := &req.Topics[i]
 		st := kmsg.NewListOffsetsResponseTopic()
 		st.Topic = rt.Topic
-		t := img.Topics[rt.Topic]
 		for j := range rt.Partitions {
 			rp := &rt.Partitions[j]
 			sp := kmsg.NewListOffsetsResponseTopicPartition()
 			sp.Partition = rp.Partition
 			sp.Timestamp, sp.Offset, sp.LeaderEpoch = -1, -1, -1
-			if t == nil || rp.Partition < 0 || int(rp.Partition) >= len(t.Replicas) {
-				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
-				st.Partitions = append(st.Partitions, sp)
-				continue
-			}
-			p, err := b.replicas.Leader(storage.TopicPartition{Topic: rt.Topic, Partition: rp.Partition})
-			if err != nil {
-				sp.ErrorCode = errCode(err).Code
+			p, code := b.leaderPartition(img, rt.Topic, rp.Partition)
+			if code != nil {
+				sp.ErrorCode = code.Code
 				st.Partitions = append(st.Partitions, sp)
 				continue
 			}

@@ -57,12 +57,7 @@ func (b *Broker) handleMetadata(ctx context.Context, req *kmsg.MetadataRequest) 
 		}
 	}
 
-	ids := make([]int32, 0, len(img.Brokers))
-	for id := range img.Brokers {
-		ids = append(ids, id)
-	}
-	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
-	for _, id := range ids {
+	for _, id := range img.BrokerIDs() {
 		br := img.Brokers[id]
 		mb := kmsg.NewMetadataResponseBroker()
 		mb.NodeID, mb.Host, mb.Port, mb.Rack = br.NodeID, br.Host, br.Port, br.Rack

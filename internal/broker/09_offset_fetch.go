@@ -25,12 +25,12 @@ func (b *Broker) handleOffsetFetch(ctx context.Context, req *kmsg.OffsetFetchReq
 		for _, g := range req.Groups {
 			rg := kmsg.NewOffsetFetchResponseGroup()
 			rg.Group = g.Group
-			var topics []group.OffsetFetchTopic
-			if g.Topics != nil {
-				topics = []group.OffsetFetchTopic{}
-				for _, t := range g.Topics {
-					topics = append(topics, group.OffsetFetchTopic{Topic: t.Topic, Partitions: t.Partitions})
-				}
+			topics := make([]group.OffsetFetchTopic, len(g.Topics))
+			for i, t := range g.Topics {
+				topics[i] = group.OffsetFetchTopic{Topic: t.Topic, Partitions: t.Partitions}
+			}
+			if g.Topics == nil {
+				topics = nil
 			}
 			res, err := b.groups.OffsetFetch(ctx, group.OffsetFetchRequest{Group: g.Group, Topics: topics})
 			rg.ErrorCode = groupCode(err)
@@ -51,12 +51,12 @@ func (b *Broker) handleOffsetFetch(ctx context.Context, req *kmsg.OffsetFetchReq
 		}
 		return resp
 	}
-	var topics []group.OffsetFetchTopic
-	if req.Topics != nil {
-		topics = []group.OffsetFetchTopic{}
-		for _, t := range req.Topics {
-			topics = append(topics, group.OffsetFetchTopic{Topic: t.Topic, Partitions: t.Partitions})
-		}
+	topics := make([]group.OffsetFetchTopic, len(req.Topics))
+	for i, t := range req.Topics {
+		topics[i] = group.OffsetFetchTopic{Topic: t.Topic, Partitions: t.Partitions}
+	}
+	if req.Topics == nil {
+		topics = nil
 	}
 	res, err := b.groups.OffsetFetch(ctx, group.OffsetFetchRequest{Group: req.Group, Topics: topics})
 	resp.ErrorCode = groupCode(err)

@@ -11,8 +11,6 @@ package broker
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"samsa/internal/storage"
 )
 
 func (b *Broker) handleDeleteRecords(req *kmsg.DeleteRecordsRequest) kmsg.Response {
@@ -21,19 +19,13 @@ func (b *Broker) handleDeleteRecords(req *kmsg.DeleteRecordsRequest) kmsg.Respon
 	for _, rt := range req.Topics {
 		st := kmsg.NewDeleteRecordsResponseTopic()
 		st.Topic = rt.Topic
-		t := img.Topics[rt.Topic]
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewDeleteRecordsResponseTopicPartition()
 			sp.Partition = rp.Partition
 			sp.LowWatermark = -1
-			if t == nil || rp.Partition < 0 || int(rp.Partition) >= len(t.Replicas) {
-				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
-				st.Partitions = append(st.Partitions, sp)
-				continue
-			}
-			p, err := b.replicas.Leader(storage.TopicPartition{Topic: rt.Topic, Partition: rp.Partition})
-			if err != nil {
-				sp.ErrorCode = errCode(err).Code
+			p, code := b.leaderPartition(img, rt.Topic, rp.Partition)
+			if code != nil {
+				sp.ErrorCode = code.Code
 				st.Partitions = append(st.Partitions, sp)
 				continue
 			}

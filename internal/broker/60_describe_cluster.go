@@ -6,7 +6,6 @@ package broker
 // * v1: EndpointType (KIP-919); samsa serves only broker endpoints (1).
 
 import (
-	"sort"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -23,12 +22,7 @@ func (b *Broker) handleDescribeCluster(req *kmsg.DescribeClusterRequest) kmsg.Re
 	resp.ControllerID = img.ControllerID
 	resp.EndpointType = 1
 	resp.ClusterAuthorizedOperations = -2147483648
-	ids := make([]int32, 0, len(img.Brokers))
-	for id := range img.Brokers {
-		ids = append(ids, id)
-	}
-	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
-	for _, id := range ids {
+	for _, id := range img.BrokerIDs() {
 		br := img.Brokers[id]
 		rb := kmsg.NewDescribeClusterResponseBroker()
 		rb.NodeID, rb.Host, rb.Port, rb.Rack = br.NodeID, br.Host, br.Port, br.Rack

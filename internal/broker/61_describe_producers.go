@@ -7,10 +7,7 @@ package broker
 // CoordinatorEpoch and CurrentTxnStartOffset are -1: no transactions.
 
 import (
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"samsa/internal/storage"
 )
 
 func (b *Broker) handleDescribeProducers(req *kmsg.DescribeProducersRequest) kmsg.Response {
@@ -19,18 +16,12 @@ func (b *Broker) handleDescribeProducers(req *kmsg.DescribeProducersRequest) kms
 	for _, rt := range req.Topics {
 		st := kmsg.NewDescribeProducersResponseTopic()
 		st.Topic = rt.Topic
-		t := img.Topics[rt.Topic]
 		for _, part := range rt.Partitions {
 			sp := kmsg.NewDescribeProducersResponseTopicPartition()
 			sp.Partition = part
-			if t == nil || part < 0 || int(part) >= len(t.Replicas) {
-				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
-				st.Partitions = append(st.Partitions, sp)
-				continue
-			}
-			p, err := b.replicas.Leader(storage.TopicPartition{Topic: rt.Topic, Partition: part})
-			if err != nil {
-				sp.ErrorCode = errCode(err).Code
+			p, code := b.leaderPartition(img, rt.Topic, part)
+			if code != nil {
+				sp.ErrorCode = code.Code
 				st.Partitions = append(st.Partitions, sp)
 				continue
 			}

@@ -258,6 +258,8 @@ func (b *Broker) Handle(ctx context.Context, c *server.Conn, req *server.Request
 		return msg(b.handleDescribeLogDirs(r))
 	case *kmsg.CreatePartitionsRequest:
 		return msg(b.handleCreatePartitions(ctx, r))
+	case *kmsg.ElectLeadersRequest:
+		return msg(b.handleElectLeaders(ctx, r))
 	case *kmsg.IncrementalAlterConfigsRequest:
 		return msg(b.handleIncrementalAlterConfigs(ctx, r))
 	case *kmsg.DescribeClusterRequest:
@@ -346,6 +348,22 @@ func (b *Broker) topicConfig(img *cluster.Image, overrides map[string]string) (c
 		merged[k] = v
 	}
 	return b.cfg.ResolveTopic(merged)
+}
+
+// leaderPartition returns the partition topic/partition if this broker
+// leads it. The error is UNKNOWN_TOPIC_OR_PARTITION when the image has no
+// such partition, else what errCode makes of the replica error
+// (NOT_LEADER_OR_FOLLOWER).
+func (b *Broker) leaderPartition(img *cluster.Image, topic string, partition int32) (*replica.Partition, *kerr.Error) {
+	t := img.Topics[topic]
+	if t == nil || partition < 0 || int(partition) >= len(t.Replicas) {
+		return nil, kerr.UnknownTopicOrPartition
+	}
+	p, err := b.replicas.Leader(storage.TopicPartition{Topic: topic, Partition: partition})
+	if err != nil {
+		return nil, errCode(err)
+	}
+	return p, nil
 }
 
 func contains(s []int32, v int32) bool {
