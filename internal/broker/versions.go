@@ -32,6 +32,7 @@ var versions = map[int16]apiRange{
 	35: {1, 4},  // DescribeLogDirs
 	37: {0, 3},  // CreatePartitions
 	42: {0, 2},  // DeleteGroups
+	43: {0, 2},  // ElectLeaders
 	44: {0, 1},  // IncrementalAlterConfigs
 	47: {0, 0},  // OffsetDelete
 	60: {0, 1},  // DescribeCluster
