@@ -132,6 +132,13 @@ type Broker struct {
 	BrokerSessionTimeoutMs        int64      // broker.session.timeout.ms
 	BrokerHeartbeatIntervalMs     int64      // broker.heartbeat.interval.ms
 	EtcdEndpoints                 []string   // etcd.endpoints; empty runs an embedded etcd
+	EtcdName                      string     // etcd.name; "" is samsa-<node.id>
+	EtcdInitialCluster            string     // etcd.initial.cluster; "" is a single member
+	EtcdInitialClusterState       string     // etcd.initial.cluster.state: new or existing
+	EtcdListenPeerURLs            []string   // etcd.listen.peer.urls
+	EtcdAdvertisePeerURLs         []string   // etcd.advertise.peer.urls
+	EtcdListenClientURLs          []string   // etcd.listen.client.urls
+	EtcdAdvertiseClientURLs       []string   // etcd.advertise.client.urls
 	AdminListener                 string     // admin.listener; "" disables it
 
 	// Raw holds every value set explicitly (file, then overrides), by
@@ -279,6 +286,13 @@ func FromRaw(set map[string]string) (*Broker, error) {
 	b.BrokerSessionTimeoutMs = r.int64("broker.session.timeout.ms")
 	b.BrokerHeartbeatIntervalMs = r.int64("broker.heartbeat.interval.ms")
 	b.EtcdEndpoints = splitList(r.str("etcd.endpoints"))
+	b.EtcdName = strings.TrimSpace(r.str("etcd.name"))
+	b.EtcdInitialCluster = strings.TrimSpace(r.str("etcd.initial.cluster"))
+	b.EtcdInitialClusterState = strings.TrimSpace(r.str("etcd.initial.cluster.state"))
+	b.EtcdListenPeerURLs = splitList(r.str("etcd.listen.peer.urls"))
+	b.EtcdAdvertisePeerURLs = splitList(r.str("etcd.advertise.peer.urls"))
+	b.EtcdListenClientURLs = splitList(r.str("etcd.listen.client.urls"))
+	b.EtcdAdvertiseClientURLs = splitList(r.str("etcd.advertise.client.urls"))
 	b.AdminListener = strings.TrimSpace(r.str("admin.listener"))
 	if r.err != nil {
 		return nil, r.err
@@ -301,6 +315,9 @@ func (b *Broker) check() error {
 	if b.GroupMinSessionTimeoutMs > b.GroupMaxSessionTimeoutMs {
 		return fmt.Errorf("%w: group.min.session.timeout.ms (%d) above group.max.session.timeout.ms (%d)",
 			ErrInvalidConfig, b.GroupMinSessionTimeoutMs, b.GroupMaxSessionTimeoutMs)
+	}
+	if len(b.EtcdEndpoints) > 0 && b.EtcdInitialCluster != "" {
+		return fmt.Errorf("%w: etcd.endpoints and etcd.initial.cluster: set one (an external etcd, or embedded members)", ErrInvalidConfig)
 	}
 	names := make(map[string]bool, len(b.Listeners))
 	for _, l := range b.Listeners {
