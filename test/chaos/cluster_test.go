@@ -1,0 +1,305 @@
+package chaos
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+)
+
+const (
+	numBrokers = 3
+	// sessionTimeout is broker.session.timeout.ms: the TTL of a broker's
+	// registration lease, T_s in TESTPLAN.
+	sessionTimeout = 3 * time.Second
+	// readyTimeout bounds how long a started broker may take to answer
+	// Metadata.
+	readyTimeout = 30 * time.Second
+	// isrTimeout bounds how long a restarted broker may take to rejoin
+	// every ISR.
+	isrTimeout = 60 * time.Second
+)
+
+// clusterOverrides are the broker configs of every scenario: TESTPLAN's
+// conventions (RF=3, min ISR 2, unclean election and auto-create off) with
+// a short liveness timeout so faults resolve within a short profile.
+var clusterOverrides = []string{
+	"default.replication.factor=3",
+	"min.insync.replicas=2",
+	"unclean.leader.election.enable=false",
+	"auto.create.topics.enable=false",
+	"broker.session.timeout.ms=" + strconv.FormatInt(sessionTimeout.Milliseconds(), 10),
+	"broker.heartbeat.interval.ms=1000",
+	"replica.lag.time.max.ms=5000",
+	"offsets.topic.num.partitions=3",
+	"group.initial.rebalance.delay.ms=0",
+}
+
+// broker is one `samsa serve` process with a fixed node id, port and data
+// dir across restarts.
+type broker struct {
+	*proc
+	id   int32
+	port int
+	dir  string
+}
+
+func (b *broker) addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(b.port)) }
+
+// testCluster is a multi-process samsa cluster: one `samsa dev etcd`
+// process and numBrokers `samsa serve` processes sharing it. Everything is
+// killed when the test ends; if the test failed, the tail of every
+// process log is printed. It is used by one test goroutine.
+type testCluster struct {
+	t       *testing.T
+	etcd    *proc
+	etcdURL string
+	etcdCli *clientv3.Client
+	brokers []*broker
+}
+
+func startCluster(t *testing.T) *testCluster {
+	t.Helper()
+	dir := t.TempDir()
+	c := &testCluster{t: t}
+	c.etcd = &proc{t: t, name: "etcd", logPath: filepath.Join(dir, "etcd.log"),
+		args: []string{"dev", "etcd", "--data-dir", filepath.Join(dir, "etcd")}}
+	t.Cleanup(func() {
+		for _, b := range c.brokers {
+			if b.stopped {
+				_ = b.cmd.Process.Signal(syscall.SIGCONT)
+			}
+			b.kill()
+		}
+		if c.etcdCli != nil {
+			c.etcdCli.Close()
+		}
+		c.etcd.kill()
+		if t.Failed() {
+			c.etcd.dumpTail()
+			for _, b := range c.brokers {
+				b.dumpTail()
+			}
+		}
+	})
+	c.etcd.start()
+	c.etcdURL = c.etcd.firstLine(30*time.Second, "unix://", "http://")
+	cli, err := clientv3.New(clientv3.Config{
+		Endpoints:   []string{c.etcdURL},
+		DialTimeout: 5 * time.Second,
+		Logger:      zap.NewNop(),
+	})
+	if err != nil {
+		t.Fatalf("etcd client: %v", err)
+	}
+	c.etcdCli = cli
+	for i := range numBrokers {
+		bdir := filepath.Join(dir, "broker"+strconv.Itoa(i))
+		b := &broker{id: int32(i), port: freePort(t), dir: bdir}
+		args := []string{"serve",
+			"--override", "listeners=PLAINTEXT://" + b.addr(),
+			"--override", "log.dirs=" + filepath.Join(bdir, "data"),
+			"--override", "admin.listener=",
+			"--override", "node.id=" + strconv.Itoa(i),
+			"--override", "etcd.endpoints=" + c.etcdURL,
+		}
+		for _, o := range clusterOverrides {
+			args = append(args, "--override", o)
+		}
+		b.proc = &proc{t: t, name: "broker " + strconv.Itoa(i), args: args,
+			logPath: filepath.Join(dir, "broker"+strconv.Itoa(i)+".log")}
+		c.brokers = append(c.brokers, b)
+		b.start()
+	}
+	for _, b := range c.brokers {
+		c.waitReady(b)
+	}
+	return c
+}
+
+// waitReady waits until b answers Metadata listing every broker.
+func (c *testCluster) waitReady(b *broker) {
+	c.t.Helper()
+	waitFor(c.t, readyTimeout, func() error {
+		if err := b.exited(); err != nil {
+			return err
+		}
+		resp, err := metadataFrom(b.addr())
+		if err != nil {
+			return err
+		}
+		if len(resp.Brokers) != numBrokers {
+			return fmt.Errorf("%s: metadata lists %d brokers", b.name, len(resp.Brokers))
+		}
+		return nil
+	})
+}
+
+// restart starts a broker that was killed or stopped and waits until it
+// answers Metadata.
+func (c *testCluster) restart(b *broker) {
+	c.t.Helper()
+	b.start()
+	c.waitReady(b)
+}
+
+// metadataFrom sends one Metadata request to addr itself (not to whatever
+// broker a client would pick).
+func metadataFrom(addr string) (*kmsg.MetadataResponse, error) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.RequestRetries(0))
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	req := kmsg.NewPtrMetadataRequest()
+	resp, err := req.RequestWith(ctx, cl.SeedBrokers()[0])
+	if err != nil {
+		return nil, err
+	}
+	return resp, nil
+}
+
+// addrs lists every broker address, running or not; clients skip the
+// dead ones.
+func (c *testCluster) addrs() []string {
+	out := make([]string, len(c.brokers))
+	for i, b := range c.brokers {
+		out[i] = b.addr()
+	}
+	return out
+}
+
+func (c *testCluster) createTopic(topic string, partitions int32) {
+	c.t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.addrs()...))
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	resp, err := kadm.NewClient(cl).CreateTopic(ctx, partitions, 3, nil, topic)
+	if err == nil {
+		err = resp.Err
+	}
+	if err != nil {
+		c.t.Fatalf("create topic %s: %v", topic, err)
+	}
+	c.waitFullISR(topic, partitions)
+}
+
+// partitionState is the value of partitions/<topic>/<p> in etcd (see
+// docs/etcd-keys.md): the committed leadership, not any broker's view.
+type partitionState struct {
+	Leader         int32   `json:"leader"`
+	LeaderEpoch    int32   `json:"leader_epoch"`
+	ISR            []int32 `json:"isr"`
+	PartitionEpoch int32   `json:"partition_epoch"`
+}
+
+func (s partitionState) String() string {
+	isr := slices.Clone(s.ISR)
+	slices.Sort(isr)
+	return fmt.Sprintf("leader %d epoch %d isr %v", s.Leader, s.LeaderEpoch, isr)
+}
+
+func (s partitionState) inISR(id int32) bool { return slices.Contains(s.ISR, id) }
+
+// state reads the committed state of topic/p from etcd.
+func (c *testCluster) state(topic string, p int32) (partitionState, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	resp, err := c.etcdCli.Get(ctx, "/samsa/cluster-id")
+	if err != nil {
+		return partitionState{}, fmt.Errorf("get cluster id: %w", err)
+	}
+	if len(resp.Kvs) == 0 {
+		return partitionState{}, errors.New("no cluster id in etcd")
+	}
+	key := "/samsa/" + strings.TrimSpace(string(resp.Kvs[0].Value)) + "/partitions/" + topic + "/" + strconv.Itoa(int(p))
+	resp, err = c.etcdCli.Get(ctx, key)
+	if err != nil {
+		return partitionState{}, fmt.Errorf("get %s: %w", key, err)
+	}
+	if len(resp.Kvs) == 0 {
+		return partitionState{}, fmt.Errorf("no key %s", key)
+	}
+	var st partitionState
+	if err := json.Unmarshal(resp.Kvs[0].Value, &st); err != nil {
+		return partitionState{}, fmt.Errorf("decode %s: %w", key, err)
+	}
+	return st, nil
+}
+
+// mustState is state that fails the test on error.
+func (c *testCluster) mustState(topic string, p int32) partitionState {
+	c.t.Helper()
+	st, err := c.state(topic, p)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return st
+}
+
+// waitFullISR waits until every partition of topic has a leader and every
+// broker in its ISR.
+func (c *testCluster) waitFullISR(topic string, partitions int32) {
+	c.t.Helper()
+	waitFor(c.t, isrTimeout, func() error {
+		for p := range partitions {
+			st, err := c.state(topic, p)
+			if err != nil {
+				return err
+			}
+			if st.Leader < 0 || len(st.ISR) != numBrokers {
+				return fmt.Errorf("%s-%d: %v", topic, p, st)
+			}
+		}
+		return nil
+	})
+}
+
+// waitLeaderChange waits until topic/p has a leader other than old with
+// an epoch above oldEpoch, and returns the new state.
+func (c *testCluster) waitLeaderChange(topic string, p int32, old, oldEpoch int32, d time.Duration) partitionState {
+	c.t.Helper()
+	var st partitionState
+	waitFor(c.t, d, func() error {
+		var err error
+		if st, err = c.state(topic, p); err != nil {
+			return err
+		}
+		if st.Leader < 0 || st.Leader == old || st.LeaderEpoch <= oldEpoch {
+			return fmt.Errorf("%s-%d: %v", topic, p, st)
+		}
+		return nil
+	})
+	return st
+}
+
+// freePort returns a loopback port that was free a moment ago.
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}

@@ -1,0 +1,60 @@
+// Package chaos holds multi-process fault tests of replication (TESTPLAN
+// Tier 2). It has no non-test code: TestMain builds ./cmd/samsa once; each
+// test runs one `samsa dev etcd` process and three `samsa serve` processes
+// sharing it on loopback ports, drives the TESTPLAN "safe" producer
+// (acks=all, idempotence on, unbounded retries) at 200 records/s over a
+// topic of 5 partitions with replication factor 3, injects faults with
+// signals, heals, and then checks the whole log against what the producer
+// was told.
+//
+// Cluster configuration (every broker):
+//
+//	config                          | value | why
+//	--------------------------------+-------+----------------------------------
+//	default.replication.factor      | 3     | every broker holds every partition
+//	min.insync.replicas             | 2     | acks=all needs two copies
+//	unclean.leader.election.enable  | false | S-04 relies on it
+//	auto.create.topics.enable       | false | topics are created explicitly
+//	broker.session.timeout.ms       | 3000  | T_s, the registration lease TTL
+//	broker.heartbeat.interval.ms    | 1000  | lease keep-alive, below T_s
+//	replica.lag.time.max.ms         | 5000  | T_lag
+//	offsets.topic.num.partitions    | 3     | quick start
+//
+// What the checker counts (TESTPLAN anomaly vocabulary); every count must
+// be zero:
+//
+//	anomaly              | meaning
+//	---------------------+----------------------------------------------------
+//	lost                 | acknowledged, but the value is nowhere in the log
+//	duplicate            | one value at more than one offset
+//	inconsistent-offsets | the acknowledged offset holds another value, or none
+//	nonmonotonic-send    | a later send to a partition got a lower offset
+//	unexpected           | a value never sent, or sent to another partition
+//	aborted-read         | a definitely failed send (OUT_OF_ORDER_SEQUENCE_NUMBER,
+//	                     | PRODUCER_FENCED, INVALID_PRODUCER_EPOCH) is in the log
+//
+// Other errors (not leader, timeouts, disconnects, the producer closing)
+// are indefinite: the value may or may not be in the log.
+//
+// Scenarios, named by TESTPLAN id:
+//
+//	test                       | fault
+//	---------------------------+-----------------------------------------------
+//	TestS02KillLeaderLoop      | kill -9 the leader of partition 0, restart later; repeat
+//	TestS04NoUncleanElection   | kill a follower, then the other two; restart the stale one alone
+//	TestS05ZombieLeader        | SIGSTOP the leader for 2 x T_s, then SIGCONT
+//	TestS14RollingRestart      | SIGTERM, restart and wait for full ISR, broker by broker
+//
+// The short profile (the default, so `go test ./...` runs it) takes about
+// 20 s of faults per scenario; SAMSA_CHAOS_LONG=1 runs 5 minutes each.
+// Each process logs to a file in the test's temp dir; a failing test
+// prints the tail of every log. Faults are also written into the log of
+// the process they hit, with a timestamp.
+//
+// Set SAMSA_BIN to test a prebuilt binary instead of building one.
+//
+// Run with:
+//
+//	go test ./test/chaos/
+//	SAMSA_CHAOS_LONG=1 go test -v -timeout 60m ./test/chaos/   (make chaos)
+package chaos
