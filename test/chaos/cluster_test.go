@@ -126,13 +126,13 @@ func startCluster(t *testing.T) *testCluster {
 		b.start()
 	}
 	for _, b := range c.brokers {
-		c.waitReady(b)
+		c.waitReady(b, numBrokers)
 	}
 	return c
 }
 
-// waitReady waits until b answers Metadata listing every broker.
-func (c *testCluster) waitReady(b *broker) {
+// waitReady waits until b answers Metadata listing want brokers.
+func (c *testCluster) waitReady(b *broker, want int) {
 	c.t.Helper()
 	waitFor(c.t, readyTimeout, func() error {
 		if err := b.exited(); err != nil {
@@ -142,7 +142,7 @@ func (c *testCluster) waitReady(b *broker) {
 		if err != nil {
 			return err
 		}
-		if len(resp.Brokers) != numBrokers {
+		if len(resp.Brokers) != want {
 			return fmt.Errorf("%s: metadata lists %d brokers", b.name, len(resp.Brokers))
 		}
 		return nil
@@ -150,11 +150,11 @@ func (c *testCluster) waitReady(b *broker) {
 }
 
 // restart starts a broker that was killed or stopped and waits until it
-// answers Metadata.
+// answers Metadata listing every broker.
 func (c *testCluster) restart(b *broker) {
 	c.t.Helper()
 	b.start()
-	c.waitReady(b)
+	c.waitReady(b, numBrokers)
 }
 
 // metadataFrom sends one Metadata request to addr itself (not to whatever
