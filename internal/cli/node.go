@@ -88,9 +88,18 @@ func StartNode(ctx context.Context, cfg *config.Broker, log *slog.Logger) (_ *No
 		rack = &r
 	}
 	n.cluster, err = cluster.Open(ctx, cluster.Config{
-		NodeID:         cfg.NodeID,
-		DataDir:        dir,
-		EtcdEndpoints:  cfg.EtcdEndpoints,
+		NodeID:        cfg.NodeID,
+		DataDir:       dir,
+		EtcdEndpoints: cfg.EtcdEndpoints,
+		Embedded: cluster.EmbeddedConfig{
+			Name:                cfg.EtcdName,
+			InitialCluster:      cfg.EtcdInitialCluster,
+			InitialClusterState: cfg.EtcdInitialClusterState,
+			ListenPeerURLs:      cfg.EtcdListenPeerURLs,
+			AdvertisePeerURLs:   cfg.EtcdAdvertisePeerURLs,
+			ListenClientURLs:    cfg.EtcdListenClientURLs,
+			AdvertiseClientURLs: cfg.EtcdAdvertiseClientURLs,
+		},
 		AdvertisedHost: host,
 		AdvertisedPort: int32(port),
 		Rack:           rack,

@@ -33,6 +33,9 @@ type Config struct {
 	// EtcdEndpoints, if set, connects to an existing etcd cluster instead
 	// of embedding one.
 	EtcdEndpoints []string
+	// Embedded configures the embedded etcd member; ignored with
+	// EtcdEndpoints. The zero value is a single member of its own.
+	Embedded EmbeddedConfig
 	// AdvertisedHost/Port is what clients are told to connect to.
 	AdvertisedHost string
 	AdvertisedPort int32
@@ -135,16 +138,20 @@ func Open(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 	}
 
 	endpoints := cfg.EtcdEndpoints
+	var autoSync time.Duration
 	if len(endpoints) == 0 {
-		c.etcd, c.clientURL, err = startEmbedded(ctx, cfg.DataDir, cfg.NodeID)
+		m, err := startEmbedded(ctx, cfg.DataDir, cfg.NodeID, cfg.Embedded)
 		if err != nil {
 			return nil, err
 		}
-		endpoints = []string{c.clientURL}
+		c.etcd, c.clientURL, endpoints = m.e, m.clientURL, m.endpoints
+		if m.multi {
+			autoSync = etcdAutoSync
+		}
 	} else {
 		c.clientURL = endpoints[0]
 	}
-	if c.cli, err = newClient(endpoints); err != nil {
+	if c.cli, err = newClient(endpoints, autoSync); err != nil {
 		return nil, err
 	}
 

@@ -25,6 +25,9 @@ var (
 	// ErrInconsistentNodeID reports a meta.properties whose node.id differs
 	// from Config.NodeID.
 	ErrInconsistentNodeID = errors.New("cluster: inconsistent node id")
+	// ErrEtcdConfig reports embedded etcd member settings that do not fit
+	// together (a bad URL, a name missing from etcd.initial.cluster).
+	ErrEtcdConfig = errors.New("cluster: invalid embedded etcd config")
 	// ErrClosed is returned by calls made after (or cut short by) Close.
 	ErrClosed = errors.New("cluster: closed")
 )

@@ -6,7 +6,9 @@ import (
 	"net"
 	"net/url"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -14,12 +16,18 @@ import (
 	"go.uber.org/zap"
 )
 
-// Embedded etcd settings. The member is alone in its cluster, so raft
-// timings only decide how soon it elects itself after start.
+// Embedded etcd settings. A member alone in its cluster uses short raft
+// timings: they only decide how soon it elects itself after start. Members
+// of a multi-member cluster exchange heartbeats over the network, on
+// machines that may be loaded by the broker itself, so they use timings
+// closer to etcd's own defaults (100 ms tick, 1 s election timeout): a
+// missed heartbeat or two does not start an election.
 const (
-	etcdTickMs        = 10
-	etcdElectionMs    = 100
-	etcdSnapshotCount = 10000
+	etcdTickMs          = 10
+	etcdElectionMs      = 100
+	etcdMultiTickMs     = 100
+	etcdMultiElectionMs = 1000
+	etcdSnapshotCount   = 10000
 	// etcdMaxTxnOps lets one transaction create a topic with up to
 	// etcdMaxTxnOps-1 partitions (etcd's default is 128 operations).
 	etcdMaxTxnOps = 10240
@@ -30,21 +38,67 @@ const (
 	// the BSDs, 108 on Linux); longer data dirs fall back to loopback TCP.
 	maxUnixSocketPath = 100
 	etcdStartTimeout  = 30 * time.Second
-	etcdDialTimeout   = 5 * time.Second
+	// etcdMultiStartTimeout bounds the wait for a member of a new
+	// multi-member cluster, which is ready only once a majority of the
+	// members in etcd.initial.cluster run: start them within this time.
+	etcdMultiStartTimeout = 5 * time.Minute
+	etcdDialTimeout       = 5 * time.Second
+	// etcdAutoSync is how often a client of a multi-member cluster
+	// refreshes its endpoints from the member list.
+	etcdAutoSync = 30 * time.Second
 )
 
-// startEmbedded starts a single-member etcd with its data in
-// <dataDir>/etcd, serving clients on a unix socket in dataDir (or loopback
-// TCP if the path is too long) and peers on a free loopback port. It
-// blocks until the member is ready to serve, ctx ends, or etcd fails.
-func startEmbedded(ctx context.Context, dataDir string, nodeID int32) (*embed.Etcd, string, error) {
+// EmbeddedConfig configures the embedded etcd member, under the names of
+// etcd's own flags. The zero value is a single member of its own, with
+// clients on a unix socket in the data dir and peers on a free loopback
+// port.
+type EmbeddedConfig struct {
+	// Name is the member name (etcd --name); "" is samsa-<node id>.
+	Name string
+	// InitialCluster is etcd --initial-cluster, name=peerURL,...; "" runs
+	// a single member alone.
+	InitialCluster string
+	// InitialClusterState is "new" (the default) or "existing".
+	InitialClusterState string
+	// ListenPeerURLs default to this member's URLs in InitialCluster
+	// (a free loopback port without InitialCluster); AdvertisePeerURLs
+	// default to ListenPeerURLs, or to the InitialCluster URLs when set.
+	ListenPeerURLs, AdvertisePeerURLs []string
+	// ListenClientURLs default to a unix socket in the data dir (loopback
+	// TCP when its path is too long); AdvertiseClientURLs to
+	// ListenClientURLs.
+	ListenClientURLs, AdvertiseClientURLs []string
+}
+
+// embedded is a started member and the endpoints its clients use.
+type embedded struct {
+	e *embed.Etcd
+	// clientURL is this member's first advertised client URL.
+	clientURL string
+	// endpoints are the client URLs of every member known at start, this
+	// member's first.
+	endpoints []string
+	multi     bool
+}
+
+// startEmbedded starts an etcd member with its data in <dataDir>/etcd,
+// configured by ec (see EmbeddedConfig for the defaults). It blocks until
+// the member is ready to serve (for a new multi-member cluster: until a
+// majority of members runs), ctx ends, or etcd fails.
+func startEmbedded(ctx context.Context, dataDir string, nodeID int32, ec EmbeddedConfig) (*embedded, error) {
+	multi := ec.InitialCluster != ""
 	cfg := embed.NewConfig()
-	cfg.Name = "samsa-" + strconv.Itoa(int(nodeID))
+	cfg.Name = ec.Name
+	if cfg.Name == "" {
+		cfg.Name = "samsa-" + strconv.Itoa(int(nodeID))
+	}
 	cfg.Dir = filepath.Join(dataDir, "etcd")
 	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.NewNop())
 	cfg.LogLevel = "error"
-	cfg.TickMs = etcdTickMs
-	cfg.ElectionMs = etcdElectionMs
+	cfg.TickMs, cfg.ElectionMs = etcdTickMs, etcdElectionMs
+	if multi {
+		cfg.TickMs, cfg.ElectionMs = etcdMultiTickMs, etcdMultiElectionMs
+	}
 	cfg.SnapshotCount = etcdSnapshotCount
 	cfg.MaxTxnOps = etcdMaxTxnOps
 	cfg.AutoCompactionMode = embed.CompactorModePeriodic
@@ -53,41 +107,145 @@ func startEmbedded(ctx context.Context, dataDir string, nodeID int32) (*embed.Et
 	cfg.Metrics = "basic"
 	cfg.ListenMetricsUrls = nil
 
-	clientURL, err := clientListenURL(dataDir)
-	if err != nil {
-		return nil, "", err
+	var err error
+	if len(ec.ListenClientURLs) > 0 {
+		if cfg.ListenClientUrls, err = parseURLs("etcd.listen.client.urls", ec.ListenClientURLs); err != nil {
+			return nil, err
+		}
+	} else {
+		u, err := clientListenURL(dataDir)
+		if err != nil {
+			return nil, err
+		}
+		cfg.ListenClientUrls = []url.URL{u}
 	}
-	peerPort, err := freeLoopbackPort()
-	if err != nil {
-		return nil, "", err
+	cfg.AdvertiseClientUrls = cfg.ListenClientUrls
+	if len(ec.AdvertiseClientURLs) > 0 {
+		if cfg.AdvertiseClientUrls, err = parseURLs("etcd.advertise.client.urls", ec.AdvertiseClientURLs); err != nil {
+			return nil, err
+		}
 	}
-	peerURL := url.URL{Scheme: "http", Host: net.JoinHostPort("127.0.0.1", strconv.Itoa(peerPort))}
-	cfg.ListenClientUrls = []url.URL{clientURL}
-	cfg.AdvertiseClientUrls = []url.URL{clientURL}
-	cfg.ListenPeerUrls = []url.URL{peerURL}
-	cfg.AdvertisePeerUrls = []url.URL{peerURL}
-	cfg.InitialCluster = cfg.InitialClusterFromName(cfg.Name)
+
+	var ownPeers []url.URL
+	if multi {
+		cfg.InitialCluster = strings.Join(splitTrim(ec.InitialCluster), ",")
+		if ownPeers, err = initialClusterURLs(cfg.InitialCluster, cfg.Name); err != nil {
+			return nil, err
+		}
+	}
+	switch {
+	case len(ec.ListenPeerURLs) > 0:
+		if cfg.ListenPeerUrls, err = parseURLs("etcd.listen.peer.urls", ec.ListenPeerURLs); err != nil {
+			return nil, err
+		}
+	case multi:
+		cfg.ListenPeerUrls = ownPeers
+	default:
+		port, err := freeLoopbackPort()
+		if err != nil {
+			return nil, err
+		}
+		cfg.ListenPeerUrls = []url.URL{{Scheme: "http", Host: net.JoinHostPort("127.0.0.1", strconv.Itoa(port))}}
+	}
+	switch {
+	case len(ec.AdvertisePeerURLs) > 0:
+		if cfg.AdvertisePeerUrls, err = parseURLs("etcd.advertise.peer.urls", ec.AdvertisePeerURLs); err != nil {
+			return nil, err
+		}
+	case multi:
+		cfg.AdvertisePeerUrls = ownPeers
+	default:
+		cfg.AdvertisePeerUrls = cfg.ListenPeerUrls
+	}
+	if !multi {
+		cfg.InitialCluster = cfg.InitialClusterFromName(cfg.Name)
+	}
 	cfg.ClusterState = embed.ClusterStateFlagNew
+	switch ec.InitialClusterState {
+	case "", embed.ClusterStateFlagNew:
+	case embed.ClusterStateFlagExisting:
+		cfg.ClusterState = embed.ClusterStateFlagExisting
+	default:
+		return nil, fmt.Errorf("%w: etcd.initial.cluster.state %q: want new or existing", ErrEtcdConfig, ec.InitialClusterState)
+	}
 
 	e, err := embed.StartEtcd(cfg)
 	if err != nil {
-		return nil, "", fmt.Errorf("cluster: start embedded etcd in %s: %w", cfg.Dir, err)
+		return nil, fmt.Errorf("cluster: start embedded etcd in %s: %w", cfg.Dir, err)
 	}
-	timer := time.NewTimer(etcdStartTimeout)
+	wait := etcdStartTimeout
+	if multi {
+		wait = etcdMultiStartTimeout
+	}
+	timer := time.NewTimer(wait)
 	defer timer.Stop()
 	select {
 	case <-e.Server.ReadyNotify():
-		return e, clientURL.String(), nil
 	case err := <-e.Err():
 		e.Close()
-		return nil, "", fmt.Errorf("cluster: embedded etcd: %w", err)
+		return nil, fmt.Errorf("cluster: embedded etcd: %w", err)
 	case <-ctx.Done():
 		e.Close()
-		return nil, "", fmt.Errorf("cluster: start embedded etcd: %w", ctx.Err())
+		return nil, fmt.Errorf("cluster: start embedded etcd: %w", ctx.Err())
 	case <-timer.C:
 		e.Close()
-		return nil, "", fmt.Errorf("cluster: embedded etcd not ready after %s", etcdStartTimeout)
+		return nil, fmt.Errorf("cluster: embedded etcd not ready after %s", wait)
 	}
+	own := cfg.AdvertiseClientUrls[0].String()
+	out := &embedded{e: e, clientURL: own, endpoints: []string{own}, multi: multi}
+	if multi {
+		// Members that have not published their client URLs yet join the
+		// list at the client's next auto-sync.
+		for _, m := range e.Server.Cluster().Members() {
+			for _, u := range m.ClientURLs {
+				if !slices.Contains(out.endpoints, u) {
+					out.endpoints = append(out.endpoints, u)
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+// initialClusterURLs returns the peer URLs of member name in an
+// etcd --initial-cluster string.
+func initialClusterURLs(initial, name string) ([]url.URL, error) {
+	var raw []string
+	for _, kv := range strings.Split(initial, ",") {
+		n, u, ok := strings.Cut(kv, "=")
+		if !ok || n == "" || u == "" {
+			return nil, fmt.Errorf("%w: etcd.initial.cluster entry %q: want name=peerURL", ErrEtcdConfig, kv)
+		}
+		if n == name {
+			raw = append(raw, u)
+		}
+	}
+	if len(raw) == 0 {
+		return nil, fmt.Errorf("%w: etcd.initial.cluster has no member named %q (etcd.name)", ErrEtcdConfig, name)
+	}
+	return parseURLs("etcd.initial.cluster", raw)
+}
+
+func parseURLs(what string, raw []string) ([]url.URL, error) {
+	out := make([]url.URL, 0, len(raw))
+	for _, s := range raw {
+		u, err := url.Parse(strings.TrimSpace(s))
+		if err != nil || u.Scheme == "" || (u.Host == "" && u.Path == "") {
+			return nil, fmt.Errorf("%w: %s: bad URL %q", ErrEtcdConfig, what, s)
+		}
+		out = append(out, *u)
+	}
+	return out, nil
+}
+
+func splitTrim(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // clientListenURL prefers a unix socket in dataDir, which needs no port.
@@ -124,10 +282,12 @@ func freeLoopbackPort() (int, error) {
 }
 
 // newClient connects to etcd at endpoints. The client dials lazily; the
-// first request tells whether etcd is reachable.
-func newClient(endpoints []string) (*clientv3.Client, error) {
+// first request tells whether etcd is reachable. A non-zero autoSync
+// refreshes the endpoints from the member list at that interval.
+func newClient(endpoints []string, autoSync time.Duration) (*clientv3.Client, error) {
 	cli, err := clientv3.New(clientv3.Config{
 		Endpoints:            endpoints,
+		AutoSyncInterval:     autoSync,
 		DialTimeout:          etcdDialTimeout,
 		DialKeepAliveTime:    10 * time.Second,
 		DialKeepAliveTimeout: 5 * time.Second,
@@ -149,11 +309,11 @@ type EmbeddedEtcd struct {
 // StartEmbeddedEtcd starts a single-member etcd with its data in dir,
 // configured as `samsa serve` configures its own.
 func StartEmbeddedEtcd(ctx context.Context, dir string) (*EmbeddedEtcd, error) {
-	e, url, err := startEmbedded(ctx, dir, 0)
+	m, err := startEmbedded(ctx, dir, 0, EmbeddedConfig{})
 	if err != nil {
 		return nil, err
 	}
-	return &EmbeddedEtcd{e: e, clientURL: url}, nil
+	return &EmbeddedEtcd{e: m.e, clientURL: m.clientURL}, nil
 }
 
 // ClientURL is the URL clients connect to (etcd.endpoints).
