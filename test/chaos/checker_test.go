@@ -49,6 +49,7 @@ type workload struct {
 	partitions int32
 	tag        string // value prefix, unique per test
 	cl         *kgo.Client
+	batches    *batchLog
 
 	cancel   context.CancelFunc
 	sendDone chan struct{}
@@ -69,6 +70,41 @@ type workload struct {
 	}
 }
 
+// batchWrite is one produce batch a broker acknowledged.
+type batchWrite struct {
+	node      int32
+	partition int32
+	records   int
+	at        time.Time
+}
+
+// batchLog is a kgo hook recording which broker acknowledged each batch.
+// It is safe for concurrent use; mu guards writes.
+type batchLog struct {
+	mu     sync.Mutex
+	writes []batchWrite
+}
+
+// OnProduceBatchWritten implements kgo.HookProduceBatchWritten.
+func (l *batchLog) OnProduceBatchWritten(meta kgo.BrokerMetadata, _ string, partition int32, m kgo.ProduceBatchMetrics) {
+	l.mu.Lock()
+	l.writes = append(l.writes, batchWrite{meta.NodeID, partition, m.NumRecords, time.Now()})
+	l.mu.Unlock()
+}
+
+// by returns the batches node acknowledged on partition in [from, to).
+func (l *batchLog) by(node, partition int32, from, to time.Time) []batchWrite {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []batchWrite
+	for _, w := range l.writes {
+		if w.node == node && w.partition == partition && !w.at.Before(from) && w.at.Before(to) {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
 // safeProducerOpts is the producer half of TESTPLAN's safe profile.
 func safeProducerOpts(seeds []string) []kgo.Opt {
 	return []kgo.Opt{
@@ -87,13 +123,14 @@ func safeProducerOpts(seeds []string) []kgo.Opt {
 
 func startWorkload(t *testing.T, c *testCluster, topic string, partitions int32) *workload {
 	t.Helper()
-	cl, err := kgo.NewClient(safeProducerOpts(c.addrs())...)
+	batches := &batchLog{}
+	cl, err := kgo.NewClient(append(safeProducerOpts(c.addrs()), kgo.WithHooks(batches))...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	w := &workload{t: t, topic: topic, partitions: partitions, tag: topic, cl: cl,
-		cancel: cancel, sendDone: make(chan struct{})}
+		cancel: cancel, sendDone: make(chan struct{}), batches: batches}
 	w.mu.probes = make(map[string]bool)
 	go w.send(ctx)
 	t.Cleanup(w.stopNow)
