@@ -2,8 +2,8 @@
 // broker registrations, topics with their replica assignments, partition
 // states (leader, leader epoch, ISR) and dynamic configs.
 //
-// Open starts an embedded single-member etcd in <DataDir>/etcd (or connects
-// to Config.EtcdEndpoints), binds DataDir to a cluster through Kafka's
+// Open starts an embedded etcd member in <DataDir>/etcd (or connects to
+// Config.EtcdEndpoints), binds DataDir to a cluster through Kafka's
 // meta.properties, registers the broker under a lease, and keeps an
 // immutable Image of the metadata current from an etcd watch:
 //
@@ -13,6 +13,14 @@
 //	defer c.Close()
 //	t, err := c.CreateTopic(ctx, "orders", 3, 1, nil)
 //	img := c.Image() // has "orders": writes wait for the image to show them
+//
+// The embedded member is alone in its cluster unless Config.Embedded names
+// an initial cluster (etcd's --initial-cluster, name=peerURL,...): then each
+// broker embeds one member of a shared etcd cluster, the client connects to
+// every member's client URL (refreshed from the member list), and the
+// metadata stays writable while a majority of the members runs. Multi-member
+// raft uses a 100 ms tick and a 1 s election timeout instead of the
+// single member's 10 ms / 100 ms.
 //
 // To wait for a change, take Changed() before Image():
 //
