@@ -1,5 +1,5 @@
 # Every target is plain go commands on one line; run them directly if you prefer.
-.PHONY: run test race verify fuzz bench e2e
+.PHONY: run test race verify fuzz bench e2e chaos
 
 run:
 	go run ./cmd/samsa serve
@@ -22,3 +22,6 @@ bench:
 
 e2e:
 	go test ./test/e2e/...
+
+chaos:
+	SAMSA_CHAOS_LONG=1 go test -v -timeout 60m ./test/chaos/
