@@ -70,6 +70,17 @@ func TestMemberClusterSurvivesLosingOneMember(t *testing.T) {
 	if err != nil || td["after"].Err != nil || len(td["after"].Partitions) != 2 {
 		t.Fatalf("list topics after: %v %+v", err, td)
 	}
+
+	// The stopped member rejoins from its data dir (etcd.initial.cluster
+	// is ignored then) and catches up with what it missed.
+	c.Start(2)
+	Eventually(t, 20*time.Second, func() error {
+		img := c.Brokers[2].Node.Image()
+		if len(img.Topics["after"].Partitions) != 2 || len(img.BrokerIDs()) != 3 {
+			return fmt.Errorf("restarted broker sees topics %v, brokers %v", topicNames(img.Topics), img.BrokerIDs())
+		}
+		return nil
+	})
 }
 
 func topicNames[V any](m map[string]V) []string {
