@@ -47,6 +47,7 @@ type pendingAck struct {
 	topic, partition int // indexes into the response
 	p                *replica.Partition
 	end              int64 // wait until the high watermark reaches end
+	epoch            int32 // the leader epoch of the append
 }
 
 func (b *Broker) handleProduce(ctx context.Context, req *kmsg.ProduceRequest) server.Reply {
@@ -107,7 +108,7 @@ func (b *Broker) handleProduce(ctx context.Context, req *kmsg.ProduceRequest) se
 				if req.Acks == -1 {
 					waits = append(waits, pendingAck{
 						topic: len(resp.Topics), partition: len(st.Partitions),
-						p: p, end: res.LastOffset + 1,
+						p: p, end: res.LastOffset + 1, epoch: res.LeaderEpoch,
 					})
 				}
 			}
@@ -123,7 +124,7 @@ func (b *Broker) handleProduce(ctx context.Context, req *kmsg.ProduceRequest) se
 	}
 	return server.Reply{Wait: func(ctx context.Context) server.Reply {
 		for _, w := range waits {
-			if err := w.p.WaitCommitted(ctx, w.end); err != nil {
+			if err := w.p.WaitCommitted(ctx, w.end, w.epoch); err != nil {
 				sp := &resp.Topics[w.topic].Partitions[w.partition]
 				sp.ErrorCode = errCode(err).Code
 				sp.BaseOffset = -1
@@ -135,53 +136,52 @@ func (b *Broker) handleProduce(ctx context.Context, req *kmsg.ProduceRequest) se
 
 // appendBatch validates the records of one partition of a produce request
 // and appends them.
-func (b *Broker) appendBatch(p *replica.Partition, records []byte, maxMessageBytes int, logAppendTime, compacted bool, nowMs int64) (storage.AppendResult, error) {
+func (b *Broker) appendBatch(p *replica.Partition, records []byte, maxMessageBytes int, logAppendTime, compacted bool, nowMs int64) (replica.AppendResult, error) {
 	if len(records) > maxMessageBytes {
-		return storage.AppendResult{}, errMessageTooLarge
+		return replica.AppendResult{}, errMessageTooLarge
 	}
 	batch, rest, err := record.Split(records)
 	if err != nil {
 		if errors.Is(err, record.ErrShortBatch) {
 			err = record.MarkCorrupt(err)
 		}
-		return storage.AppendResult{}, err
+		return replica.AppendResult{}, err
 	}
 	if len(rest) != 0 {
-		return storage.AppendResult{}, errMultipleBatches
+		return replica.AppendResult{}, errMultipleBatches
 	}
 	if _, err := batch.Validate(record.ValidateOptions{
 		MaxDecompressedBytes: 2 * maxMessageBytes,
 		FromClient:           true,
 	}); err != nil {
-		return storage.AppendResult{}, err
+		return replica.AppendResult{}, err
 	}
 	if compacted {
 		// A compacted topic keeps the latest record per key, so a record
 		// without one has no meaning there (Kafka rejects it the same way).
 		recs, err := batch.Records(2 * maxMessageBytes)
 		if err != nil {
-			return storage.AppendResult{}, err
+			return replica.AppendResult{}, err
 		}
 		for i := range recs {
 			if recs[i].Key == nil {
-				return storage.AppendResult{}, errNoKeyOnCompactedTopic
+				return replica.AppendResult{}, errNoKeyOnCompactedTopic
 			}
 		}
 	}
 	switch pid := batch.ProducerID(); {
 	case batch.Transactional():
-		return storage.AppendResult{}, errTransactional
+		return replica.AppendResult{}, errTransactional
 	case batch.Control():
-		return storage.AppendResult{}, fmt.Errorf("%w: control batch from a client", record.ErrInvalidRecord)
+		return replica.AppendResult{}, fmt.Errorf("%w: control batch from a client", record.ErrInvalidRecord)
 	case pid == record.NoProducerID:
 		// Not idempotent. Clients differ in what they put in the epoch and
 		// sequence fields then (franz-go sends sequence 0); Kafka ignores
 		// them, and so does samsa.
 	case pid < 0:
-		return storage.AppendResult{}, fmt.Errorf("%w: producer id %d", record.ErrInvalidRecord, pid)
+		return replica.AppendResult{}, fmt.Errorf("%w: producer id %d", record.ErrInvalidRecord, pid)
 	case !b.producerIDs.issued(pid):
-		return storage.AppendResult{}, errUnknownProducer
+		return replica.AppendResult{}, errUnknownProducer
 	}
-	res, err := p.Append(batch, logAppendTime, nowMs)
-	return res.AppendResult, err
+	return p.Append(batch, logAppendTime, nowMs)
 }

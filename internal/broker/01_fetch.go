@@ -147,9 +147,10 @@ func (b *Broker) fetchOnce(req *kmsg.FetchRequest) *fetchResult {
 					break
 				}
 				f.wake = append(f.wake, p.Log.Changed(), p.HWChanged())
-				if follower >= 0 {
+				if follower >= 0 && rp.FetchOffset <= p.Log.LogEndOffset() {
 					// The fetch offset is what the follower has
-					// fsynced: it may move the high watermark.
+					// fsynced: it may move the high watermark (the
+					// leader ignores ids outside the assignment).
 					p.FollowerFetched(follower, rp.FetchOffset)
 				}
 				limit := min(int64(rp.PartitionMaxBytes), budget)
@@ -217,11 +218,21 @@ func checkLeaderEpoch(p *replica.Partition, epoch int32) int16 {
 	}
 }
 
+// maxWaitChans bounds the channels one long-poll selects on.
+const maxWaitChans = 4096
+
 // waitAny blocks until one of chans is closed (true), or d passes, ctx is
 // done or draining is closed (false).
 func waitAny(ctx context.Context, draining <-chan struct{}, chans []<-chan struct{}, d time.Duration) bool {
 	if d <= 0 {
 		return false
+	}
+	// reflect.Select takes at most 65536 cases; a Fetch naming very many
+	// partitions waits on the first ones and re-checks the rest often.
+	capped := len(chans) > maxWaitChans
+	if capped {
+		chans = chans[:maxWaitChans]
+		d = min(d, 50*time.Millisecond)
 	}
 	t := time.NewTimer(d)
 	defer t.Stop()
@@ -235,5 +246,8 @@ func waitAny(ctx context.Context, draining <-chan struct{}, chans []<-chan struc
 		cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(c)})
 	}
 	i, _, _ := reflect.Select(cases)
+	if i == fixed-1 && capped {
+		return true // re-check the partitions not waited on
+	}
 	return i >= fixed
 }

@@ -23,9 +23,19 @@ type offsetsLog struct {
 	p *replica.Partition
 }
 
+// offsetsAppendTimeout bounds how long a coordinator write waits to be
+// committed, so a stalled ISR cannot block the coordinator forever.
+const offsetsAppendTimeout = 30 * time.Second
+
 // Append writes recs as one uncompressed batch and waits until it is
-// durable.
+// committed: below the high watermark, on every ISR member, as a produce
+// with acks=all (Kafka writes offsets with acks=all too).
 func (l offsetsLog) Append(ctx context.Context, recs []group.KV) error {
+	ctx, cancel := context.WithTimeout(ctx, offsetsAppendTimeout)
+	defer cancel()
+	if err := l.p.CheckAppend(); err != nil {
+		return err
+	}
 	nowMs := l.b.now().UnixMilli()
 	bb := record.NewBuilder(record.CodecNone, nowMs)
 	for _, r := range recs {
@@ -39,7 +49,7 @@ func (l offsetsLog) Append(ctx context.Context, recs []group.KV) error {
 	if err != nil {
 		return err
 	}
-	return l.p.Log.WaitDurable(ctx, res.LastOffset+1)
+	return l.p.WaitCommitted(ctx, res.LastOffset+1, res.LeaderEpoch)
 }
 
 // Replay calls fn for every record of the partition below its high

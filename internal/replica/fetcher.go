@@ -125,9 +125,25 @@ func (f *fetcher) run() {
 			}
 			continue
 		}
+		// Under samsa's durability rule a fetch offset tells the leader
+		// that everything below it is fsynced here, so it is sent only
+		// once that holds (also after a fetcher restart or a failed wait).
+		for _, p := range ready {
+			if leo := p.Log.LogEndOffset(); p.Log.DurableOffset() < leo {
+				if err := p.Log.WaitDurable(ctx, leo); err != nil {
+					if ctx.Err() != nil {
+						return
+					}
+					f.m.log.Error("replica: follower log not durable", "topic", p.TP.Topic, "partition", p.TP.Partition, "err", err)
+				}
+			}
+		}
 		req := FetchRequest{ReplicaID: f.m.cfg.Self, MaxWait: replicaFetchWait, MinBytes: 1, MaxBytes: 10 << 20}
 		byTP := make(map[storage.TopicPartition]*Partition, len(ready))
 		for _, p := range ready {
+			if p.Log.DurableOffset() < p.Log.LogEndOffset() {
+				continue
+			}
 			byTP[p.TP] = p
 			req.Partitions = append(req.Partitions, FetchPartition{
 				TP: p.TP, TopicID: p.TopicID, Offset: p.Log.LogEndOffset(), CurrentLeaderEpoch: p.LeaderEpoch(),
@@ -161,6 +177,7 @@ func (f *fetcher) run() {
 					continue
 				}
 				p.setFollowerHW(f.leader, fp.HighWatermark)
+				p.followLogStart(fp.LogStartOffset)
 				if n > 0 {
 					appended = append(appended, p)
 				}
@@ -207,6 +224,23 @@ func (m *Manager) followersOf(leader int32) []*Partition {
 		p.roleMu.Unlock()
 	}
 	return out
+}
+
+// followLogStart moves the follower's log start offset up to the leader's
+// (DeleteRecords and retention on the leader), as far as this follower's
+// committed records go, so deleted records do not come back after a
+// failover.
+func (p *Partition) followLogStart(leaderStart int64) {
+	if leaderStart <= p.Log.LogStartOffset() {
+		return
+	}
+	to := min(leaderStart, p.HighWatermark(), p.Log.LogEndOffset())
+	if to <= p.Log.LogStartOffset() {
+		return
+	}
+	if _, err := p.Log.DeleteRecordsBefore(to); err != nil {
+		p.m.log.Warn("replica: follow the leader's log start offset", "topic", p.TP.Topic, "partition", p.TP.Partition, "err", err)
+	}
 }
 
 func (p *Partition) markTruncate() {

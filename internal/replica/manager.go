@@ -103,8 +103,26 @@ func NewManager(cfg Config) *Manager {
 	return m
 }
 
-// goFunc runs f on a goroutine that Close waits for.
+// goFunc runs f on a goroutine that Close waits for; after Close it runs
+// nothing.
 func (m *Manager) goFunc(f func()) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return
+	}
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		f()
+	}()
+}
+
+// goFuncLocked is goFunc with m.mu held.
+func (m *Manager) goFuncLocked(f func()) {
+	if m.closed {
+		return
+	}
 	m.wg.Add(1)
 	go func() {
 		defer m.wg.Done()
@@ -180,34 +198,42 @@ func (m *Manager) Partitions() []*Partition {
 // its log if needed. Calling it again applies changes of leader, epoch,
 // ISR and config. Call SyncFetchers after a batch of Ensure calls.
 func (m *Manager) Ensure(tp storage.TopicPartition, topicID [16]byte, cfg storage.Config, info PartitionInfo) (*Partition, error) {
-	m.mu.Lock()
+	m.mu.RLock()
 	p := m.parts[tp]
+	m.mu.RUnlock()
 	if p != nil && p.TopicID != topicID {
 		// The topic was deleted and recreated under the same name.
-		if err := m.removeLocked(tp); err != nil {
-			m.mu.Unlock()
+		if err := m.Remove(tp); err != nil {
 			return nil, err
 		}
 		p = nil
 	}
 	if p == nil {
+		// Opening the log and replaying producer state do IO: not under
+		// m.mu, which every request takes to find its partition. Ensure
+		// calls are serialised by the caller (the broker's reconciler), so
+		// no other Ensure creates tp meanwhile.
 		l, err := m.logs.Create(tp, topicID, cfg)
 		if err != nil {
-			m.mu.Unlock()
 			return nil, fmt.Errorf("replica: create log %s-%d: %w", tp.Topic, tp.Partition, err)
 		}
-		p = &Partition{TP: tp, TopicID: topicID, Log: l, m: m}
-		p.role.following = -1
-		p.role.hwChanged = make(chan struct{})
-		if err := p.loadProducersLocked(m, m.now().UnixMilli()); err != nil {
-			m.mu.Unlock()
+		np := &Partition{TP: tp, TopicID: topicID, Log: l, m: m}
+		np.role.following = -1
+		np.role.hwChanged = make(chan struct{})
+		if err := np.loadProducersLocked(m, m.now().UnixMilli()); err != nil {
 			return nil, err
 		}
-		m.parts[tp] = p
+		m.mu.Lock()
+		if m.closed {
+			m.mu.Unlock()
+			return nil, storage.ErrClosed
+		}
+		m.parts[tp] = np
+		m.mu.Unlock()
+		p = np
 	} else {
 		p.Log.SetConfig(cfg)
 	}
-	m.mu.Unlock()
 	p.applyInfo(info)
 	return p, nil
 }
@@ -243,7 +269,7 @@ func (m *Manager) SyncFetchers() {
 		if f == nil {
 			f = &fetcher{m: m, leader: id, kick: make(chan struct{}, 1), stop: make(chan struct{})}
 			m.fetchers[id] = f
-			m.goFunc(f.run)
+			m.goFuncLocked(f.run)
 		}
 		select {
 		case f.kick <- struct{}{}:
@@ -255,22 +281,20 @@ func (m *Manager) SyncFetchers() {
 // Remove stops hosting tp and deletes its log.
 func (m *Manager) Remove(tp storage.TopicPartition) error {
 	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.removeLocked(tp)
-}
-
-func (m *Manager) removeLocked(tp storage.TopicPartition) error {
 	p := m.parts[tp]
+	delete(m.parts, tp)
+	m.mu.Unlock()
 	if p == nil {
 		return nil
 	}
+	p.appendMu.Lock()
 	p.roleMu.Lock()
 	p.role.leader = nil
 	p.role.following = -1
 	p.leader.Store(false)
 	p.notifyLocked()
 	p.roleMu.Unlock()
-	delete(m.parts, tp)
+	p.appendMu.Unlock()
 	if err := m.logs.Delete(tp); err != nil {
 		return fmt.Errorf("replica: delete log %s-%d: %w", tp.Topic, tp.Partition, err)
 	}

@@ -18,6 +18,9 @@ type AppendResult struct {
 	// Duplicate means the batch was a retry of one already in the log: it
 	// was not written again and the offsets are the original's.
 	Duplicate bool
+	// LeaderEpoch is the leader epoch the batch was appended in; pass it
+	// to WaitCommitted.
+	LeaderEpoch int32
 }
 
 // Append writes a validated batch from a producer to the leader's log. A
@@ -26,12 +29,20 @@ type AppendResult struct {
 // dedupe window is answered with the original offsets and not written
 // again; a sequence gap, a stale epoch or an unknown producer is refused
 // with the txn sentinel errors and nothing is written. Reference: KIP-98.
+//
+// Leadership is checked under the append lock, which a change of role also
+// takes, so a broker that lost leadership never appends a client's batch
+// (ErrNotLeader).
 func (p *Partition) Append(b record.Batch, logAppendTime bool, nowMs int64) (AppendResult, error) {
 	p.appendMu.Lock()
 	defer p.appendMu.Unlock()
+	if !p.IsLeader() {
+		return AppendResult{}, ErrNotLeader
+	}
+	epoch := p.LeaderEpoch()
 	if b.ProducerID() < 0 {
-		res, err := p.Log.Append(b, p.LeaderEpoch(), logAppendTime, nowMs)
-		return AppendResult{AppendResult: res}, err
+		res, err := p.Log.Append(b, epoch, logAppendTime, nowMs)
+		return AppendResult{AppendResult: res, LeaderEpoch: epoch}, err
 	}
 	tb := txn.BatchOf(b)
 	dup, err := p.producers.Check(tb)
@@ -48,15 +59,15 @@ func (p *Partition) Append(b record.Batch, logAppendTime bool, nowMs int64) (App
 		if logAppendTime {
 			res.LogAppendTime = dup.Timestamp
 		}
-		return AppendResult{AppendResult: res, Duplicate: true}, nil
+		return AppendResult{AppendResult: res, Duplicate: true, LeaderEpoch: epoch}, nil
 	}
-	res, err := p.Log.Append(b, p.LeaderEpoch(), logAppendTime, nowMs)
+	res, err := p.Log.Append(b, epoch, logAppendTime, nowMs)
 	if err != nil {
 		return AppendResult{}, err
 	}
 	p.producers.Update(tb, res.BaseOffset, res.LastOffset, b.MaxTimestamp(), nowMs)
 	p.producersDirty = true
-	return AppendResult{AppendResult: res}, nil
+	return AppendResult{AppendResult: res, LeaderEpoch: epoch}, nil
 }
 
 // Producers returns the partition's active idempotent producers.
@@ -69,7 +80,7 @@ func (p *Partition) Producers() []txn.Producer {
 // loadProducersLocked rebuilds the producer state: the newest snapshot at or
 // below the log end offset, then every batch after it replayed from the log.
 // Snapshots above the log end (their batches were lost in a crash) are
-// deleted.
+// deleted. The caller holds p.appendMu, or p is not published yet.
 func (p *Partition) loadProducersLocked(m *Manager, nowMs int64) error {
 	leo := p.Log.LogEndOffset()
 	st, from, ok, err := txn.LoadSnapshot(m.fs, p.Log.Dir(), leo)

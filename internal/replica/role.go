@@ -95,16 +95,30 @@ func (p *Partition) CheckAppend() error {
 }
 
 // WaitCommitted blocks until the high watermark reaches end (every record
-// below end is on every ISR member, durably), leadership is lost
-// (ErrNotLeader), the log fails, or ctx is done.
-func (p *Partition) WaitCommitted(ctx context.Context, end int64) error {
+// below end is on every ISR member, durably) while the partition is still
+// led in epoch, the epoch the records were appended in. It fails with
+// ErrNotLeader when leadership or the epoch changed (the records may have
+// been truncated away, so they must not be acknowledged), with
+// ErrNotEnoughReplicasAfterAppend when the ISR fell below
+// min.insync.replicas before they were committed, when the log fails, or
+// when ctx is done.
+func (p *Partition) WaitCommitted(ctx context.Context, end int64, epoch int32) error {
 	for {
 		changed, hwCh := p.Log.Changed(), p.HWChanged()
-		if p.HighWatermark() >= end {
-			return nil
-		}
-		if !p.IsLeader() {
+		p.roleMu.Lock()
+		ls := p.role.leader
+		if ls == nil || p.LeaderEpoch() != epoch {
+			p.roleMu.Unlock()
 			return ErrNotLeader
+		}
+		hw := p.highWatermarkLocked()
+		var err error
+		if hw >= end {
+			_, err = ls.AppendAcked(end - 1)
+		}
+		p.roleMu.Unlock()
+		if hw >= end {
+			return err
 		}
 		if p.Log.DurableOffset() < end {
 			// Surface a failed log (ErrLogDirOffline) rather than wait.
@@ -165,8 +179,23 @@ func (p *Partition) tick(nowMs int64) {
 }
 
 // applyInfo moves the partition to the role info gives this broker.
+//
+// It holds the append lock, so no client append runs across a change of
+// role (lock order: appendMu -> roleMu).
 func (p *Partition) applyInfo(info PartitionInfo) {
 	self := p.m.cfg.Self
+	p.appendMu.Lock()
+	defer p.appendMu.Unlock()
+	if info.Leader == self && (!p.IsLeader() || info.LeaderEpoch != p.LeaderEpoch()) {
+		// Record where this leader epoch starts before anything is
+		// written in it, so OffsetForLeaderEpoch answers followers
+		// correctly at once (KIP-101). Without it the broker must not
+		// lead: followers could keep records the leader does not have.
+		if err := p.Log.AssignLeaderEpoch(info.LeaderEpoch); err != nil {
+			p.m.log.Error("replica: record leader epoch; not taking leadership", "topic", p.TP.Topic, "partition", p.TP.Partition, "err", err)
+			info.Leader = -1
+		}
+	}
 	p.roleMu.Lock()
 	defer p.roleMu.Unlock()
 	nowMs := p.m.now().UnixMilli()
@@ -178,12 +207,6 @@ func (p *Partition) applyInfo(info PartitionInfo) {
 			isrCfg := p.m.cfg.ISR
 			if info.MinInsyncReplicas > 0 {
 				isrCfg.MinInsyncReplicas = info.MinInsyncReplicas
-			}
-			// Record where this leader epoch starts before anything is
-			// written in it, so OffsetForLeaderEpoch answers followers
-			// correctly at once (KIP-101).
-			if err := p.Log.AssignLeaderEpoch(info.LeaderEpoch); err != nil {
-				p.m.log.Error("replica: record leader epoch", "topic", p.TP.Topic, "partition", p.TP.Partition, "err", err)
 			}
 			p.role.leader = NewLeaderState(self, info.Replicas, info.ISR, info.LeaderEpoch, info.PartitionEpoch,
 				p.Log.LogEndOffset(), hw, nowMs, isrCfg)
