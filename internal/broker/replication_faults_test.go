@@ -771,8 +771,13 @@ func TestOldLeaderTruncatesDivergentRecords(t *testing.T) {
 // included) can be cut while it stays registered and serves its own
 // listener directly.
 type proxiedCluster struct {
+	t       *testing.T
+	log     *slog.Logger
 	nodes   []*cli.Node
 	proxies []*testutil.Proxy
+	args    [][]string
+	dirs    []string
+	down    []bool
 }
 
 func startProxiedCluster(t *testing.T, overrides ...string) *proxiedCluster {
@@ -782,50 +787,183 @@ func startProxiedCluster(t *testing.T, overrides ...string) *proxiedCluster {
 	if err != nil {
 		t.Fatalf("start etcd: %v", err)
 	}
-	pc := &proxiedCluster{}
+	pc := &proxiedCluster{t: t, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	if os.Getenv("SAMSA_TEST_LOG") != "" {
+		pc.log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
 	t.Cleanup(func() {
 		for _, n := range pc.nodes {
 			n.Close()
 		}
 		e.Close()
 	})
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	if os.Getenv("SAMSA_TEST_LOG") != "" {
-		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	}
 	for i := 0; i < 3; i++ {
 		px := testutil.NewProxy(t, "127.0.0.1:1")
-		cfg, err := config.Load("", append([]string{
+		dir := t.TempDir()
+		pc.args = append(pc.args, append([]string{
 			"listeners=PLAINTEXT://127.0.0.1:0",
 			"advertised.listeners=PLAINTEXT://" + px.Addr(),
-			"log.dirs=" + t.TempDir(),
+			"log.dirs=" + dir,
 			"admin.listener=",
 			"node.id=" + strconv.Itoa(i),
 			"etcd.endpoints=" + e.ClientURL(),
 		}, overrides...))
-		if err != nil {
-			t.Fatalf("config: %v", err)
-		}
-		n, err := cli.StartNode(ctx, cfg, log)
-		if err != nil {
-			t.Fatalf("start broker %d: %v", i, err)
-		}
-		px.SetTarget(n.Addr())
-		pc.nodes = append(pc.nodes, n)
+		pc.dirs = append(pc.dirs, dir)
 		pc.proxies = append(pc.proxies, px)
+		pc.nodes = append(pc.nodes, nil)
+		pc.down = append(pc.down, true)
+		pc.start(i)
+		px.SetTarget(pc.nodes[i].Addr())
 	}
 	return pc
 }
 
-// isr returns the ISR of topic-partition in node 0's image, sorted, and
-// how many brokers are registered.
+// start starts node i (again, on its port and data dir if it ran before).
+func (pc *proxiedCluster) start(i int) {
+	pc.t.Helper()
+	if n := pc.nodes[i]; n != nil {
+		pc.args[i][0] = "listeners=PLAINTEXT://" + n.Addr()
+	}
+	cfg, err := config.Load("", pc.args[i])
+	if err != nil {
+		pc.t.Fatalf("config: %v", err)
+	}
+	n, err := cli.StartNode(ctxT(pc.t, 30*time.Second), cfg, pc.log)
+	if err != nil {
+		pc.t.Fatalf("start broker %d: %v", i, err)
+	}
+	pc.nodes[i], pc.down[i] = n, false
+}
+
+// kill closes node i at once (its registration lease is revoked).
+func (pc *proxiedCluster) kill(i int) {
+	pc.nodes[i].Close()
+	pc.down[i] = true
+}
+
+// image is the metadata image of the first running node.
+func (pc *proxiedCluster) image() *cluster.Image {
+	for i, n := range pc.nodes {
+		if !pc.down[i] {
+			return n.Image()
+		}
+	}
+	pc.t.Fatalf("no broker running")
+	return nil
+}
+
+// isr returns the ISR of topic-partition in a running node's image,
+// sorted, and how many brokers are registered.
 func (pc *proxiedCluster) isr(topic string, partition int32) (string, int) {
-	img := pc.nodes[0].Image()
+	img := pc.image()
 	t := img.Topics[topic]
 	if t == nil || int(partition) >= len(t.Partitions) {
 		return "?", len(img.Brokers)
 	}
 	return strings.Join(sortedIDs(slices.Clone(t.Partitions[partition].ISR)...), " "), len(img.Brokers)
+}
+
+// leader returns the leader of topic-partition in a running node's image.
+func (pc *proxiedCluster) leader(topic string, partition int32) int32 {
+	t := pc.image().Topics[topic]
+	if t == nil || int(partition) >= len(t.Partitions) {
+		return -1
+	}
+	return t.Partitions[partition].Leader
+}
+
+// waitISR waits until the ISR of topic-partition is want.
+func (pc *proxiedCluster) waitISR(topic string, partition int32, want string) {
+	pc.t.Helper()
+	testutil.Eventually(pc.t, 30*time.Second, func() error {
+		if isr, _ := pc.isr(topic, partition); isr != want {
+			return fmt.Errorf("%s-%d ISR [%s], want [%s]", topic, partition, isr, want)
+		}
+		return nil
+	})
+}
+
+// isolate makes every connection to node i's advertised address fail.
+func (pc *proxiedCluster) isolate(i int) {
+	pc.proxies[i].SetTarget("127.0.0.1:1")
+	pc.proxies[i].DropAll()
+}
+
+// heal forwards node i's advertised address to it again.
+func (pc *proxiedCluster) heal(i int) { pc.proxies[i].SetTarget(pc.nodes[i].Addr()) }
+
+// TestLeaderWithUncommittedRecordsTruncatesAfterFailover cuts a leader off
+// from its followers, lets it append acks=1 records that never reach them
+// (they stay in the ISR: replica.lag.time.max.ms has not passed), then
+// kills it. A follower in the ISR is elected, writes at the same offsets,
+// and when the old leader comes back it truncates its uncommitted records
+// and ends with a log identical byte for byte to the new leader's. No
+// unclean election is involved. Reference: KIP-101, KIP-279.
+func TestLeaderWithUncommittedRecordsTruncatesAfterFailover(t *testing.T) {
+	const topic = "uncommitted"
+	pc := startProxiedCluster(t,
+		"default.replication.factor=3",
+		"min.insync.replicas=2",
+		"replica.lag.time.max.ms=30000",
+		"offsets.topic.num.partitions=1",
+		"auto.leader.rebalance.enable=false",
+	)
+	cl := testutil.NewClient(t, pc.nodes[0].Addr())
+	if code := createTopicRaw(t, cl, topic, 1, 3, false, nil); code != 0 {
+		t.Fatalf("create topic: %v", kerr.ErrorForCode(code))
+	}
+	old := pc.leader(topic, 0)
+	oldAddr := pc.nodes[old].Addr()
+	waitServing(t, oldAddr, topic, 0)
+	wantProduce(t, "c", produceRawAcks(t, oldAddr, -1, topic, 0, plainBatch(t, "c", 3)), 0, 0)
+
+	pc.isolate(int(old))
+	wantProduce(t, "u (acks=1, cut off)", produceRawAcks(t, oldAddr, 1, topic, 0, plainBatch(t, "u", 4)), 0, 3)
+	if hw := highWatermark(t, oldAddr, topic, 0); hw != 3 {
+		t.Fatalf("high watermark %d with the followers cut off, want 3", hw)
+	}
+	if isr, _ := pc.isr(topic, 0); isr != "0 1 2" {
+		t.Fatalf("ISR [%s] before replica.lag.time.max.ms, want all three", isr)
+	}
+	pc.kill(int(old))
+
+	var next int32
+	testutil.Eventually(t, 30*time.Second, func() error {
+		if next = pc.leader(topic, 0); next < 0 || next == old {
+			return fmt.Errorf("leader %d", next)
+		}
+		return nil
+	})
+	nextAddr := pc.nodes[next].Addr()
+	waitServing(t, nextAddr, topic, 0)
+	wantProduce(t, "n", produceRawAcks(t, nextAddr, -1, topic, 0, plainBatch(t, "n", 2)), 0, 3)
+
+	pc.start(int(old))
+	pc.heal(int(old))
+	pc.waitISR(topic, 0, "0 1 2")
+	wantProduce(t, "after", produceRawAcks(t, nextAddr, -1, topic, 0, plainBatch(t, "after", 1)), 0, 5)
+	want := append(append(tagged("c", 3), tagged("n", 2)...), "after-0")
+	if vs := values(consumeFrom(t, nextAddr, topic, 0, 6)); !slices.Equal(vs, want) {
+		t.Fatalf("consumed %q, want %q", vs, want)
+	}
+	// The ISR is full and the last write was acks=all: every replica has
+	// offsets 0-5. Stop everything and compare the files.
+	for i := range pc.nodes {
+		pc.kill(i)
+	}
+	lead := segmentBytes(t, pc.dirs[next], topic, 0)
+	for i := range pc.nodes {
+		if int32(i) == next {
+			continue
+		}
+		got := segmentBytes(t, pc.dirs[i], topic, 0)
+		if bytes.Contains(got, []byte("u-")) {
+			t.Errorf("broker %d still holds uncommitted records", i)
+		}
+		if !bytes.Equal(got, lead) {
+			t.Errorf("broker %d log (%d bytes) differs from the leader's (%d bytes)", i, len(got), len(lead))
+		}
+	}
 }
 
 // TestISRShrinksOnFollowerLagAndExpandsOnCatchUp cuts the followers off
@@ -854,16 +992,14 @@ func TestISRShrinksOnFollowerLagAndExpandsOnCatchUp(t *testing.T) {
 		}
 		return nil
 	})
-	leader := pc.nodes[0].Image().Topics[topic].Partitions[0].Leader
+	leader := pc.leader(topic, 0)
 	addr := pc.nodes[leader].Addr()
 	waitServing(t, addr, topic, 0)
 	wantProduce(t, "before", produceRawAcks(t, addr, -1, topic, 0, plainBatch(t, "before", 2)), 0, 0)
 
 	// Refuse every connection to the leader's advertised address: its
 	// followers can no longer fetch, and nothing else changes.
-	px := pc.proxies[leader]
-	px.SetTarget("127.0.0.1:1")
-	px.DropAll()
+	pc.isolate(int(leader))
 	cut := time.Now()
 	wantProduce(t, "during", produceRawAcks(t, addr, 1, topic, 0, plainBatch(t, "during", 3)), 0, 2)
 	testutil.Eventually(t, 20*time.Second, func() error {
@@ -884,13 +1020,8 @@ func TestISRShrinksOnFollowerLagAndExpandsOnCatchUp(t *testing.T) {
 	// With the ISR of one, records written now are committed at once.
 	wantProduce(t, "alone", produceRawAcks(t, addr, -1, topic, 0, plainBatch(t, "alone", 1)), 0, 5)
 
-	px.SetTarget(pc.nodes[leader].Addr())
-	testutil.Eventually(t, 20*time.Second, func() error {
-		if isr, _ := pc.isr(topic, 0); isr != "0 1 2" {
-			return fmt.Errorf("ISR [%s]", isr)
-		}
-		return nil
-	})
+	pc.heal(int(leader))
+	pc.waitISR(topic, 0, "0 1 2")
 	// Back in the ISR means caught up: an acks=all write is committed by
 	// all three again.
 	wantProduce(t, "after", produceRawAcks(t, addr, -1, topic, 0, plainBatch(t, "after", 1)), 0, 6)
