@@ -70,6 +70,10 @@ func (b *Broker) handleCreateTopics(ctx context.Context, req *kmsg.CreateTopicsR
 			fail(kerr.InvalidPartitions, fmt.Errorf("number of partitions must be larger than 0"))
 			continue
 		}
+		if partitions > maxPartitions {
+			fail(kerr.InvalidPartitions, fmt.Errorf("%d partitions is more than the %d a topic may have", partitions, maxPartitions))
+			continue
+		}
 		if rf <= 0 {
 			fail(kerr.InvalidReplicationFactor, fmt.Errorf("replication factor must be larger than 0"))
 			continue
@@ -127,6 +131,12 @@ func (b *Broker) describedTopicConfigs(img *cluster.Image, overrides map[string]
 	}
 	return out
 }
+
+// maxPartitions bounds a topic's partition count. Kafka has no such limit,
+// but a count taken from the network must not size an allocation freely,
+// and a topic is created in one etcd transaction whose operations are
+// bounded too.
+const maxPartitions = 10000
 
 // validateTopicName applies Kafka's topic name rules.
 func validateTopicName(img *cluster.Image, name string) error {

@@ -31,6 +31,8 @@ func (b *Broker) handleCreatePartitions(ctx context.Context, req *kmsg.CreatePar
 			code, err = kerr.UnknownTopicOrPartition, fmt.Errorf("unknown topic %q", rt.Topic)
 		case len(rt.Assignment) > 0:
 			code, err = kerr.InvalidRequest, fmt.Errorf("manual replica assignment is not supported")
+		case rt.Count > maxPartitions:
+			code, err = kerr.InvalidPartitions, fmt.Errorf("%d partitions is more than the %d a topic may have", rt.Count, maxPartitions)
 		case int(rt.Count) <= len(t.Replicas):
 			code, err = kerr.InvalidPartitions, fmt.Errorf("topic %q has %d partitions; the count must grow", rt.Topic, len(t.Replicas))
 		case req.ValidateOnly:

@@ -6,7 +6,6 @@ package broker
 // * v1: EndpointType (KIP-919); samsa serves only broker endpoints (1).
 
 import (
-
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )

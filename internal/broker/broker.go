@@ -52,6 +52,9 @@ type Broker struct {
 	// coordinator loaded (or is loading), guarded by reconcileMu.
 	groupsLoaded map[int32]*replica.Partition
 	loads        sync.WaitGroup // background coordinator loads
+	// strays are logs on disk whose topic the image lacks, already
+	// reported; guarded by reconcileMu.
+	strays map[storage.TopicPartition]bool
 
 	// reconcileMu serialises reconcile passes (the reconciler goroutine and
 	// handlers that create topics and want their partitions hosted at once).
@@ -60,6 +63,11 @@ type Broker struct {
 	// draining is closed by Drain: parked Fetches answer at once.
 	draining  chan struct{}
 	drainOnce sync.Once
+
+	// ctx is cancelled by Close; background work (coordinator loads)
+	// runs under it.
+	ctx       context.Context
+	cancelCtx context.CancelFunc
 
 	stop    chan struct{} // closed by Close to ask the reconciler to stop
 	done    chan struct{} // closed when the reconciler has exited
@@ -81,11 +89,12 @@ func New(cfg Config) (*Broker, error) {
 		draining: make(chan struct{}),
 	}
 	if b.log == nil {
-		b.log = slog.Default()
+		b.log = slog.New(slog.DiscardHandler)
 	}
 	if b.now == nil {
 		b.now = time.Now
 	}
+	b.ctx, b.cancelCtx = context.WithCancel(context.Background())
 	fs := cfg.FS
 	if fs == nil {
 		fs = vfs.Default
@@ -109,7 +118,9 @@ func New(cfg Config) (*Broker, error) {
 	gcfg.Logger, gcfg.Now = b.log, b.now
 	b.groups = group.NewCoordinator(gcfg)
 	b.groupsLoaded = make(map[int32]*replica.Partition)
+	b.strays = make(map[storage.TopicPartition]bool)
 	if err := b.reconcile(); err != nil {
+		b.cancelCtx()
 		b.groups.Close()
 		b.replicas.Close()
 		return nil, err
@@ -137,7 +148,12 @@ func (b *Broker) Close() error {
 	var err error
 	b.closeMu.Do(func() {
 		close(b.stop)
+		b.cancelCtx()
 		<-b.done
+		// A handler's reconcile that began before stop may still be
+		// adding coordinator loads: let it finish first.
+		b.reconcileMu.Lock()
+		b.reconcileMu.Unlock() //nolint:staticcheck // an empty critical section, to wait for the holder
 		b.loads.Wait()
 		err = errors.Join(b.replicas.Close(), b.groups.Close(), b.maintainProducers())
 		b.leaders.Close()
@@ -181,6 +197,11 @@ func (b *Broker) maintainProducers() error {
 func (b *Broker) reconcile() error {
 	b.reconcileMu.Lock()
 	defer b.reconcileMu.Unlock()
+	select {
+	case <-b.stop:
+		return nil // closing: start nothing new
+	default:
+	}
 	img := b.cluster.Image()
 	self := b.cfg.NodeID
 	want := make(map[storage.TopicPartition]bool)
@@ -218,14 +239,25 @@ func (b *Broker) reconcile() error {
 	}
 	b.replicas.SyncFetchers()
 	b.reconcileGroupsLocked()
-	// Logs found on disk for topics that no longer exist (deleted while
-	// this broker was down) are removed too.
+	// Logs on disk that the image does not assign here: a partition of a
+	// live topic that moved away is deleted; a log whose topic the image
+	// does not know is left alone (logged once), because an empty or
+	// replaced etcd must never make a broker delete its data.
 	for _, l := range b.logs.Logs() {
 		tp, ok := parseLogDir(l.Dir())
-		if ok && !want[tp] {
+		if !ok || want[tp] {
+			continue
+		}
+		if t := img.Topics[tp.Topic]; t != nil && t.ID == l.TopicID() {
 			if err := b.logs.Delete(tp); err != nil && firstErr == nil {
 				firstErr = err
 			}
+			continue
+		}
+		if !b.strays[tp] {
+			b.strays[tp] = true
+			b.log.Warn("log on disk for a topic the cluster metadata does not have; leaving it in place",
+				"topic", tp.Topic, "partition", tp.Partition, "dir", l.Dir())
 		}
 	}
 	return firstErr
@@ -299,16 +331,6 @@ func (b *Broker) Handle(ctx context.Context, c *server.Conn, req *server.Request
 }
 
 func msg(r kmsg.Response) server.Reply { return server.Reply{Msg: r} }
-
-// storageConfig resolves a topic's overrides over the broker's static and
-// dynamic configs into the log configuration.
-func (b *Broker) storageConfig(img *cluster.Image, overrides map[string]string) (storage.Config, error) {
-	t, err := b.topicConfig(img, overrides)
-	if err != nil {
-		return storage.Config{}, err
-	}
-	return StorageConfig(t), nil
-}
 
 // StorageConfig returns the log configuration of a resolved topic config.
 func StorageConfig(t config.Topic) storage.Config {

@@ -206,44 +206,65 @@ var errShortRegion = errors.New("broker: segment file shorter than the region re
 
 // writeRegion copies a file region to w, with sendfile(2) when possible.
 // The offset is passed to sendfile, so the file's own offset is untouched
-// and concurrent fetches of one segment do not interfere.
+// and concurrent fetches of one segment do not interfere. The file's
+// descriptor is used only inside its RawConn.Control, which keeps it from
+// being closed (and its number reused by another file) meanwhile: a
+// segment deleted under a slow fetch fails that fetch instead of sending
+// another file's bytes.
 func writeRegion(w io.Writer, r storage.Region) (int64, error) {
 	tc, ok := w.(*net.TCPConn)
-	fd := r.File.Fd()
-	if !ok || fd == ^uintptr(0) {
+	fc, fok := r.File.(syscallConner)
+	if !ok || !fok || r.File.Fd() == ^uintptr(0) {
 		return io.Copy(w, io.NewSectionReader(r.File, r.Pos, r.Size))
 	}
-	rc, err := tc.SyscallConn()
+	sock, err := tc.SyscallConn()
+	if err != nil {
+		return 0, err
+	}
+	file, err := fc.SyscallConn()
 	if err != nil {
 		return 0, err
 	}
 	var written int64
 	var serr error
 	off, remain := r.Pos, r.Size
-	werr := rc.Write(func(sock uintptr) bool {
-		for remain > 0 {
-			n, err := syscall.Sendfile(int(sock), int(fd), &off, int(min(remain, 1<<30)))
-			if n > 0 {
-				written += int64(n)
-				remain -= int64(n)
+	werr := sock.Write(func(sfd uintptr) bool {
+		again := false
+		cerr := file.Control(func(ffd uintptr) {
+			for remain > 0 {
+				n, err := syscall.Sendfile(int(sfd), int(ffd), &off, int(min(remain, 1<<30)))
+				if n > 0 {
+					written += int64(n)
+					remain -= int64(n)
+				}
+				switch {
+				case err == syscall.EAGAIN:
+					again = true // wait until the socket is writable
+					return
+				case err == syscall.EINTR:
+					continue
+				case err != nil:
+					serr = err
+					return
+				case n == 0:
+					serr = errShortRegion
+					return
+				}
 			}
-			switch {
-			case err == syscall.EAGAIN:
-				return false // wait until the socket is writable
-			case err == syscall.EINTR:
-				continue
-			case err != nil:
-				serr = err
-				return true
-			case n == 0:
-				serr = errShortRegion
-				return true
-			}
+		})
+		if cerr != nil && serr == nil {
+			serr = cerr
 		}
-		return true
+		return !again || serr != nil
 	})
 	if serr == nil {
 		serr = werr
 	}
 	return written, serr
+}
+
+// syscallConner is a file whose descriptor can be used safely from
+// syscalls (*os.File).
+type syscallConner interface {
+	SyscallConn() (syscall.RawConn, error)
 }

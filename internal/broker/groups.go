@@ -118,18 +118,16 @@ func (b *Broker) reconcileGroupsLocked() {
 		b.loads.Add(1)
 		go func() {
 			defer b.loads.Done()
-			ctx, cancel := context.WithCancel(context.Background())
-			defer cancel()
-			go func() {
-				select {
-				case <-b.stop:
-					cancel()
-				case <-ctx.Done():
-				}
-			}()
+			ctx := b.ctx
 			start := time.Now()
 			if err := b.groups.Load(ctx, part, offsetsLog{b: b, p: p}); err != nil {
 				b.log.Error("load group coordinator partition", "partition", part, "err", err)
+				// Forget it, so the next reconcile pass loads again.
+				b.reconcileMu.Lock()
+				if b.groupsLoaded[part] == p {
+					delete(b.groupsLoaded, part)
+				}
+				b.reconcileMu.Unlock()
 				return
 			}
 			b.log.Debug("group coordinator partition loaded", "partition", part, "took", time.Since(start))

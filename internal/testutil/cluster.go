@@ -56,7 +56,31 @@ func StartCluster(t testing.TB, n int, overrides ...string) *Cluster {
 		b.start()
 		c.Brokers = append(c.Brokers, b)
 	}
+	c.waitRegistered()
 	return c
+}
+
+// waitRegistered waits until every running broker's metadata image shows
+// every running broker, so that topics created next get replicas on all.
+func (c *Cluster) waitRegistered() {
+	c.t.Helper()
+	Eventually(c.t, 30*time.Second, func() error {
+		want := 0
+		for i := range c.Brokers {
+			if !c.down[i] {
+				want++
+			}
+		}
+		for i, b := range c.Brokers {
+			if c.down[i] {
+				continue
+			}
+			if n := len(b.Node.Image().Brokers); n != want {
+				return fmt.Errorf("broker %d sees %d brokers, want %d", i, n, want)
+			}
+		}
+		return nil
+	})
 }
 
 // Addrs returns the Kafka addresses of the running brokers.
@@ -112,6 +136,7 @@ func (c *Cluster) Start(i int) {
 	b.setListener(addr)
 	b.start()
 	c.down[i] = false
+	c.waitRegistered()
 }
 
 // Leader returns the node id of the leader of topic/partition as the
