@@ -1,15 +1,12 @@
-// Package admin serves samsa's operator HTTP endpoints: /metrics in the
-// Prometheus text format, /healthz (the process is up) and /readyz (the
-// broker accepts Kafka requests).
-//
-// The server owns one goroutine, started by Start and stopped by Close.
 package admin
 
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -18,16 +15,22 @@ import (
 )
 
 // Server is the admin HTTP server.
+//
+// Start and Close may be called from any goroutine; the handlers are safe
+// for concurrent use.
 type Server struct {
 	ln   net.Listener
 	srv  *http.Server
-	done chan struct{}
+	done chan struct{} // closed when the serving goroutine exits
+
+	closeOnce sync.Once
+	closeErr  error
 }
 
 // Start listens on addr and serves until Close. ready reports readiness for
 // /readyz; reg is gathered for /metrics (process and Go collectors are added
-// to it).
-func Start(addr string, reg *prometheus.Registry, ready func() bool) (*Server, error) {
+// to it); log receives a serving failure.
+func Start(addr string, reg *prometheus.Registry, ready func() bool, log *slog.Logger) (*Server, error) {
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
@@ -49,7 +52,7 @@ func Start(addr string, reg *prometheus.Registry, ready func() bool) (*Server, e
 	go func() {
 		defer close(s.done)
 		if err := s.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			_ = err // the listener failed; Close still works
+			log.Error("admin HTTP server stopped", "addr", ln.Addr().String(), "err", err)
 		}
 	}()
 	return s, nil
@@ -58,11 +61,13 @@ func Start(addr string, reg *prometheus.Registry, ready func() bool) (*Server, e
 // Addr is the address the server listens on.
 func (s *Server) Addr() string { return s.ln.Addr().String() }
 
-// Close stops the server and waits for its goroutine.
+// Close stops the server and waits for its goroutine. It is idempotent.
 func (s *Server) Close() error {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	err := s.srv.Shutdown(ctx)
-	<-s.done
-	return err
+	s.closeOnce.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		s.closeErr = s.srv.Shutdown(ctx)
+		<-s.done
+	})
+	return s.closeErr
 }

@@ -309,19 +309,19 @@ func (b *Broker) Handle(ctx context.Context, c *server.Conn, req *server.Request
 	case *kmsg.SyncGroupRequest:
 		return b.handleSyncGroup(r)
 	case *kmsg.HeartbeatRequest:
-		return msg(b.handleHeartbeat(ctx, r))
+		return inOrder(func(ctx context.Context) kmsg.Response { return b.handleHeartbeat(ctx, r) })
 	case *kmsg.LeaveGroupRequest:
 		return b.handleLeaveGroup(r)
 	case *kmsg.OffsetCommitRequest:
 		return b.handleOffsetCommit(r)
 	case *kmsg.OffsetFetchRequest:
-		return msg(b.handleOffsetFetch(ctx, r))
+		return inOrder(func(ctx context.Context) kmsg.Response { return b.handleOffsetFetch(ctx, r) })
 	case *kmsg.OffsetDeleteRequest:
 		return b.handleOffsetDelete(r)
 	case *kmsg.DescribeGroupsRequest:
-		return msg(b.handleDescribeGroups(ctx, r))
+		return inOrder(func(ctx context.Context) kmsg.Response { return b.handleDescribeGroups(ctx, r) })
 	case *kmsg.ListGroupsRequest:
-		return msg(b.handleListGroups(ctx, r))
+		return inOrder(func(ctx context.Context) kmsg.Response { return b.handleListGroups(ctx, r) })
 	case *kmsg.DeleteGroupsRequest:
 		return b.handleDeleteGroups(r)
 	}
@@ -331,6 +331,16 @@ func (b *Broker) Handle(ctx context.Context, c *server.Conn, req *server.Request
 }
 
 func msg(r kmsg.Response) server.Reply { return server.Reply{Msg: r} }
+
+// inOrder runs f on the connection's write goroutine. The group APIs that
+// change state (JoinGroup, SyncGroup, OffsetCommit, ...) do their work
+// there, in request order, so the group APIs that read state run there too:
+// an OffsetFetch pipelined after an OffsetCommit on one connection sees the
+// commit, as with Kafka, which handles a connection's requests one at a
+// time.
+func inOrder(f func(ctx context.Context) kmsg.Response) server.Reply {
+	return server.Reply{Wait: func(ctx context.Context) server.Reply { return server.Reply{Msg: f(ctx)} }}
+}
 
 // StorageConfig returns the log configuration of a resolved topic config.
 func StorageConfig(t config.Topic) storage.Config {

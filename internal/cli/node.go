@@ -151,7 +151,7 @@ func StartNode(ctx context.Context, cfg *config.Broker, log *slog.Logger) (_ *No
 	if cfg.AdminListener != "" {
 		reg := prometheus.NewRegistry()
 		registerMetrics(reg, n.server)
-		n.admin, err = admin.Start(cfg.AdminListener, reg, func() bool { return true })
+		n.admin, err = admin.Start(cfg.AdminListener, reg, n.ready, log)
 		if err != nil {
 			return nil, fmt.Errorf("admin listener %s: %w", cfg.AdminListener, err)
 		}
@@ -162,6 +162,16 @@ func StartNode(ctx context.Context, cfg *config.Broker, log *slog.Logger) (_ *No
 // controlledShutdownTimeout bounds how long a shutdown waits for the
 // controller to move this broker's leaderships away.
 const controlledShutdownTimeout = 15 * time.Second
+
+// ready reports readiness for /readyz: serving, with the log dir online
+// and this broker registered in the cluster metadata.
+func (n *Node) ready() bool {
+	if n.logs == nil || n.cluster == nil || n.logs.Offline() {
+		return false
+	}
+	_, ok := n.cluster.Image().Brokers[n.cfg.NodeID]
+	return ok
+}
 
 // Image returns the node's current view of the cluster metadata.
 func (n *Node) Image() *cluster.Image { return n.cluster.Image() }
@@ -187,10 +197,10 @@ func (n *Node) Shutdown(ctx context.Context) error {
 		// leaderships to other in-sync replicas before it stops serving,
 		// so clients fail over without waiting for the session timeout.
 		cctx, cancel := context.WithTimeout(ctx, controlledShutdownTimeout)
-		if err := n.cluster.BeginControlledShutdown(cctx); err == nil {
-			if err := n.cluster.WaitLeadershipsMoved(cctx); err != nil {
-				n.log.Warn("controlled shutdown: leaderships not all moved", "err", err)
-			}
+		if err := n.cluster.BeginControlledShutdown(cctx); err != nil {
+			n.log.Warn("controlled shutdown: could not announce it; leaderships move when the registration expires", "err", err)
+		} else if err := n.cluster.WaitLeadershipsMoved(cctx); err != nil {
+			n.log.Warn("controlled shutdown: leaderships not all moved", "err", err)
 		}
 		cancel()
 	}
