@@ -20,7 +20,8 @@ package broker
 // rather than the high watermark, and its fetch offset, which a samsa
 // follower only sends once everything below it is fsynced, counts toward the
 // high watermark (replica.Partition.FollowerFetched).
-// * v16: NodeEndpoints (KIP-951), empty: the leader never moves.
+// * v16: NodeEndpoints (KIP-951), left empty: a client that gets
+//   NOT_LEADER_OR_FOLLOWER refreshes its metadata to find the new leader.
 //
 // max_wait_ms/min_bytes long-poll: the request waits on the write goroutine
 // until min_bytes are available, a partition errors, or max_wait_ms passes,

@@ -1,14 +1,29 @@
-// Package replica holds the partitions this broker hosts: for each, its log,
-// its leader epoch and its high watermark.
+// Package replica holds the partitions this broker hosts and replicates
+// them: for each, its log, its producer state, its role (leader, follower
+// or neither) with its leader epoch, and its high watermark.
 //
-// A single broker is the leader of every partition it hosts and its ISR is
-// itself, so the high watermark is the offset below which the log is durable
-// (fsynced, under the default flush policy) or, in page-cache mode, the log
-// end offset. Replication across brokers extends this type without changing
-// what the broker package sees: Partition.HighWatermark, Partition.Log and
-// the leader epoch.
+// Roles come from the cluster metadata: the broker calls Manager.Ensure
+// with each partition's PartitionInfo (replicas, leader, leader epoch, ISR,
+// partition epoch) and then SyncFetchers.
 //
-// Terms: HW high watermark, LEO log end offset, ISR in-sync replica set.
+//   - A leader appends client batches (Partition.Append, fenced by
+//     leadership under the append lock), tracks its followers in a
+//     LeaderState, and proposes ISR changes through the ISRWriter, a
+//     compare-and-swap on the partition state. Its high watermark is the
+//     minimum durable log end over the ISR; acks=all waits for it
+//     (WaitCommitted, which also fails if the leader epoch changed).
+//   - A follower is replicated by one fetcher goroutine per leader: first
+//     it truncates to where its log agrees with the leader's
+//     (OffsetForLeaderEpoch, KIP-101/KIP-279), then it fetches with its
+//     replica id, appends the leader's batches as they are
+//     (storage.Log.AppendReplica), replays them into its producer state,
+//     and reports a fetch offset only once everything below it is fsynced.
+//
+// With a single broker every partition is led here with an ISR of one, and
+// the high watermark is the durable end of the log.
+//
+// Terms: HW high watermark, LEO log end offset, ISR in-sync replica set,
+// epoch start offset (the leader's LEO when its epoch began).
 //
 // # Replication
 //
@@ -55,5 +70,14 @@
 //	go test ./internal/replica -run Sim -sim.seeds=100000
 //	go test ./internal/replica -run Sim -sim.seed=S -v   (one seed, with its trace)
 //
-// Manager is safe for concurrent use. Lock order: Manager.mu -> storage.
+// Manager and Partition are safe for concurrent use. Lock order:
+//
+//	Partition.appendMu -> Partition.roleMu -> storage.Log locks
+//	Manager.mu is taken alone (never across IO or another lock), except
+//	that SyncFetchers and Remove take Partition.roleMu/appendMu after
+//	releasing it.
+//
+// Partition.leader and leaderEpoch are written only by applyInfo (under
+// appendMu and roleMu) and read anywhere. Goroutines: the Manager owns the
+// ISR ticker, the fetchers and the ISR writes (goFunc); Close stops them.
 package replica
