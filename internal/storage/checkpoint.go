@@ -99,7 +99,34 @@ func readCheckpoint(fs vfs.FS, dir, name string) (map[TopicPartition]int64, erro
 	return out, nil
 }
 
+// parseCheckpoint parses an offset checkpoint: "<topic> <partition>
+// <offset>" entries. A malformed file wraps errBadCheckpoint; callers
+// treat it as missing.
 func parseCheckpoint(data []byte) (map[TopicPartition]int64, error) {
+	lines, err := parseCheckpointText(data, 3)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[TopicPartition]int64, len(lines))
+	for i, f := range lines {
+		p, err1 := strconv.ParseInt(f[1], 10, 32)
+		o, err2 := strconv.ParseInt(f[2], 10, 64)
+		if err1 != nil || err2 != nil || p < 0 {
+			return nil, fmt.Errorf("%w: entry %d %q", errBadCheckpoint, i, strings.Join(f, " "))
+		}
+		out[TopicPartition{Topic: f[0], Partition: int32(p)}] = o
+	}
+	return out, nil
+}
+
+// parseCheckpointText parses the text format shared by the offset
+// checkpoints and the leader epoch checkpoint: a version line "0", a count
+// line n, then n lines of exactly fields space-separated fields, which it
+// returns in order. Lines after the n entries are ignored. The count comes
+// from the file, so it is checked against the data length before anything
+// is allocated: each entry takes at least 2*fields-1 bytes. Errors wrap
+// errBadCheckpoint.
+func parseCheckpointText(data []byte, fields int) ([][]string, error) {
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	line := func() (string, bool) {
 		if !sc.Scan() {
@@ -113,22 +140,17 @@ func parseCheckpoint(data []byte) (map[TopicPartition]int64, error) {
 	}
 	c, ok := line()
 	n, err := strconv.Atoi(c)
-	if !ok || err != nil || n < 0 {
+	if !ok || err != nil || n < 0 || n > len(data)/(2*fields-1) {
 		return nil, fmt.Errorf("%w: count %q", errBadCheckpoint, c)
 	}
-	out := make(map[TopicPartition]int64, n)
+	out := make([][]string, 0, n)
 	for i := 0; i < n; i++ {
 		s, ok := line()
 		f := strings.Fields(s)
-		if !ok || len(f) != 3 {
+		if !ok || len(f) != fields {
 			return nil, fmt.Errorf("%w: entry %d %q", errBadCheckpoint, i, s)
 		}
-		p, err1 := strconv.ParseInt(f[1], 10, 32)
-		o, err2 := strconv.ParseInt(f[2], 10, 64)
-		if err1 != nil || err2 != nil {
-			return nil, fmt.Errorf("%w: entry %d %q", errBadCheckpoint, i, s)
-		}
-		out[TopicPartition{Topic: f[0], Partition: int32(p)}] = o
+		out = append(out, f)
 	}
 	return out, nil
 }

@@ -1,7 +1,6 @@
 package storage
 
 import (
-	"bufio"
 	"bytes"
 	"fmt"
 	"os"
@@ -162,36 +161,19 @@ func encodeEpochs(entries []EpochEntry) []byte {
 // parseEpochs parses a leader epoch checkpoint. Entries must have
 // increasing epochs and non-decreasing start offsets.
 func parseEpochs(data []byte) ([]EpochEntry, error) {
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	line := func() (string, bool) {
-		if !sc.Scan() {
-			return "", false
-		}
-		return sc.Text(), true
+	lines, err := parseCheckpointText(data, 2)
+	if err != nil {
+		return nil, err
 	}
-	v, ok := line()
-	if !ok || v != "0" {
-		return nil, fmt.Errorf("%w: version %q", errBadCheckpoint, v)
-	}
-	c, ok := line()
-	n, err := strconv.Atoi(c)
-	if !ok || err != nil || n < 0 || n > len(data) {
-		return nil, fmt.Errorf("%w: count %q", errBadCheckpoint, c)
-	}
-	out := make([]EpochEntry, 0, n)
-	for i := 0; i < n; i++ {
-		s, ok := line()
-		f := strings.Fields(s)
-		if !ok || len(f) != 2 {
-			return nil, fmt.Errorf("%w: entry %d %q", errBadCheckpoint, i, s)
-		}
+	out := make([]EpochEntry, 0, len(lines))
+	for i, f := range lines {
 		e, err1 := strconv.ParseInt(f[0], 10, 32)
 		o, err2 := strconv.ParseInt(f[1], 10, 64)
 		if err1 != nil || err2 != nil || e < 0 || o < 0 {
-			return nil, fmt.Errorf("%w: entry %d %q", errBadCheckpoint, i, s)
+			return nil, fmt.Errorf("%w: entry %d %q", errBadCheckpoint, i, strings.Join(f, " "))
 		}
 		if k := len(out); k > 0 && (int32(e) <= out[k-1].Epoch || o < out[k-1].StartOffset) {
-			return nil, fmt.Errorf("%w: entry %d %q out of order", errBadCheckpoint, i, s)
+			return nil, fmt.Errorf("%w: entry %d %q out of order", errBadCheckpoint, i, strings.Join(f, " "))
 		}
 		out = append(out, EpochEntry{Epoch: int32(e), StartOffset: o})
 	}
