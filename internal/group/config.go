@@ -19,6 +19,9 @@ type Config struct {
 	OffsetsRetentionCheck  time.Duration // offsets.retention.check.interval.ms (600000)
 	OffsetsTopicPartitions int32         // offsets.topic.num.partitions (50)
 	OffsetMetadataMaxBytes int           // offset.metadata.max.bytes (4096)
+	// OffsetsCommitTimeout bounds each Log.Append of the coordinator:
+	// offset commits and tombstones as well as group metadata.
+	OffsetsCommitTimeout time.Duration // offsets.commit.timeout.ms (5000)
 
 	// Logger receives coordinator events; nil discards them.
 	Logger *slog.Logger
@@ -66,6 +69,7 @@ func (c Config) withDefaults() Config {
 	if c.OffsetsTopicPartitions <= 0 {
 		c.OffsetsTopicPartitions = 50
 	}
+	def(&c.OffsetsCommitTimeout, 5*time.Second)
 	if c.OffsetMetadataMaxBytes <= 0 {
 		c.OffsetMetadataMaxBytes = 4096
 	}

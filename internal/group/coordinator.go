@@ -58,10 +58,18 @@ type Coordinator struct {
 		groups map[string]*entry
 	}
 
-	kick      chan struct{} // asks the timer goroutine to recompute its wake-up
-	stop      chan struct{} // closed by Close: asks the timer goroutine to exit
-	done      chan struct{} // closed by the timer goroutine on exit
-	closeOnce sync.Once
+	kick chan struct{} // asks the timer goroutine to recompute its wake-up
+
+	// lifetime is the coordinator's own context. Close cancels it (stop):
+	// that asks the timer goroutine to exit and ends every Log.Append in
+	// flight, which all derive from it, so Close never waits on a stalled
+	// log.
+	lifetime context.Context
+	stop     context.CancelFunc
+	// goroutines counts the goroutines started by goAttach; Close waits
+	// for them.
+	goroutines sync.WaitGroup
+	closeOnce  sync.Once
 }
 
 // NewCoordinator returns a coordinator with no partition loaded. It starts
@@ -79,12 +87,11 @@ func NewCoordinator(cfg Config) *Coordinator {
 			NewMemberID:           newMemberID,
 		},
 		kick: make(chan struct{}, 1),
-		stop: make(chan struct{}),
-		done: make(chan struct{}),
 	}
+	c.lifetime, c.stop = context.WithCancel(context.Background())
 	c.mu.parts = map[int32]*partState{}
 	c.mu.groups = map[string]*entry{}
-	c.goTimers()
+	c.goAttach(c.runTimers)
 	return c
 }
 
@@ -97,8 +104,10 @@ func newMemberID(clientID string) string {
 	return fmt.Sprintf("%s-%x-%x-%x-%x-%x", clientID, b[0:4], b[4:6], b[6:8], b[8:10], b[10:])
 }
 
-// Close stops the timer goroutine and fails waiting calls with
-// ErrNotCoordinator. It is idempotent and returns once the goroutine exited.
+// Close stops the timer goroutine, cancels the Log.Append calls in flight
+// and fails waiting calls with ErrNotCoordinator. It is idempotent and
+// returns once the goroutine exited; it does not wait for a Log that ignores
+// its context longer than that Log takes.
 func (c *Coordinator) Close() error {
 	c.closeOnce.Do(func() {
 		c.mu.Lock()
@@ -110,8 +119,8 @@ func (c *Coordinator) Close() error {
 		c.mu.groups = map[string]*entry{}
 		c.mu.parts = map[int32]*partState{}
 		c.mu.Unlock()
-		close(c.stop)
-		<-c.done
+		c.stop()
+		c.goroutines.Wait()
 		for _, e := range entries {
 			c.drop(e)
 		}
@@ -130,34 +139,68 @@ func (c *Coordinator) drop(e *entry) {
 	}
 }
 
-func (c *Coordinator) goTimers() {
+// goAttach runs f in a goroutine owned by the coordinator: f must return
+// once c.lifetime is done, and Close waits for it. It reports false, and
+// does not run f, once Close has begun.
+func (c *Coordinator) goAttach(f func()) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.mu.closed {
+		return false
+	}
+	// NB: Add under c.mu, which Close takes to set closed before it waits,
+	// so no Add can race with the Wait.
+	c.goroutines.Add(1)
 	go func() {
-		defer close(c.done)
-		t := time.NewTimer(time.Hour)
-		defer t.Stop()
-		// NB: the retention check runs on a real ticker, not on c.cfg.Now,
-		// so that a frozen test clock still gets its checks.
-		retention := time.NewTicker(c.cfg.OffsetsRetentionCheck)
-		defer retention.Stop()
-		for {
-			now := c.cfg.Now()
-			next := c.fireTimers(now)
-			wait := time.Hour
-			if !next.IsZero() {
-				wait = max(next.Sub(now), 0)
-			}
-			c.wake.Store(now.Add(wait).UnixNano())
-			t.Reset(wait)
-			select {
-			case <-c.stop:
-				return
-			case <-c.kick:
-			case <-t.C:
-			case <-retention.C:
-				c.expireOffsets(c.cfg.Now())
-			}
-		}
+		defer c.goroutines.Done()
+		f()
 	}()
+	return true
+}
+
+// runTimers is the timer goroutine: it fires group deadlines and the
+// offsets retention check until c.lifetime is done.
+func (c *Coordinator) runTimers() {
+	t := time.NewTimer(time.Hour)
+	defer t.Stop()
+	// NB: the retention check runs on a real ticker, not on c.cfg.Now,
+	// so that a frozen test clock still gets its checks.
+	retention := time.NewTicker(c.cfg.OffsetsRetentionCheck)
+	defer retention.Stop()
+	for {
+		now := c.cfg.Now()
+		next := c.fireTimers(now)
+		wait := time.Hour
+		if !next.IsZero() {
+			wait = max(next.Sub(now), 0)
+		}
+		c.wake.Store(now.Add(wait).UnixNano())
+		t.Reset(wait)
+		// NB: select picks at random among ready cases; check for Close
+		// first so that a busy timer cannot delay it.
+		if c.lifetime.Err() != nil {
+			return
+		}
+		select {
+		case <-c.lifetime.Done():
+			return
+		case <-c.kick:
+		case <-t.C:
+		case <-retention.C:
+			c.expireOffsets(c.cfg.Now())
+		}
+	}
+}
+
+// appendRecords writes recs to log within offsets.commit.timeout.ms, and
+// gives up when ctx ends or the coordinator closes. Callers hold the
+// group's mu, so the bound is also how long a stalled log can hold a group
+// (and the timer goroutine).
+func (c *Coordinator) appendRecords(ctx context.Context, log Log, recs []KV) error {
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.OffsetsCommitTimeout)
+	defer cancel()
+	defer context.AfterFunc(c.lifetime, cancel)()
+	return log.Append(ctx, recs)
 }
 
 // maybeKick wakes the timer goroutine when d is before its planned wake-up.
@@ -186,6 +229,9 @@ func (c *Coordinator) snapshot() []*entry {
 func (c *Coordinator) fireTimers(now time.Time) time.Time {
 	var next time.Time
 	for _, e := range c.snapshot() {
+		if c.lifetime.Err() != nil {
+			return next
+		}
 		e.mu.Lock()
 		if !e.removed {
 			if d := e.g.Deadline(); !d.IsZero() && !now.Before(d) {
@@ -203,8 +249,10 @@ func (c *Coordinator) fireTimers(now time.Time) time.Time {
 // expireOffsets deletes offsets past offsets.retention.minutes and removes
 // Empty groups left without offsets.
 func (c *Coordinator) expireOffsets(now time.Time) {
-	ctx := context.Background()
 	for _, e := range c.snapshot() {
+		if c.lifetime.Err() != nil {
+			return
+		}
 		e.mu.Lock()
 		if e.removed {
 			e.mu.Unlock()
@@ -221,7 +269,7 @@ func (c *Coordinator) expireOffsets(now time.Time) {
 			recs = append(recs, KV{Key: groupKey(g.id)})
 		}
 		if len(recs) > 0 {
-			if err := e.log.Append(ctx, recs); err != nil {
+			if err := c.appendRecords(c.lifetime, e.log, recs); err != nil {
 				c.cfg.Logger.Warn("group: writing expired offsets", "group", g.id, "err", err)
 				e.mu.Unlock()
 				continue
@@ -311,9 +359,13 @@ func storeErr(err error) error {
 
 // applyLocked carries out effects: it stores the group metadata first when
 // asked, then answers the waiters. e.mu must be held.
+//
+// NB: the store runs under the coordinator's lifetime, not the context of
+// the request that caused it: a client giving up on its SyncGroup must not
+// fail the rebalance of every member.
 func (c *Coordinator) applyLocked(e *entry, eff Effects) {
 	if eff.Store {
-		if err := e.log.Append(context.Background(), []KV{e.g.MetadataRecord()}); err != nil {
+		if err := c.appendRecords(c.lifetime, e.log, []KV{e.g.MetadataRecord()}); err != nil {
 			c.cfg.Logger.Warn("group: storing group metadata", "group", e.g.id, "err", err)
 			serr := storeErr(err)
 			for i := range eff.Joins {
@@ -506,7 +558,7 @@ func (c *Coordinator) OffsetCommit(ctx context.Context, req OffsetCommitRequest)
 	if len(recs) == 0 {
 		return res, nil
 	}
-	if err := e.log.Append(ctx, recs); err != nil {
+	if err := c.appendRecords(ctx, e.log, recs); err != nil {
 		serr := storeErr(err)
 		for i := range res.Topics {
 			for j := range res.Topics[i].Partitions {
@@ -564,7 +616,7 @@ func (c *Coordinator) OffsetDelete(ctx context.Context, req OffsetDeleteRequest)
 		}
 	}
 	if len(recs) > 0 {
-		if err := e.log.Append(ctx, recs); err != nil {
+		if err := c.appendRecords(ctx, e.log, recs); err != nil {
 			serr := storeErr(err)
 			return res, serr
 		}
@@ -664,7 +716,7 @@ func (c *Coordinator) deleteGroup(ctx context.Context, id string) error {
 		}
 	}
 	recs = append(recs, KV{Key: groupKey(id)})
-	if err := e.log.Append(ctx, recs); err != nil {
+	if err := c.appendRecords(ctx, e.log, recs); err != nil {
 		e.mu.Unlock()
 		return storeErr(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -44,10 +45,41 @@ func (l *memLog) Replay(ctx context.Context, fn func(key, value []byte) error) e
 	return nil
 }
 
-func (l *memLog) len() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return len(l.recs)
+// stallLog is a memLog whose Appends, once stalled, block until their
+// context ends, as the broker's log does while the ISR cannot commit.
+type stallLog struct {
+	memLog
+	stalled atomic.Bool
+	entered chan struct{} // one per stalled Append, as it starts to block
+	ended   chan error    // the context's error of each stalled Append
+}
+
+func newStallLog() *stallLog {
+	return &stallLog{entered: make(chan struct{}, 64), ended: make(chan error, 64)}
+}
+
+func (l *stallLog) Append(ctx context.Context, recs []KV) error {
+	if !l.stalled.Load() {
+		return l.memLog.Append(ctx, recs)
+	}
+	l.entered <- struct{}{}
+	<-ctx.Done()
+	l.ended <- ctx.Err()
+	return ctx.Err()
+}
+
+// recv returns the next value of ch, failing the test after timeout.
+func recv[T any](t *testing.T, ch <-chan T, timeout time.Duration, what string) T {
+	t.Helper()
+	tm := time.NewTimer(timeout)
+	defer tm.Stop()
+	select {
+	case v := <-ch:
+		return v
+	case <-tm.C:
+		t.Fatalf("no %s within %v", what, timeout)
+		panic("unreachable")
+	}
 }
 
 func testConfig() Config {
@@ -59,7 +91,7 @@ func testConfig() Config {
 }
 
 // newLoaded returns a coordinator serving partition 0 over log.
-func newLoaded(t *testing.T, cfg Config, log *memLog) *Coordinator {
+func newLoaded(t *testing.T, cfg Config, log Log) *Coordinator {
 	t.Helper()
 	c := NewCoordinator(cfg)
 	t.Cleanup(func() { c.Close() })
@@ -69,19 +101,37 @@ func newLoaded(t *testing.T, cfg Config, log *memLog) *Coordinator {
 	return c
 }
 
-// checkFor polls fn until it returns nil or the deadline passes.
+// poll calls fn every interval until it reports done or fails, and returns
+// fn's error, or ctx's once ctx ends first. It is safe to call from any
+// goroutine (it does not touch a *testing.T).
+func poll(ctx context.Context, interval time.Duration, fn func() (done bool, err error)) error {
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for {
+		done, err := fn()
+		if err != nil || done {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+		}
+	}
+}
+
+// checkFor polls fn until it returns nil, and fails the test with fn's last
+// error when timeout passes first.
 func checkFor(t *testing.T, timeout time.Duration, fn func() error) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := fn()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatal(err)
-		}
-		time.Sleep(5 * time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	var last error
+	if err := poll(ctx, 5*time.Millisecond, func() (bool, error) {
+		last = fn()
+		return last == nil, nil
+	}); err != nil {
+		t.Fatalf("after %v: %v", timeout, last)
 	}
 }
 
@@ -109,8 +159,15 @@ func strp(s string) *string { return &s }
 // and generation.
 func joinAndSync(t *testing.T, c *Coordinator, group string) (string, int32) {
 	t.Helper()
+	return joinAndSyncReq(t, c, joinReq(group, "", "c"))
+}
+
+// joinAndSyncReq is joinAndSync with the member's JoinGroup request.
+func joinAndSyncReq(t *testing.T, c *Coordinator, req JoinGroupRequest) (string, int32) {
+	t.Helper()
 	ctx := context.Background()
-	r, err := c.JoinGroup(ctx, joinReq(group, "", "c"))
+	group := req.Group
+	r, err := c.JoinGroup(ctx, req)
 	if err != nil {
 		t.Fatalf("join: %v", err)
 	}
@@ -285,18 +342,19 @@ func TestConcurrentJoinsFormOneGeneration(t *testing.T) {
 					errs[i] = fmt.Errorf("assignment %q, want %q", s.Assignment, r.MemberID)
 					return
 				}
-				for ctx.Err() == nil {
-					err = c.Heartbeat(ctx, HeartbeatRequest{Group: "g", MemberID: r.MemberID, Generation: r.Generation})
-					if err != nil {
-						break
+				// Heartbeat until the whole group is stable, or until told
+				// to rejoin.
+				err = poll(ctx, time.Millisecond, func() (bool, error) {
+					if err := c.Heartbeat(ctx, HeartbeatRequest{Group: "g", MemberID: r.MemberID, Generation: r.Generation}); err != nil {
+						return false, err
 					}
-					if stable() {
-						gens[i] = r.Generation
-						return
-					}
-					time.Sleep(time.Millisecond)
+					return stable(), nil
+				})
+				if err == nil {
+					gens[i] = r.Generation
+					return
 				}
-				if err != nil && !errors.Is(err, ErrRebalanceInProgress) {
+				if !errors.Is(err, ErrRebalanceInProgress) {
 					errs[i] = err
 					return
 				}
@@ -359,5 +417,85 @@ func TestNotCoordinatorAndLoading(t *testing.T) {
 	c.Unload(0)
 	if err := c.Heartbeat(ctx, HeartbeatRequest{Group: "g"}); !errors.Is(err, ErrNotCoordinator) {
 		t.Fatalf("heartbeat after unload: %v", err)
+	}
+}
+
+// shortSession is a join request whose session ends 50ms after the last
+// heartbeat.
+func shortSession(group string) JoinGroupRequest {
+	req := joinReq(group, "", "c")
+	req.SessionTimeout = 50 * time.Millisecond
+	return req
+}
+
+func TestCloseCancelsStalledTimerAppend(t *testing.T) {
+	cfg := testConfig()
+	cfg.OffsetsCommitTimeout = time.Hour // only Close can end the Append
+	log := newStallLog()
+	c := NewCoordinator(cfg)
+	defer c.Close()
+	if err := c.Load(context.Background(), 0, log); err != nil {
+		t.Fatal(err)
+	}
+	joinAndSyncReq(t, c, shortSession("g"))
+	log.stalled.Store(true)
+	// The member stops heartbeating: the timer goroutine removes it and,
+	// holding the group, stores the Empty group into the stalled log.
+	recv(t, log.entered, 5*time.Second, "Append from the timer goroutine")
+
+	closed := make(chan error, 1)
+	go func() { closed <- c.Close() }()
+	if err := recv(t, closed, 5*time.Second, "return from Close"); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if err := recv(t, log.ended, time.Second, "end of the stalled Append"); !errors.Is(err, context.Canceled) {
+		t.Fatalf("stalled Append ended with %v, want context.Canceled", err)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+}
+
+func TestStalledAppendTimesOutAndTimersGoOn(t *testing.T) {
+	ctx := context.Background()
+	cfg := testConfig()
+	cfg.OffsetsCommitTimeout = 100 * time.Millisecond
+	log := newStallLog()
+	c := newLoaded(t, cfg, log)
+	joinAndSyncReq(t, c, shortSession("g"))
+	joinAndSyncReq(t, c, shortSession("h"))
+	log.stalled.Store(true)
+
+	// Both sessions end; the second group's expiry is not held up for
+	// longer than the first group's store may take.
+	for range 2 {
+		recv(t, log.entered, 5*time.Second, "Append from the timer goroutine")
+		if err := recv(t, log.ended, 5*time.Second, "end of the stalled Append"); !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("stalled Append ended with %v, want context.DeadlineExceeded", err)
+		}
+	}
+	for _, g := range []string{"g", "h"} {
+		checkFor(t, 5*time.Second, func() error {
+			d, err := c.DescribeGroup(ctx, g)
+			if err != nil || d.State != "Empty" || len(d.Members) != 0 {
+				return fmt.Errorf("group %s = %s with %d members (%v), want Empty with none", g, d.State, len(d.Members), err)
+			}
+			return nil
+		})
+	}
+
+	// A request's Append is bounded the same way, even without a deadline
+	// of its own.
+	res, err := c.OffsetCommit(ctx, commit("s", "", -1, "t", 0, 1))
+	if err != nil {
+		t.Fatalf("commit: %v", err)
+	}
+	if perr := res.Topics[0].Partitions[0].Err; !errors.Is(perr, ErrCoordinatorNotAvailable) || !errors.Is(perr, context.DeadlineExceeded) {
+		t.Fatalf("commit into a stalled log: partition error %v, want coordinator not available (deadline exceeded)", perr)
+	}
+	recv(t, log.entered, time.Second, "Append of the commit")
+	recv(t, log.ended, time.Second, "end of the commit's Append")
+	if got := fetchOne(t, c, "s", "t", 0); got.Offset != -1 {
+		t.Fatalf("offset of a failed commit = %d, want -1", got.Offset)
 	}
 }

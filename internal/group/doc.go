@@ -100,6 +100,13 @@
 // of partitions and groups; each group has its own mutex (entry.mu) held
 // while its state changes and across the Log.Append of its records.
 // Lock order: the two are never held together (an entry is found under
-// Coordinator.mu, which is released before entry.mu is taken). The timer goroutine is started by
-// NewCoordinator and stopped by Close (stop asks, done is closed on exit).
+// Coordinator.mu, which is released before entry.mu is taken).
+//
+// The coordinator owns one goroutine, the timer goroutine, started by
+// NewCoordinator through goAttach. Close cancels the coordinator's lifetime
+// context (stop asks) and waits for the goroutine to exit. Every Log.Append
+// runs under a context that Close cancels and that ends after
+// offsets.commit.timeout.ms, so a log that cannot commit (a stalled ISR)
+// holds a group's mu, and the timer goroutine, for at most that long, and
+// never holds up Close.
 package group

@@ -228,14 +228,42 @@ func (g *Group) rebalanceTimeout() time.Duration {
 	return d
 }
 
-// staticFenced reports whether instanceID belongs to a member other than
-// memberID.
-func (g *Group) staticFenced(instanceID *string, memberID string) bool {
-	if instanceID == nil {
-		return false
+// validateMember checks that a request comes from a current member of the
+// group and returns that member. It is the one check that JoinGroup (of a
+// known member id), SyncGroup, Heartbeat, LeaveGroup and a member's
+// OffsetCommit share, in this order:
+//
+//  1. a Dead group: ErrCoordinatorNotAvailable;
+//  2. with a group.instance.id: an instance the group does not know is
+//     ErrUnknownMemberID, one held by another member id is
+//     ErrFencedInstanceID (KIP-345);
+//  3. a member id the group does not know: ErrUnknownMemberID;
+//  4. when generation is not nil (JoinGroup and LeaveGroup carry none),
+//     another generation than the group's: ErrIllegalGeneration.
+//
+// Reference: Kafka's GroupCoordinator validateCurrentMember. State checks
+// (Empty, PreparingRebalance, ...) stay with each request, as they differ.
+func (g *Group) validateMember(memberID string, instanceID *string, generation *int32) (*member, error) {
+	if g.state == Dead {
+		return nil, ErrCoordinatorNotAvailable
 	}
-	cur, ok := g.instances[*instanceID]
-	return ok && cur != memberID
+	if instanceID != nil {
+		cur, ok := g.instances[*instanceID]
+		switch {
+		case !ok:
+			return nil, ErrUnknownMemberID
+		case cur != memberID:
+			return nil, ErrFencedInstanceID
+		}
+	}
+	m, ok := g.members[memberID]
+	switch {
+	case !ok:
+		return nil, ErrUnknownMemberID
+	case generation != nil && *generation != g.generation:
+		return nil, ErrIllegalGeneration
+	}
+	return m, nil
 }
 
 // supports reports whether a joiner with this protocol type and these
@@ -467,14 +495,9 @@ func (g *Group) currentMemberJoin(now time.Time, req JoinGroupRequest, w Waiter,
 		g.addMemberAndRebalance(now, req.MemberID, req, w, e)
 		return
 	}
-	instanceUnknown := req.InstanceID != nil && g.instances[*req.InstanceID] == ""
-	if g.staticFenced(req.InstanceID, req.MemberID) {
-		e.join(w, JoinGroupResult{MemberID: req.MemberID}, ErrFencedInstanceID)
-		return
-	}
-	m, ok := g.members[req.MemberID]
-	if !ok || instanceUnknown {
-		e.join(w, JoinGroupResult{MemberID: req.MemberID}, ErrUnknownMemberID)
+	m, err := g.validateMember(req.MemberID, req.InstanceID, nil)
+	if err != nil {
+		e.join(w, JoinGroupResult{MemberID: req.MemberID}, err)
 		return
 	}
 	switch g.state {
@@ -709,16 +732,10 @@ func (g *Group) removeMember(now time.Time, m *member, e *Effects) {
 // Sync handles a SyncGroup request; the answer for w comes in the effects.
 func (g *Group) Sync(now time.Time, req SyncGroupRequest, w Waiter) Effects {
 	var e Effects
-	m, ok := g.members[req.MemberID]
+	m, err := g.validateMember(req.MemberID, req.InstanceID, &req.Generation)
 	switch {
-	case g.state == Dead:
-		e.sync(w, SyncGroupResult{}, ErrCoordinatorNotAvailable)
-	case g.staticFenced(req.InstanceID, req.MemberID):
-		e.sync(w, SyncGroupResult{}, ErrFencedInstanceID)
-	case !ok:
-		e.sync(w, SyncGroupResult{}, ErrUnknownMemberID)
-	case req.Generation != g.generation:
-		e.sync(w, SyncGroupResult{}, ErrIllegalGeneration)
+	case err != nil:
+		e.sync(w, SyncGroupResult{}, err)
 	case req.ProtocolType != nil && *req.ProtocolType != g.protocolType,
 		req.Protocol != nil && *req.Protocol != g.protocol:
 		e.sync(w, SyncGroupResult{}, ErrInconsistentGroupProtocol)
@@ -790,16 +807,9 @@ func (g *Group) StoreFailed(now time.Time) Effects {
 
 // Heartbeat handles a Heartbeat request.
 func (g *Group) Heartbeat(now time.Time, req HeartbeatRequest) error {
-	m, ok := g.members[req.MemberID]
-	switch {
-	case g.state == Dead:
-		return ErrCoordinatorNotAvailable
-	case g.staticFenced(req.InstanceID, req.MemberID):
-		return ErrFencedInstanceID
-	case !ok:
-		return ErrUnknownMemberID
-	case req.Generation != g.generation:
-		return ErrIllegalGeneration
+	m, err := g.validateMember(req.MemberID, req.InstanceID, &req.Generation)
+	if err != nil {
+		return err
 	}
 	switch g.state {
 	case Empty:
@@ -835,12 +845,12 @@ func (g *Group) Leave(now time.Time, req LeaveGroupRequest) (LeaveGroupResult, E
 		case pending:
 			delete(g.pending, lm.MemberID)
 			g.maybeCompleteJoin(now, &e)
-		case g.staticFenced(lm.InstanceID, lm.MemberID):
-			r.Err = ErrFencedInstanceID
-		case g.members[lm.MemberID] != nil:
-			g.removeMember(now, g.members[lm.MemberID], &e)
 		default:
-			r.Err = ErrUnknownMemberID
+			if m, err := g.validateMember(lm.MemberID, lm.InstanceID, nil); err != nil {
+				r.Err = err
+			} else {
+				g.removeMember(now, m, &e)
+			}
 		}
 		res.Members = append(res.Members, r)
 	}

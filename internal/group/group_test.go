@@ -14,12 +14,11 @@ import (
 // groupEnv drives one Group from a datadriven script with a fake clock.
 // Waiters are named in the script (w=name) and printed by name.
 type groupEnv struct {
-	g       *Group
-	now     time.Time
-	ids     int
-	names   map[Waiter]string
-	nextW   Waiter
-	lastGen int32
+	g     *Group
+	now   time.Time
+	ids   int
+	names map[Waiter]string
+	nextW Waiter
 }
 
 func newGroupEnv(d *datadriven.TestData, t *testing.T) *groupEnv {
@@ -251,4 +250,56 @@ func TestGroupScripts(t *testing.T) {
 	})
 }
 
-var _ = errors.Is
+// TestRequestsToDeadGroupFail checks that every member request to a Dead
+// group (deleted, expired or unloaded under the caller) gets
+// ErrCoordinatorNotAvailable, before any member or generation check.
+func TestRequestsToDeadGroupFail(t *testing.T) {
+	now := time.UnixMilli(0)
+	cfg := GroupConfig{MinSessionTimeout: time.Second, MaxSessionTimeout: time.Minute, MaxSize: 10,
+		NewMemberID: func(clientID string) string { return clientID + "-1" }}
+	instance := "i"
+	for _, tc := range []struct {
+		name string
+		call func(g *Group) error
+	}{
+		{"heartbeat", func(g *Group) error {
+			return g.Heartbeat(now, HeartbeatRequest{Group: "g", MemberID: "c-1", Generation: 1})
+		}},
+		{"heartbeat static", func(g *Group) error {
+			return g.Heartbeat(now, HeartbeatRequest{Group: "g", MemberID: "x", InstanceID: &instance, Generation: 9})
+		}},
+		{"member commit", func(g *Group) error {
+			return g.ValidateCommit(now, OffsetCommitRequest{Group: "g", MemberID: "c-1", Generation: 1})
+		}},
+		{"simple commit", func(g *Group) error {
+			return g.ValidateCommit(now, OffsetCommitRequest{Group: "g", Generation: -1})
+		}},
+		{"sync", func(g *Group) error {
+			eff := g.Sync(now, SyncGroupRequest{Group: "g", MemberID: "c-1", Generation: 1}, 7)
+			if len(eff.Syncs) != 1 || eff.Syncs[0].Waiter != 7 {
+				return fmt.Errorf("sync effects %+v, want one answer for waiter 7", eff)
+			}
+			return eff.Syncs[0].Err
+		}},
+		{"join known member", func(g *Group) error {
+			eff := g.Join(now, JoinGroupRequest{Group: "g", MemberID: "c-1", ClientID: "c", ProtocolType: "consumer",
+				Protocols: []Protocol{{Name: "range"}}, SessionTimeout: 10 * time.Second, RebalanceTimeout: 10 * time.Second}, 7)
+			if len(eff.Joins) != 1 || eff.Joins[0].Waiter != 7 {
+				return fmt.Errorf("join effects %+v, want one answer for waiter 7", eff)
+			}
+			return eff.Joins[0].Err
+		}},
+		{"leave", func(g *Group) error {
+			_, _, err := g.Leave(now, LeaveGroupRequest{Group: "g", Members: []LeaveMember{{MemberID: "c-1"}}})
+			return err
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewGroup("g", cfg, now)
+			g.MarkDead(now)
+			if err := tc.call(g); !errors.Is(err, ErrCoordinatorNotAvailable) {
+				t.Fatalf("got %v, want %v", err, ErrCoordinatorNotAvailable)
+			}
+		})
+	}
+}

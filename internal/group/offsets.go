@@ -13,14 +13,9 @@ func (g *Group) ValidateCommit(now time.Time, req OffsetCommitRequest) error {
 		return ErrCoordinatorNotAvailable
 	}
 	if req.Generation >= 0 || req.MemberID != "" || req.InstanceID != nil {
-		m, ok := g.members[req.MemberID]
-		switch {
-		case g.staticFenced(req.InstanceID, req.MemberID):
-			return ErrFencedInstanceID
-		case !ok:
-			return ErrUnknownMemberID
-		case req.Generation != g.generation:
-			return ErrIllegalGeneration
+		m, err := g.validateMember(req.MemberID, req.InstanceID, &req.Generation)
+		if err != nil {
+			return err
 		}
 		switch g.state {
 		case CompletingRebalance:
