@@ -52,10 +52,13 @@ func (l offsetsLog) Append(ctx context.Context, recs []group.KV) error {
 	return l.p.WaitCommitted(ctx, res.LastOffset+1, res.LeaderEpoch)
 }
 
-// Replay calls fn for every record of the partition below its high
-// watermark, in offset order.
+// Replay calls fn for every record of the partition, in offset order, up
+// to the log end as Kafka's coordinator loads it: a replica that has just
+// become leader holds records its high watermark does not cover yet (it
+// learns the HW one fetch later), and as leader it never truncates them, so
+// they are committed as soon as the followers fetch them.
 func (l offsetsLog) Replay(ctx context.Context, fn func(key, value []byte) error) error {
-	hw := l.p.HighWatermark()
+	hw := l.p.Log.LogEndOffset()
 	off := l.p.Log.LogStartOffset()
 	for off < hw {
 		if err := ctx.Err(); err != nil {

@@ -479,20 +479,10 @@ func TestIdempotentProducerAcrossLeaderFailovers(t *testing.T) {
 // that the consumer goes on without processing any record twice.
 // Reference: TESTPLAN S-22.
 //
-// NB: this fails today, so it runs only with SAMSA_KNOWN_BUGS=1. An offset
-// commit is now answered once it is below the coordinator's high
-// watermark, but a new coordinator replays its __consumer_offsets
-// partition only below its own high watermark (offsetsLog.Replay in
-// groups.go), and a follower just elected leader starts with the high
-// watermark it last fetched (replica applyInfo), which lags what was
-// replicated to it by up to one fetch round trip. Killing the coordinator
-// right after a commit therefore loses the commit on the new coordinator:
-// it answers no offset for partitions committed at 80-120. Kafka loads
-// the partition up to its log end offset instead.
+// A new coordinator must load its __consumer_offsets partition up to the
+// log end, not its high watermark, which lags right after it is elected
+// (offsetsLog.Replay); this test failed before that.
 func TestGroupOffsetsSurviveCoordinatorFailover(t *testing.T) {
-	if os.Getenv("SAMSA_KNOWN_BUGS") == "" {
-		t.Skip("known bug: offset commits are acknowledged before they are replicated; set SAMSA_KNOWN_BUGS=1 to run")
-	}
 	const topic, group, partitions, total = "gcf", "gcf-group", 3, 300
 	c := faultCluster(t)
 	createReplicated(t, c, topic, partitions)
