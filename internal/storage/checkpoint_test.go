@@ -20,7 +20,7 @@ func TestParseCheckpoint(t *testing.T) {
 		{name: "empty list", data: "0\n0\n", want: map[TopicPartition]int64{}},
 		{name: "two entries", data: "0\n2\norders 3 120\na.b-c 0 7\n", want: map[TopicPartition]int64{
 			{Topic: "orders", Partition: 3}: 120,
-			{Topic: "a.b-c", Partition: 0}: 7,
+			{Topic: "a.b-c", Partition: 0}:  7,
 		}},
 		{name: "no trailing newline", data: "0\n1\nt 1 5", want: map[TopicPartition]int64{{Topic: "t", Partition: 1}: 5}},
 		{name: "empty file", data: "", bad: true},

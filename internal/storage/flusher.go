@@ -104,7 +104,7 @@ func (m *Manager) flushTimed() {
 func (l *Log) flush(final bool) error {
 	l.mu.Lock()
 	leo := l.logEnd.Load()
-	gen := l.truncGen
+	gen := l.truncGen.Load()
 	segs := append(l.unsynced, l.segs[len(l.segs)-1])
 	l.unsynced = nil
 	syncDir := l.dirDirty
@@ -126,7 +126,9 @@ func (l *Log) flush(final bool) error {
 	}
 	l.mu.Lock()
 	moved := false
-	if gen == l.truncGen {
+	// NB: an odd gen is a truncation in progress that has not yet
+	// published its log end: leo may be beyond it.
+	if gen == l.truncGen.Load() && gen%2 == 0 {
 		if leo > l.recoveryPoint.Load() {
 			l.recoveryPoint.Store(leo)
 		}

@@ -42,7 +42,6 @@ type Log struct {
 	// syncs them with the active one.
 	unsynced    []*segment
 	pendingMsgs int64     // page-cache mode: messages appended since the last flush
-	truncGen    int64     // bumped by Truncate; a flush that raced one publishes nothing
 	dirDirty    bool      // a segment file was created since the last flush: fsync the dir
 	lastFlush   time.Time // page-cache mode: time of the last flush
 
@@ -67,9 +66,19 @@ type Log struct {
 	offline       atomic.Bool
 	closed        atomic.Bool
 
+	// truncGen is a sequence count of truncations: odd while one runs
+	// (files being cut, segments going), even otherwise. Truncate and
+	// TruncateFullyAndStartAt bump it before touching a file and again
+	// after publishing the new log end. A read that saw it change started
+	// over (its short reads were the cut, not corruption), and a flush that
+	// saw it change publishes nothing.
+	truncGen atomic.Int64
+
+	// chMu guards the channels below. A leaf lock.
 	chMu      sync.Mutex
 	changed   chan struct{} // closed on any offset move; nil until asked for
 	durableCh chan struct{} // closed when durable moves, on offline and close
+	truncDone chan struct{} // closed when the running truncation ends; nil when none runs
 }
 
 // LogStartOffset returns the first offset that can be read.
@@ -453,7 +462,7 @@ func segmentFor(segs []*segment, offset int64) int {
 	return max(i-1, 0)
 }
 
-// closeLog closes the log's files. Called by the Manager.
+// closeFiles closes the log's segment files. Called by the Manager.
 func (l *Log) closeFiles() error {
 	l.mu.Lock()
 	segs := l.segs

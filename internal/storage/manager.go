@@ -340,19 +340,6 @@ func (m *Manager) close() error {
 	return errors.Join(errs...)
 }
 
-// deleteSegmentsLater renames segs' files to .deleted and removes them after
-// file.delete.delay.ms, so Regions handed out by Read stay readable.
-func (m *Manager) deleteSegmentsLater(segs []*segment, delayMs int64) {
-	for _, s := range segs {
-		for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
-			if err := m.fs.Rename(s.path(suf), s.path(suf)+deletedSuffix); err != nil && !os.IsNotExist(err) {
-				m.logger.Warn("storage: rename segment for deletion", "file", s.path(suf), "err", err)
-			}
-		}
-	}
-	m.removeSegmentsLater(segs, delayMs)
-}
-
 // removeSegmentsLater closes segs and removes their .deleted files after
 // delayMs (at once when the Manager is closed or delayMs <= 0).
 func (m *Manager) removeSegmentsLater(segs []*segment, delayMs int64) {

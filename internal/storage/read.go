@@ -42,8 +42,66 @@ func (r ReadResult) AppendTo(dst []byte) ([]byte, error) {
 // the result stay open for at least FileDeleteDelayMs after a segment is
 // deleted, so callers may read them after Read returns.
 //
-// Read does not block on Append beyond a short read lock.
+// Read does not block on Append beyond a short read lock. A Read that
+// races a truncation (Truncate, TruncateFullyAndStartAt) waits for it to
+// end and starts over, so it answers for the log as it is after the
+// truncation and never reports the cut as corruption; after readRetries
+// such races in a row it returns an empty result, which fetch callers
+// retry.
 func (l *Log) Read(offset int64, maxBytes int64, maxOffset int64, minOneBatch bool) (ReadResult, error) {
+	res, err := retryTruncated(l, func() (ReadResult, error) {
+		return l.read(offset, maxBytes, maxOffset, minOneBatch)
+	})
+	if errors.Is(err, errTruncated) {
+		return ReadResult{}, nil
+	}
+	return res, err
+}
+
+// errTruncated reports that a read kept racing truncations.
+var errTruncated = errors.New("storage: read raced truncations")
+
+// readRetries bounds how often a read starts over after racing a
+// truncation.
+const readRetries = 4
+
+// retryTruncated runs read until no truncation ran during it: a truncation
+// cuts and closes files under a running read, which then sees short or
+// failed reads that are not corruption. It waits for a running truncation
+// before each try, and returns an error wrapping errTruncated after
+// readRetries raced tries.
+func retryTruncated[T any](l *Log, read func() (T, error)) (T, error) {
+	for try := 0; ; try++ {
+		gen := l.waitTruncation()
+		res, err := read()
+		if l.truncGen.Load() == gen {
+			return res, err
+		}
+		if try == readRetries {
+			var zero T
+			return zero, fmt.Errorf("storage: read %s-%d: %w", l.tp.Topic, l.tp.Partition, errTruncated)
+		}
+	}
+}
+
+// waitTruncation returns truncGen once no truncation is running, waiting
+// for a running one to end.
+func (l *Log) waitTruncation() int64 {
+	for {
+		gen := l.truncGen.Load()
+		if gen%2 == 0 {
+			return gen
+		}
+		l.chMu.Lock()
+		ch := l.truncDone
+		l.chMu.Unlock()
+		if ch != nil {
+			<-ch
+		}
+	}
+}
+
+func (l *Log) read(offset int64, maxBytes int64, maxOffset int64, minOneBatch bool) (ReadResult, error) {
 	if l.closed.Load() {
 		return ReadResult{}, ErrClosed
 	}
@@ -105,9 +163,9 @@ func (r ReadResult) add(seg *segment, start, end int64) ReadResult {
 	return r
 }
 
-// readErr turns an error from a header read into what Read returns. A read
-// racing with Truncate or deletion sees a short file: that is reported as
-// corrupt data only when the log is still the same.
+// readErr turns an error from a header read into what Read returns: a
+// short file is marked corrupt. A read racing a truncation also sees short
+// or closed files; retryTruncated drops those errors and reads again.
 func (l *Log) readErr(seg *segment, pos int64, err error) error {
 	if l.closed.Load() {
 		return ErrClosed
@@ -133,7 +191,20 @@ func readBatch(f vfs.File, pos, size int64) (record.Batch, error) {
 
 // OffsetForTimestamp returns the first offset whose record timestamp is >=
 // ts, with that record's timestamp; ok is false if there is none.
+// Like Read, it starts over when it races a truncation.
 func (l *Log) OffsetForTimestamp(ts int64) (offset, timestamp int64, ok bool, err error) {
+	type result struct {
+		offset, timestamp int64
+		ok                bool
+	}
+	r, err := retryTruncated(l, func() (result, error) {
+		o, t, ok, err := l.offsetForTimestamp(ts)
+		return result{o, t, ok}, err
+	})
+	return r.offset, r.timestamp, r.ok, err
+}
+
+func (l *Log) offsetForTimestamp(ts int64) (offset, timestamp int64, ok bool, err error) {
 	if l.closed.Load() {
 		return 0, 0, false, ErrClosed
 	}
@@ -187,7 +258,20 @@ func (l *Log) OffsetForTimestamp(ts int64) (offset, timestamp int64, ok bool, er
 
 // MaxTimestamp returns the largest timestamp in the log and the offset of the
 // first record that has it; ok is false for an empty log.
+// Like Read, it starts over when it races a truncation.
 func (l *Log) MaxTimestamp() (timestamp, offset int64, ok bool, err error) {
+	type result struct {
+		timestamp, offset int64
+		ok                bool
+	}
+	r, err := retryTruncated(l, func() (result, error) {
+		t, o, ok, err := l.maxTimestamp()
+		return result{t, o, ok}, err
+	})
+	return r.timestamp, r.offset, r.ok, err
+}
+
+func (l *Log) maxTimestamp() (timestamp, offset int64, ok bool, err error) {
 	if l.closed.Load() {
 		return 0, 0, false, ErrClosed
 	}

@@ -1,7 +1,9 @@
 package storage
 
 import (
+	"errors"
 	"fmt"
+	"os"
 	"time"
 )
 
@@ -86,14 +88,21 @@ done:
 	if n == 0 {
 		return nil
 	}
-	l.deleteFirstLocked(n, cfg)
+	if err := l.deleteFirstLocked(n, cfg); err != nil {
+		l.goOffline(err)
+		return err
+	}
+	if err := l.trimEpochsStartLocked(l.logStart.Load()); err != nil {
+		l.goOffline(err)
+		return err
+	}
 	return nil
 }
 
 // deleteFirstLocked removes the first n segments (never all of them) and
-// advances the log start offset to the new first segment. Called with
-// appendMu held.
-func (l *Log) deleteFirstLocked(n int, cfg *Config) {
+// advances the log start offset to the new first segment. It does not
+// trim the epoch cache: the caller does, once. Called with appendMu held.
+func (l *Log) deleteFirstLocked(n int, cfg *Config) error {
 	l.mu.Lock()
 	gone := l.segs[:n:n]
 	l.segs = append([]*segment(nil), l.segs[n:]...)
@@ -103,19 +112,54 @@ func (l *Log) deleteFirstLocked(n int, cfg *Config) {
 	l.mu.Unlock()
 	l.logger.Info("storage: deleting segments", "dir", l.dir, "count", n, "logStartOffset", l.logStart.Load())
 	l.notify(false)
-	l.dropSegments(gone, cfg)
-	if err := l.trimEpochsStartLocked(l.logStart.Load()); err != nil {
-		l.goOffline(err)
-	}
+	return l.dropSegments(gone, cfg)
 }
 
-// dropSegments schedules gone for deletion.
-func (l *Log) dropSegments(gone []*segment, cfg *Config) {
-	if l.m != nil {
-		l.m.deleteSegmentsLater(gone, cfg.FileDeleteDelayMs)
+// dropSegments renames gone's files to .deleted, fsyncs the directory and
+// schedules the files' removal after file.delete.delay.ms. An error means
+// the renames may not be durable: the caller takes the log offline.
+func (l *Log) dropSegments(gone []*segment, cfg *Config) error {
+	err := l.renameForDeletion(gone)
+	if err == nil && len(gone) > 0 {
+		err = l.syncDir()
+	}
+	l.removeSegmentsLater(gone, cfg)
+	return err
+}
+
+// renameForDeletion renames segs' files to .deleted (a file already gone
+// is skipped). The renames are durable after the next directory fsync.
+func (l *Log) renameForDeletion(segs []*segment) error {
+	var errs []error
+	for _, s := range segs {
+		for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
+			if err := l.fs.Rename(s.path(suf), s.path(suf)+deletedSuffix); err != nil && !os.IsNotExist(err) {
+				errs = append(errs, fmt.Errorf("storage: rename %s for deletion: %w", s.path(suf), err))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// syncDir fsyncs the log's directory.
+func (l *Log) syncDir() error {
+	if err := l.fs.SyncDir(l.dir); err != nil {
+		return fmt.Errorf("storage: sync dir %s: %w", l.dir, err)
+	}
+	return nil
+}
+
+// removeSegmentsLater closes segs and removes their .deleted files after
+// file.delete.delay.ms, so Regions handed out by Read stay readable.
+func (l *Log) removeSegmentsLater(segs []*segment, cfg *Config) {
+	if len(segs) == 0 {
 		return
 	}
-	for _, s := range gone {
+	if l.m != nil {
+		l.m.removeSegmentsLater(segs, cfg.FileDeleteDelayMs)
+		return
+	}
+	for _, s := range segs {
 		s.close()
 	}
 }
@@ -144,7 +188,10 @@ func (l *Log) DeleteRecordsBefore(offset int64) (int64, error) {
 	}
 	l.mu.RUnlock()
 	if n > 0 {
-		l.deleteFirstLocked(n, l.cfg.Load())
+		if err := l.deleteFirstLocked(n, l.cfg.Load()); err != nil {
+			l.goOffline(err)
+			return 0, ErrLogDirOffline
+		}
 	}
 	if err := l.trimEpochsStartLocked(offset); err != nil {
 		l.goOffline(err)
@@ -157,6 +204,12 @@ func (l *Log) DeleteRecordsBefore(offset int64) (int64, error) {
 // batch that straddles offset is removed whole, so the log end offset
 // becomes the base offset of the first removed batch. Truncating below the
 // log start offset empties the log and restarts it at offset.
+//
+// The truncation is durable before the new log end is published: the cut
+// segment is fsynced and the removed segments' renames are made durable by
+// a directory fsync, so a crash cannot bring back offsets at or beyond the
+// new log end. Reads that race it start over (see Read). An IO error takes
+// the log dir offline (ErrLogDirOffline). It is safe for concurrent use.
 func (l *Log) Truncate(offset int64) error {
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
@@ -170,9 +223,48 @@ func (l *Log) Truncate(offset int64) error {
 		return fmt.Errorf("storage: truncate to %d: %w", offset, ErrOffsetOutOfRange)
 	}
 	cfg := l.cfg.Load()
+	l.beginTruncation()
+	var err error
 	if offset < l.logStart.Load() {
-		return l.truncateFullyLocked(offset, cfg)
+		err = l.truncateFullyLocked(offset, cfg)
+	} else {
+		err = l.truncateLocked(offset, cfg)
 	}
+	l.endTruncation()
+	if err != nil {
+		l.goOffline(err)
+		return ErrLogDirOffline
+	}
+	l.notify(true)
+	if l.m != nil {
+		l.m.markDirty(l)
+	}
+	return nil
+}
+
+// beginTruncation makes truncGen odd: a truncation is running. Called with
+// appendMu held, before any file is cut or closed.
+func (l *Log) beginTruncation() {
+	l.chMu.Lock()
+	l.truncDone = make(chan struct{})
+	l.chMu.Unlock()
+	l.truncGen.Add(1)
+}
+
+// endTruncation makes truncGen even again and wakes reads waiting for the
+// truncation to end. Called with appendMu held, after the new log end is
+// published (or the truncation failed).
+func (l *Log) endTruncation() {
+	l.truncGen.Add(1)
+	l.chMu.Lock()
+	close(l.truncDone)
+	l.truncDone = nil
+	l.chMu.Unlock()
+}
+
+// truncateLocked is Truncate for offset in [log start, log end). Called
+// between beginTruncation and endTruncation.
+func (l *Log) truncateLocked(offset int64, cfg *Config) error {
 	l.mu.RLock()
 	segs := l.segs
 	i := segmentFor(segs, offset)
@@ -186,8 +278,7 @@ func (l *Log) Truncate(offset int64) error {
 	for pos < end {
 		h, err := readHeader(seg.log, pos, end, &hbuf)
 		if err != nil {
-			l.goOffline(err)
-			return ErrLogDirOffline
+			return fmt.Errorf("storage: truncate %s: %w", seg.path(logSuffix), err)
 		}
 		if h.lastOffset >= offset {
 			newEnd = h.baseOffset
@@ -196,13 +287,20 @@ func (l *Log) Truncate(offset int64) error {
 		pos += h.size
 		newEnd = h.lastOffset + 1
 	}
+	gone := append([]*segment(nil), segs[i+1:]...)
+	// Make the cut and the removals durable before the log end moves.
 	if err := seg.log.Truncate(pos); err != nil {
-		l.goOffline(err)
-		return ErrLogDirOffline
+		return fmt.Errorf("storage: truncate %s: %w", seg.path(logSuffix), err)
+	}
+	if err := seg.log.Sync(); err != nil {
+		return fmt.Errorf("storage: sync %s: %w", seg.path(logSuffix), err)
+	}
+	rerr := l.renameForDeletion(gone)
+	if rerr == nil && len(gone) > 0 {
+		rerr = l.syncDir()
 	}
 	l.mu.Lock()
 	err := l.truncateIndexesLocked(seg, pos, newEnd)
-	gone := append([]*segment(nil), segs[i+1:]...)
 	l.segs = append([]*segment(nil), segs[:i+1]...)
 	var keep []*segment
 	for _, u := range l.unsynced {
@@ -211,7 +309,6 @@ func (l *Log) Truncate(offset int64) error {
 		}
 	}
 	l.unsynced = keep
-	l.truncGen++
 	seg.size.Store(pos)
 	seg.nextOffset.Store(newEnd)
 	l.logEnd.Store(newEnd)
@@ -222,31 +319,22 @@ func (l *Log) Truncate(offset int64) error {
 		l.recoveryPoint.Store(newEnd)
 	}
 	l.mu.Unlock()
-	if err != nil {
-		l.goOffline(err)
-		return ErrLogDirOffline
+	l.removeSegmentsLater(gone, cfg)
+	if err := errors.Join(rerr, err); err != nil {
+		return err
 	}
 	l.logger.Info("storage: truncated", "dir", l.dir, "offset", offset, "logEndOffset", newEnd)
-	l.dropSegments(gone, cfg)
 	if err := l.trimEpochsEndLocked(newEnd); err != nil {
-		l.goOffline(err)
-		return ErrLogDirOffline
+		return err
 	}
-	if err := l.rescanSegment(seg); err != nil {
-		l.goOffline(err)
-		return ErrLogDirOffline
-	}
-	l.notify(true)
-	if l.m != nil {
-		l.m.markDirty(l)
-	}
-	return nil
+	return l.rescanSegment(seg)
 }
 
 // TruncateFullyAndStartAt deletes every segment and restarts the log empty
 // at offset, with an empty leader epoch cache: a follower whose log end is
 // below its leader's log start offset does this before fetching again
-// (Kafka's truncateFullyAndStartAt). It is safe for concurrent use.
+// (Kafka's truncateFullyAndStartAt). As with Truncate, the change is
+// durable before it is published. It is safe for concurrent use.
 func (l *Log) TruncateFullyAndStartAt(offset int64) error {
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
@@ -257,7 +345,15 @@ func (l *Log) TruncateFullyAndStartAt(offset int64) error {
 		return fmt.Errorf("storage: truncate fully to %d: %w", offset, ErrOffsetOutOfRange)
 	}
 	l.logger.Info("storage: truncated fully", "dir", l.dir, "logStartOffset", offset)
-	return l.truncateFullyLocked(offset, l.cfg.Load())
+	l.beginTruncation()
+	err := l.truncateFullyLocked(offset, l.cfg.Load())
+	l.endTruncation()
+	if err != nil {
+		l.goOffline(err)
+		return ErrLogDirOffline
+	}
+	l.notify(true)
+	return nil
 }
 
 // truncateIndexesLocked cuts seg's indexes after a truncation of its log to
@@ -273,35 +369,39 @@ func (l *Log) truncateIndexesLocked(seg *segment, pos, newEnd int64) error {
 }
 
 // truncateFullyLocked deletes every segment and starts an empty log at
-// offset.
+// offset. The old files are renamed away and the new segment created
+// before one directory fsync, which comes before the new offsets are
+// published. Called between beginTruncation and endTruncation.
 func (l *Log) truncateFullyLocked(offset int64, cfg *Config) error {
 	l.mu.RLock()
 	old := l.segs
 	l.mu.RUnlock()
 	// Move the old files aside first: the new segment may reuse a name.
-	l.dropSegments(old, cfg)
+	// NB: on an error the log goes offline with its old segments still
+	// open; Close closes them and the next open removes the .deleted files.
+	if err := l.renameForDeletion(old); err != nil {
+		return err
+	}
 	seg, err := createSegment(l.fs, l.dir, offset, cfg)
 	if err != nil {
-		l.goOffline(err)
-		return ErrLogDirOffline
+		return err
+	}
+	if err := l.syncDir(); err != nil {
+		seg.close()
+		return err
 	}
 	l.mu.Lock()
 	l.segs = []*segment{seg}
 	l.unsynced = nil
-	l.dirDirty = true
-	l.truncGen++
 	l.logStart.Store(offset)
 	l.logEnd.Store(offset)
 	l.durable.Store(offset)
 	l.recoveryPoint.Store(offset)
 	l.mu.Unlock()
-	l.notify(true)
+	l.removeSegmentsLater(old, cfg)
 	if len(l.epochs) > 0 {
 		// Kafka clears the cache when a log restarts empty.
-		if err := l.setEpochsLocked(nil); err != nil {
-			l.goOffline(err)
-			return ErrLogDirOffline
-		}
+		return l.setEpochsLocked(nil)
 	}
 	return nil
 }

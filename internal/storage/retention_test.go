@@ -2,8 +2,13 @@ package storage
 
 import (
 	"bytes"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
 	"testing"
 
+	"samsa/internal/record"
 	"samsa/internal/vfs"
 )
 
@@ -184,5 +189,64 @@ func TestTruncate(t *testing.T) {
 			t.Fatalf("append after truncate at %d, want %d", more[0].base, want[12].base)
 		}
 		checkLog(t, l, append(append([]appended(nil), want[:12]...), more...))
+	})
+}
+
+// Reads racing Truncate never report corruption: a read that meets a file
+// cut under it starts over and sees the log as it is after the cut.
+func TestReadRacingTruncateIsNotCorrupt(t *testing.T) {
+	forEachFS(t, func(t *testing.T, fs vfs.FS, dir string) {
+		m := openManager(t, fs, dir, nil)
+		defer m.Close()
+		cfg := smallConfig()
+		cfg.FileDeleteDelayMs = 0 // deleted segments close at once
+		l, _ := m.Create(testTP, [16]byte{}, cfg)
+		appendN(t, l, 0, 30, 0)
+
+		stop := make(chan struct{})
+		errs := make(chan error, 4)
+		var reads atomic.Int64
+		var wg sync.WaitGroup
+		for r := 0; r < 4; r++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := int64(r); ; i++ {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					off := i % (l.LogEndOffset() + 1)
+					if _, err := l.Read(off, 1<<20, 1<<62, true); err != nil && !errors.Is(err, ErrOffsetOutOfRange) {
+						errs <- fmt.Errorf("Read(%d): %w", off, err)
+						return
+					}
+					if i%3 == 0 {
+						if _, _, _, err := l.OffsetForTimestamp(i % 400); err != nil {
+							errs <- fmt.Errorf("OffsetForTimestamp: %w", err)
+							return
+						}
+					}
+					reads.Add(1)
+				}
+			}()
+		}
+		for round := 0; round < 150; round++ {
+			leo := l.LogEndOffset()
+			if err := l.Truncate(leo/2 + int64(round%5)); err != nil {
+				t.Fatal(err)
+			}
+			appendN(t, l, round, 6, int64(round))
+		}
+		close(stop)
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Errorf("%v (corrupt: %v)", err, record.IsCorrupt(err))
+		}
+		if reads.Load() == 0 {
+			t.Fatal("no reads ran")
+		}
 	})
 }
