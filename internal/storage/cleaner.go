@@ -27,24 +27,16 @@ const cleanerWriteChunk = 1 << 20
 // cleanerLoop runs RunCleaner until Close, sleeping log.cleaner.backoff.ms
 // whenever a pass found nothing to clean.
 func (m *Manager) cleanerLoop() {
-	t := time.NewTimer(m.cleanerBackoff)
-	defer t.Stop()
-	for {
-		select {
-		case <-m.stop:
-			return
-		case <-t.C:
-		}
+	m.every(m.cleanerBackoff, nil, func(bool) time.Duration {
 		n, err := m.RunCleaner()
 		if err != nil {
 			m.logger.Warn("storage: cleaner pass", "dir", m.dir, "err", err)
 		}
-		d := m.cleanerBackoff
 		if n > 0 {
-			d = 0 // more may be due; Kafka's cleaner only backs off when idle
+			return 0 // more may be due; Kafka's cleaner only backs off when idle
 		}
-		t.Reset(d)
-	}
+		return m.cleanerBackoff
+	})
 }
 
 // RunCleaner runs one log cleaner pass: every log whose cleanup.policy

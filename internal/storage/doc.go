@@ -68,6 +68,11 @@
 //	<n>                     number of entries
 //	<epoch> <startOffset>   n lines, epochs increasing
 //
+// Both text formats share one parser, which checks the count against the
+// file's length before allocating. A checkpoint that does not parse is
+// treated as missing: the recovery point one forces a full recovery scan,
+// the leader epoch one is rebuilt from the batches.
+//
 // The leader epoch cache (Kafka's LeaderEpochFileCache) maps each leader
 // epoch to the first offset written under it. Append and AppendReplica add
 // an entry when a batch carries an epoch larger than the latest one, and
@@ -161,21 +166,34 @@
 // holding the append lock, then publishes that offset as DurableOffset and
 // wakes WaitDurable callers; appends that arrive meanwhile are covered by
 // the next fsync. A retention goroutine runs RunRetention every
-// RetentionCheckInterval, and a cleaner goroutine runs RunCleaner. The
-// cleaner reads and writes without the append lock and takes it only to
-// check that its source segments are unchanged and swap them. Delayed file deletions are timers owned by the
-// Manager; Close cancels them and deletes at once.
+// RetentionCheckInterval, and a cleaner goroutine runs RunCleaner; all
+// three loops run through Manager.every. The cleaner reads and writes
+// without the append lock and takes it only to check that its source
+// segments are unchanged and swap them. Delayed file deletions are timers
+// owned by the Manager; Close cancels them and deletes at once.
 //
 // Lock order:
 //
 //	Manager.cleanerMu -> Log.cleanMu -> Log.appendMu
+//	Manager.createMu -> Manager.mu
 //	Manager.mu -> (released before) Log.appendMu -> Log.mu -> segment.fileMu
 //	Log.chMu, Log.epochMu, Manager.flushMu, Manager.delMu and Manager.ckMu
 //	are leaves.
 //
+// Manager.mu guards only the map of logs; Create and Delete do their
+// directory IO under Manager.createMu instead.
+//
 // Reads take Log.mu shared only to look up the segment and index position;
 // the file reads happen without locks, bounded by the segment size that
-// Append publishes after its write.
+// Append publishes after its write. A truncation cuts files under running
+// reads: Truncate makes Log.truncGen odd before it touches a file and even
+// after it published the new log end, and a read that saw it change waits
+// for the truncation to end and starts over, so a cut is never reported as
+// corruption.
+//
+// Truncate fsyncs the cut segment and renames the removed segments to
+// .deleted followed by a directory fsync before it publishes the new log
+// end, so a crash cannot bring back offsets at or beyond it.
 //
 // Abbreviations: leo is the log end offset, lso the log start offset.
 package storage

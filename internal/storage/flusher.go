@@ -29,18 +29,13 @@ func (m *Manager) markDirty(l *Log) {
 // again and are covered by the next pass, so one fsync serves every append
 // queued while the previous one ran.
 func (m *Manager) flushLoop() {
-	t := time.NewTicker(flushTick)
-	defer t.Stop()
-	for {
-		select {
-		case <-m.stop:
-			return
-		case <-m.kick:
-		case <-t.C:
+	m.every(flushTick, m.kick, func(timer bool) time.Duration {
+		if timer {
 			m.flushTimed()
 		}
 		m.flushDirty()
-	}
+		return flushTick
+	})
 }
 
 func (m *Manager) flushDirty() {
@@ -56,6 +51,11 @@ func (m *Manager) flushDirty() {
 		// and the device serves concurrent syncs in about the time of one,
 		// so a produce request spanning many partitions waits for one
 		// fsync rather than one per partition.
+		//
+		// NB: these goroutines are owned by flushDirty, which runs on the
+		// Manager's flusher goroutine: each is counted in wg before it
+		// starts and flushDirty waits for all of them (wg.Wait) before it
+		// returns, so none outlives the flusher or Close.
 		sem := make(chan struct{}, maxParallelSyncs)
 		var wg sync.WaitGroup
 		for _, l := range dirty {
@@ -110,9 +110,7 @@ func (l *Log) flush(final bool) error {
 	syncDir := l.dirDirty
 	l.dirDirty = false
 	l.pendingMsgs = 0
-	if l.m != nil {
-		l.lastFlush = l.m.now()
-	}
+	l.lastFlush = l.now()
 	l.mu.Unlock()
 	for i, s := range segs {
 		if err := s.sync(final || i < len(segs)-1); err != nil {

@@ -26,6 +26,7 @@ type Log struct {
 	tp      TopicPartition
 	topicID [16]byte
 	logger  *slog.Logger
+	now     func() time.Time // the Manager's clock (ManagerConfig.Now)
 
 	cfg atomic.Pointer[Config]
 

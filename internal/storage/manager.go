@@ -34,7 +34,11 @@ type Manager struct {
 	defCfg Config
 	retInt time.Duration
 
-	// mu guards logs.
+	// createMu serialises Create and Delete, whose directory and file IO
+	// runs under it and not under mu.
+	createMu sync.Mutex
+
+	// mu guards logs. No IO is done under it.
 	mu   sync.RWMutex
 	logs map[TopicPartition]*Log
 
@@ -124,6 +128,32 @@ func (m *Manager) goFunc(f func()) {
 	}()
 }
 
+// every runs on a goroutine owned by m (started with goFunc) until Close:
+// it calls f(true) when its timer fires, first after d and then after the
+// delay f returned (0: at once), and f(false) whenever kick delivers (a
+// nil kick never does). A kick does not move the timer, so a steady
+// stream of kicks cannot starve the timed calls. It returns when Close
+// asks; f is never called once it has seen that.
+func (m *Manager) every(d time.Duration, kick <-chan struct{}, f func(timer bool) time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	for {
+		// NB: select picks at random among ready cases; check stop first
+		// so nothing runs after Close asked.
+		if m.isClosed() {
+			return
+		}
+		select {
+		case <-m.stop:
+			return
+		case <-kick:
+			f(false)
+		case <-t.C:
+			t.Reset(f(true))
+		}
+	}
+}
+
 func (m *Manager) isClosed() bool {
 	select {
 	case <-m.stop:
@@ -176,22 +206,21 @@ func (m *Manager) Logs() []*Log {
 }
 
 // Create opens tp's log, creating its directory if needed. Creating an
-// existing log returns it (and updates its config).
+// existing log returns it (and updates its config). The directory and file
+// IO runs under createMu, not under mu, so Log and Logs (every request,
+// the flusher, retention) do not wait for it. It is safe for concurrent
+// use.
 func (m *Manager) Create(tp TopicPartition, topicID [16]byte, cfg Config) (*Log, error) {
 	if tp.Topic == "" || tp.Partition < 0 || strings.ContainsAny(tp.Topic, "/\\") || tp.Topic == "." || tp.Topic == ".." {
 		return nil, fmt.Errorf("storage: create %q-%d: invalid topic partition", tp.Topic, tp.Partition)
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.isClosed() {
-		return nil, ErrClosed
-	}
-	if m.offline.Load() {
-		return nil, ErrLogDirOffline
-	}
-	if l := m.logs[tp]; l != nil {
-		l.SetConfig(cfg)
-		return l, nil
+	m.createMu.Lock()
+	defer m.createMu.Unlock()
+	if l, err := m.existing(tp); l != nil || err != nil {
+		if l != nil {
+			l.SetConfig(cfg)
+		}
+		return l, err
 	}
 	dir := filepath.Join(m.dir, partitionDir(tp))
 	if err := m.fs.MkdirAll(dir, 0o755); err != nil {
@@ -214,12 +243,40 @@ func (m *Manager) Create(tp TopicPartition, topicID [16]byte, cfg Config) (*Log,
 		seg.close()
 		return nil, fmt.Errorf("storage: sync dir %s: %w", dir, err)
 	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	// Re-check what may have changed during the IO. Only Create adds logs
+	// and it holds createMu, so another log for tp is a broken invariant.
+	switch {
+	case m.isClosed():
+		seg.close()
+		return nil, ErrClosed
+	case m.offline.Load():
+		seg.close()
+		return nil, ErrLogDirOffline
+	case m.logs[tp] != nil:
+		panic(fmt.Sprintf("storage: log %s created twice", dir))
+	}
 	m.logs[tp] = l
 	return l, nil
 }
 
+// existing returns tp's open log, or an error when the Manager refuses to
+// create logs.
+func (m *Manager) existing(tp TopicPartition) (*Log, error) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	if m.isClosed() {
+		return nil, ErrClosed
+	}
+	if m.offline.Load() {
+		return nil, ErrLogDirOffline
+	}
+	return m.logs[tp], nil
+}
+
 func (m *Manager) newLog(tp TopicPartition, topicID [16]byte, dir string, cfg Config) *Log {
-	l := &Log{m: m, fs: m.fs, dir: dir, tp: tp, topicID: topicID, logger: m.logger}
+	l := &Log{m: m, fs: m.fs, dir: dir, tp: tp, topicID: topicID, logger: m.logger, now: m.now}
 	l.cfg.Store(&cfg)
 	l.lastFlush = m.now()
 	return l
@@ -261,6 +318,8 @@ func decodeMetadata(data []byte) ([16]byte, error) {
 // <topic>-<p>.<id>-delete first, so a crash leaves no half-deleted log that
 // looks live).
 func (m *Manager) Delete(tp TopicPartition) error {
+	m.createMu.Lock()
+	defer m.createMu.Unlock()
 	m.mu.Lock()
 	l := m.logs[tp]
 	delete(m.logs, tp)

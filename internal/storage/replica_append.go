@@ -2,7 +2,6 @@ package storage
 
 import (
 	"fmt"
-	"time"
 
 	"samsa/internal/record"
 )
@@ -63,10 +62,7 @@ func (l *Log) AppendReplica(batches []byte) (lastOffset int64, err error) {
 		return -1, fmt.Errorf("storage: append replica: %w", err)
 	}
 	cfg := l.cfg.Load()
-	nowMs := time.Now().UnixMilli()
-	if l.m != nil {
-		nowMs = l.m.now().UnixMilli()
-	}
+	nowMs := l.now().UnixMilli()
 	var records int64
 	for _, b := range bs {
 		if err := l.writeReplicaBatchLocked(b, cfg, nowMs); err != nil {

@@ -208,3 +208,37 @@ func TestTruncateFullyAndStartAtThenAppendReplica(t *testing.T) {
 		checkEpochs(t, f2, []EpochEntry{{5, start}, {7, 60}})
 	})
 }
+
+// AppendReplica applies segment.ms by the Manager's clock, not the wall
+// clock: batches stamped at the clock's time roll only once the clock has
+// moved past segment.ms.
+func TestAppendReplicaRollsBySegmentMsOnTheManagerClock(t *testing.T) {
+	c := newClock(10_000) // 1970: the wall clock is decades past segment.ms
+	m := openManager(t, vfs.NewMemFS(), "/data", c)
+	defer m.Close()
+	cfg := DefaultConfig()
+	cfg.SegmentMs = 60_000
+	l, _ := m.Create(testTP, [16]byte{}, cfg)
+	next := int64(0)
+	appendAt := func(ts int64) {
+		t.Helper()
+		b := makeBatch(t, int(next), 2, ts)
+		b.SetBaseOffset(next)
+		b.SetLeaderEpoch(1)
+		if _, err := l.AppendReplica(b); err != nil {
+			t.Fatal(err)
+		}
+		next = b.LastOffset() + 1
+	}
+	appendAt(c.nowMs())
+	c.advance(30_000)
+	appendAt(c.nowMs())
+	if n := len(segmentFiles(t, m.fs, l.Dir(), logSuffix)); n != 1 {
+		t.Fatalf("%d segments before segment.ms passed on the clock, want 1", n)
+	}
+	c.advance(31_000)
+	appendAt(c.nowMs())
+	if n := len(segmentFiles(t, m.fs, l.Dir(), logSuffix)); n != 2 {
+		t.Fatalf("%d segments after segment.ms passed on the clock, want 2", n)
+	}
+}

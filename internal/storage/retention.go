@@ -9,16 +9,10 @@ import (
 
 // retentionLoop runs RunRetention every RetentionCheckInterval until Close.
 func (m *Manager) retentionLoop() {
-	t := time.NewTicker(m.retInt)
-	defer t.Stop()
-	for {
-		select {
-		case <-m.stop:
-			return
-		case <-t.C:
-			m.RunRetention()
-		}
-	}
+	m.every(m.retInt, nil, func(bool) time.Duration {
+		m.RunRetention()
+		return m.retInt
+	})
 }
 
 // RunRetention runs one retention pass over every log: roll active segments

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -249,4 +250,59 @@ func TestReadRacingTruncateIsNotCorrupt(t *testing.T) {
 			t.Fatal("no reads ran")
 		}
 	})
+}
+
+// epochWritesFS counts rewrites of leader epoch checkpoints.
+type epochWritesFS struct {
+	vfs.FS
+	writes atomic.Int64
+}
+
+func (e *epochWritesFS) Create(name string) (vfs.File, error) {
+	if strings.HasSuffix(name, leaderEpochFile+".tmp") {
+		e.writes.Add(1)
+	}
+	return e.FS.Create(name)
+}
+
+// DeleteRecordsBefore that deletes segments rewrites the epoch checkpoint
+// once, with the first epoch moved to the new log start.
+func TestDeleteRecordsRewritesEpochCheckpointOnce(t *testing.T) {
+	fs := &epochWritesFS{FS: vfs.NewMemFS()}
+	m := openManager(t, fs, "/data", nil)
+	defer m.Close()
+	l, _ := m.Create(testTP, [16]byte{}, smallConfig())
+	var want []appended
+	for i := 0; i < 40; i++ {
+		b := makeBatch(t, i, 2, 0)
+		res, err := l.Append(b, int32(i/4), false, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, appended{base: res.BaseOffset, last: res.LastOffset, bytes: append([]byte(nil), b...)})
+	}
+	segsBefore := len(segmentFiles(t, fs, l.Dir(), logSuffix))
+	cut := want[25].base + 1 // inside batch 25, epoch 6
+	before := fs.writes.Load()
+	lso, err := l.DeleteRecordsBefore(cut)
+	if err != nil || lso != cut {
+		t.Fatalf("DeleteRecordsBefore(%d) = %d, %v", cut, lso, err)
+	}
+	if n := fs.writes.Load() - before; n != 1 {
+		t.Fatalf("%d epoch checkpoint writes, want 1", n)
+	}
+	if segs := len(segmentFiles(t, fs, l.Dir(), logSuffix)); segs >= segsBefore {
+		t.Fatalf("%d segments after DeleteRecordsBefore, had %d", segs, segsBefore)
+	}
+	if e := l.EpochEntries(); len(e) == 0 || e[0] != (EpochEntry{Epoch: 6, StartOffset: cut}) {
+		t.Fatalf("epoch cache %v, want first {6 %d}", e, cut)
+	}
+	// Nothing to change: no write.
+	before = fs.writes.Load()
+	if _, err := l.DeleteRecordsBefore(cut); err != nil {
+		t.Fatal(err)
+	}
+	if n := fs.writes.Load() - before; n != 0 {
+		t.Fatalf("%d epoch checkpoint writes for a no-op, want 0", n)
+	}
 }
