@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"math"
 	"runtime"
 	"sort"
 	"strings"
@@ -49,6 +50,9 @@ type Coordinator struct {
 	nextWaiter atomic.Uint64
 	// wake is the unix nanos of the timer goroutine's next wake-up; a call
 	// that makes a group deadline earlier kicks the goroutine.
+	// While the goroutine looks at the groups it is math.MaxInt64, so
+	// that every call kicks: a deadline made earlier after the goroutine
+	// read it must not wait for the wake-up planned from the old one.
 	wake atomic.Int64
 
 	mu struct {
@@ -89,6 +93,7 @@ func NewCoordinator(cfg Config) *Coordinator {
 		kick: make(chan struct{}, 1),
 	}
 	c.lifetime, c.stop = context.WithCancel(context.Background())
+	c.wake.Store(math.MaxInt64)
 	c.mu.parts = map[int32]*partState{}
 	c.mu.groups = map[string]*entry{}
 	c.goAttach(c.runTimers)
@@ -168,6 +173,7 @@ func (c *Coordinator) runTimers() {
 	retention := time.NewTicker(c.cfg.OffsetsRetentionCheck)
 	defer retention.Stop()
 	for {
+		c.wake.Store(math.MaxInt64)
 		now := c.cfg.Now()
 		next := c.fireTimers(now)
 		wait := time.Hour

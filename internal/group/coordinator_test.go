@@ -428,9 +428,34 @@ func shortSession(group string) JoinGroupRequest {
 	return req
 }
 
+// testClock is a clock that moves only when told. A coordinator on it
+// still wakes on real time (its timer waits deadline - now), so sessions
+// end promptly after an advance past them, and never before one, however
+// slow the machine.
+type testClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func newTestClock() *testClock { return &testClock{now: time.UnixMilli(1_000_000)} }
+
+func (c *testClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *testClock) advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
 func TestCloseCancelsStalledTimerAppend(t *testing.T) {
 	cfg := testConfig()
 	cfg.OffsetsCommitTimeout = time.Hour // only Close can end the Append
+	clock := newTestClock()
+	cfg.Now = clock.Now
 	log := newStallLog()
 	c := NewCoordinator(cfg)
 	defer c.Close()
@@ -439,6 +464,7 @@ func TestCloseCancelsStalledTimerAppend(t *testing.T) {
 	}
 	joinAndSyncReq(t, c, shortSession("g"))
 	log.stalled.Store(true)
+	clock.advance(time.Second)
 	// The member stops heartbeating: the timer goroutine removes it and,
 	// holding the group, stores the Empty group into the stalled log.
 	recv(t, log.entered, 5*time.Second, "Append from the timer goroutine")
@@ -460,11 +486,14 @@ func TestStalledAppendTimesOutAndTimersGoOn(t *testing.T) {
 	ctx := context.Background()
 	cfg := testConfig()
 	cfg.OffsetsCommitTimeout = 100 * time.Millisecond
+	clock := newTestClock()
+	cfg.Now = clock.Now
 	log := newStallLog()
 	c := newLoaded(t, cfg, log)
 	joinAndSyncReq(t, c, shortSession("g"))
 	joinAndSyncReq(t, c, shortSession("h"))
 	log.stalled.Store(true)
+	clock.advance(time.Second)
 
 	// Both sessions end; the second group's expiry is not held up for
 	// longer than the first group's store may take.
