@@ -18,6 +18,11 @@ type PartitionUpdate struct {
 	Topic     string
 	Partition int32
 	State     PartitionState
+	// Replicas, when not nil, is the partition's new replica list in
+	// topics/<Topic>, written with State in one transaction (AlterReplicas)
+	// that also compares the topic key's mod revision with TopicRevision.
+	Replicas      []int32
+	TopicRevision int64
 }
 
 // ElectionPolicy is what the controller's decisions depend on beyond the
@@ -48,6 +53,14 @@ type ElectionPolicy struct {
 //     its ISR, so that an in-sync replica is elected when it returns.
 //  4. Every leader change bumps LeaderEpoch; every change bumps
 //     PartitionEpoch.
+//
+// Before these, a reassignment in progress (KIP-455) whose adding replicas
+// are all in the ISR finishes: the replicas become the target (the update
+// carries Replicas), the ISR loses the removed replicas, a leader being
+// removed hands over to the first eligible target replica in the ISR, and
+// the change bumps LeaderEpoch (the replica set changed). It waits while no
+// target replica is in sync, or while the leader is being removed and no
+// target replica can take over.
 func Decide(img *Image, pol ElectionPolicy) []PartitionUpdate {
 	registered := func(b int32) bool { _, ok := img.Brokers[b]; return ok }
 	eligible := func(b int32) bool { br, ok := img.Brokers[b]; return ok && !br.ShuttingDown }
@@ -61,6 +74,10 @@ func Decide(img *Image, pol ElectionPolicy) []PartitionUpdate {
 		t := img.Topics[name]
 		for p := range t.Partitions {
 			if p >= len(t.Replicas) {
+				continue
+			}
+			if u, ok := completeReassignment(img, t, p); ok {
+				out = append(out, u)
 				continue
 			}
 			st, replicas := t.Partitions[p], t.Replicas[p]
@@ -163,12 +180,17 @@ func (c *Cluster) applyDecisions(img *Image) {
 	}
 	for _, u := range Decide(img, pol) {
 		ctx, cancel := context.WithTimeout(c.ctx, 5*time.Second)
-		_, err := c.AlterPartition(ctx, u.Topic, u.Partition, u.State)
+		var err error
+		if u.Replicas != nil {
+			_, err = c.AlterReplicas(ctx, u)
+		} else {
+			_, err = c.AlterPartition(ctx, u.Topic, u.Partition, u.State)
+		}
 		cancel()
 		switch {
 		case err == nil:
 			c.log.Info("controller: partition state changed", "topic", u.Topic, "partition", u.Partition,
-				"leader", u.State.Leader, "leader_epoch", u.State.LeaderEpoch, "isr", u.State.ISR)
+				"leader", u.State.Leader, "leader_epoch", u.State.LeaderEpoch, "isr", u.State.ISR, "replicas", u.Replicas)
 		case errors.Is(err, ErrInvalidUpdateVersion), errors.Is(err, ErrUnknownPartition):
 		default:
 			if c.ctx.Err() == nil {

@@ -45,7 +45,8 @@
 //	| topics/<name>                 | {id (UUID), replicas [[...]], configs} | create: CreateRevision == 0;  |
 //	|                               |                                        | update: ModRevision CAS       |
 //	| partitions/<name>/<p>         | {leader, leader_epoch, isr,            | with its topic; then every    |
-//	|                               |  partition_epoch}                      | write a ModRevision CAS       |
+//	|                               |  partition_epoch, adding_replicas,     | write a ModRevision CAS       |
+//	|                               |  removing_replicas}                    |                               |
 //	| configs/brokers/<node|default>| {configs}                              | Put / Delete (replace)        |
 //	| controller/<node>             | <node> (plain text)                    | Put under the broker's lease, |
 //	|                               |                                        | with brokers/<node>           |
@@ -53,6 +54,26 @@
 //
 // A topic and all its partition keys are created in one transaction and
 // deleted in one transaction, so the image never holds half a topic.
+//
+// # Partition reassignment
+//
+// A reassignment in progress (KIP-455) is the pair adding_replicas /
+// removing_replicas on the partition key (absent when none), while the
+// topic's replica list for the partition is the union, target first:
+//
+//	+--------------------------+---------------------------------+--------------------+
+//	| step                     | topics/<name> replicas[p]       | adding / removing  |
+//	+--------------------------+---------------------------------+--------------------+
+//	| before                   | original                        | - / -              |
+//	| start (PlanReassignment) | target ++ (original - target)   | target - original  |
+//	|                          |                                 | / original - target|
+//	| finish (Decide)          | target                          | - / -              |
+//	| cancel                   | original (= replicas - adding)  | - / -              |
+//	+--------------------------+---------------------------------+--------------------+
+//
+// Every step writes both keys in one transaction comparing the mod revision
+// of each (AlterReplicas). Decide finishes a reassignment once every adding
+// replica is in the ISR; every change of the replica set bumps LeaderEpoch.
 //
 // # Invariants
 //
@@ -64,7 +85,8 @@
 //     (Revision >= the write's revision), so a caller sees its own writes.
 //   - Of concurrent CreateTopic calls for one name exactly one succeeds.
 //   - A partition state changes only by compare-and-swap on its key's
-//     ModRevision (AlterPartition, or with its topic in Create/Delete).
+//     ModRevision (AlterPartition; AlterReplicas, which also compares the
+//     topic key; or with its topic in Create/Delete).
 //   - Image.ControllerID is the node whose controller/<node> key has the
 //     smallest CreateRevision: the oldest live session wins, and keeps
 //     winning until its lease goes. With no candidate keys it is the

@@ -28,6 +28,13 @@ var (
 	// ErrEtcdConfig reports embedded etcd member settings that do not fit
 	// together (a bad URL, a name missing from etcd.initial.cluster).
 	ErrEtcdConfig = errors.New("cluster: invalid embedded etcd config")
+	// ErrInvalidReplicaAssignment reports a reassignment target that is
+	// empty, names a broker twice or names an unknown broker, or a cancel
+	// that would leave the partition without an in-sync replica.
+	ErrInvalidReplicaAssignment = errors.New("cluster: invalid replica assignment") // INVALID_REPLICA_ASSIGNMENT
+	// ErrNoReassignmentInProgress reports a cancel of a partition that is
+	// not being reassigned.
+	ErrNoReassignmentInProgress = errors.New("cluster: no reassignment in progress") // NO_REASSIGNMENT_IN_PROGRESS
 	// ErrClosed is returned by calls made after (or cut short by) Close.
 	ErrClosed = errors.New("cluster: closed")
 )

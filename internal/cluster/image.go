@@ -27,8 +27,21 @@ type PartitionState struct {
 	LeaderEpoch    int32
 	ISR            []int32
 	PartitionEpoch int32
+	// AddingReplicas and RemovingReplicas are set while a reassignment is
+	// in progress (KIP-455): the topic's replica list for the partition is
+	// then the union of the original and the target replicas, the target
+	// being it without RemovingReplicas and the original it without
+	// AddingReplicas. Both are nil otherwise.
+	AddingReplicas   []int32
+	RemovingReplicas []int32
 	// ModRevision is the etcd revision of the key; CAS writes compare it.
 	ModRevision int64
+}
+
+// Reassigning reports whether a reassignment of the partition is in
+// progress.
+func (st PartitionState) Reassigning() bool {
+	return len(st.AddingReplicas) > 0 || len(st.RemovingReplicas) > 0
 }
 
 // Topic is a topic as the image holds it (/samsa/<cluster>/topics/<name>
@@ -39,6 +52,9 @@ type Topic struct {
 	Replicas   [][]int32         // replica assignment per partition
 	Configs    map[string]string // topic config overrides (only those set)
 	Partitions []PartitionState  // same length as Replicas once loaded
+	// ModRevision is the etcd revision of the topics/<name> key; a write
+	// that changes the replica assignment compares it.
+	ModRevision int64
 }
 
 // Image is an immutable snapshot of the cluster metadata. Never modify one,
@@ -90,6 +106,7 @@ type builder struct {
 	// topicVals and parts hold the decoded topic and partition keys, also
 	// those that do not (yet) make a complete Topic.
 	topicVals map[string]topicValue
+	topicRevs map[string]int64 // ModRevision of each key in topicVals
 	parts     map[string]map[int32]PartitionState
 	// candidates maps the node of each controller candidate key to the
 	// key's CreateRevision; the smallest wins.
@@ -112,6 +129,7 @@ func (b *builder) reset(clusterID string) {
 		BrokerConfigs: map[string]map[string]string{},
 	}
 	b.topicVals = map[string]topicValue{}
+	b.topicRevs = map[string]int64{}
 	b.parts = map[string]map[int32]PartitionState{}
 	b.candidates = map[int32]int64{}
 }
@@ -165,9 +183,11 @@ func (b *builder) apply(evs []*mvccpb.Event, rev int64) *Image {
 			var v topicValue
 			if del || !b.decode(kv, &v) {
 				delete(b.topicVals, pk.topic)
+				delete(b.topicRevs, pk.topic)
 				continue
 			}
 			b.topicVals[pk.topic] = v
+			b.topicRevs[pk.topic] = kv.ModRevision
 		case kindPartition:
 			dirty[pk.topic] = true
 			var v partitionValue
@@ -186,11 +206,13 @@ func (b *builder) apply(evs []*mvccpb.Event, rev int64) *Image {
 				b.parts[pk.topic] = m
 			}
 			m[pk.partition] = PartitionState{
-				Leader:         v.Leader,
-				LeaderEpoch:    v.LeaderEpoch,
-				ISR:            v.ISR,
-				PartitionEpoch: v.PartitionEpoch,
-				ModRevision:    kv.ModRevision,
+				Leader:           v.Leader,
+				LeaderEpoch:      v.LeaderEpoch,
+				ISR:              v.ISR,
+				PartitionEpoch:   v.PartitionEpoch,
+				AddingReplicas:   v.AddingReplicas,
+				RemovingReplicas: v.RemovingReplicas,
+				ModRevision:      kv.ModRevision,
 			}
 		case kindBrokerConfig:
 			if !configsCloned {
@@ -264,11 +286,12 @@ func (b *builder) topic(name string) *Topic {
 		return nil
 	}
 	t := &Topic{
-		Name:       name,
-		ID:         id,
-		Replicas:   v.Replicas,
-		Configs:    v.Configs,
-		Partitions: make([]PartitionState, len(v.Replicas)),
+		Name:        name,
+		ID:          id,
+		Replicas:    v.Replicas,
+		Configs:     v.Configs,
+		Partitions:  make([]PartitionState, len(v.Replicas)),
+		ModRevision: b.topicRevs[name],
 	}
 	if t.Configs == nil {
 		t.Configs = map[string]string{}

@@ -84,6 +84,10 @@ type partitionValue struct {
 	LeaderEpoch    int32   `json:"leader_epoch"`
 	ISR            []int32 `json:"isr"`
 	PartitionEpoch int32   `json:"partition_epoch"`
+	// AddingReplicas and RemovingReplicas describe a reassignment in
+	// progress (KIP-455); both are left out when there is none.
+	AddingReplicas   []int32 `json:"adding_replicas,omitempty"`
+	RemovingReplicas []int32 `json:"removing_replicas,omitempty"`
 }
 
 // configsValue is the JSON value of configs/brokers/<node>.

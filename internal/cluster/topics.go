@@ -73,7 +73,7 @@ func (c *Cluster) CreateTopic(ctx context.Context, name string, numPartitions in
 	if err := c.waitRevision(ctx, rev); err != nil {
 		return nil, err
 	}
-	return &Topic{Name: name, ID: id, Replicas: replicas, Configs: tv.Configs, Partitions: states}, nil
+	return &Topic{Name: name, ID: id, Replicas: replicas, Configs: tv.Configs, Partitions: states, ModRevision: rev}, nil
 }
 
 // newTopicID returns a random topic id that is not the zero id, not
@@ -264,7 +264,8 @@ func partitionValueOf(st PartitionState) partitionValue {
 	if isr == nil {
 		isr = []int32{}
 	}
-	return partitionValue{Leader: st.Leader, LeaderEpoch: st.LeaderEpoch, ISR: isr, PartitionEpoch: st.PartitionEpoch}
+	return partitionValue{Leader: st.Leader, LeaderEpoch: st.LeaderEpoch, ISR: isr, PartitionEpoch: st.PartitionEpoch,
+		AddingReplicas: st.AddingReplicas, RemovingReplicas: st.RemovingReplicas}
 }
 
 func cloneConfigs(m map[string]string) map[string]string {
