@@ -99,7 +99,7 @@ func TestDecideFinishesReassignment(t *testing.T) {
 		brokers  int32
 		replicas []int32
 		st       PartitionState
-		shutting int32 // a broker in controlled shutdown, or -1
+		shutting int32  // a broker in controlled shutdown, or -1
 		want     string // "" = no change
 	}{
 		{"adding replica not in sync yet: wait", 3,
