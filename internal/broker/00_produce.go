@@ -7,8 +7,9 @@ package broker
 // * v5: LogStartOffset in the response.
 // * v8: RecordErrors and ErrorMessage in the response (KIP-467).
 // * v9: flexible versions.
-// * v10-11: CurrentLeader and NodeEndpoints tagged fields (KIP-951), left
-//   empty: clients refresh metadata on NOT_LEADER_OR_FOLLOWER.
+// * v10-11: with NOT_LEADER_OR_FOLLOWER, CurrentLeader (leader id and
+//   epoch) and the leader's endpoint in Brokers (KIP-951), so the client
+//   can move without a metadata round trip.
 //
 // acks=-1 (all) is answered once the high watermark passes the batch: it is
 // then on every ISR member and, under the default flush policy
@@ -16,6 +17,8 @@ package broker
 // waiting at that moment). With fewer in-sync replicas than
 // min.insync.replicas it is refused before the append (NOT_ENOUGH_REPLICAS);
 // the high watermark does not advance while the ISR is that small (KIP-966).
+// A batch not committed within the request's timeout (TimeoutMillis > 0) is
+// answered REQUEST_TIMED_OUT; it stays in the log and may still commit.
 //
 // Idempotent batches (producer id >= 0) are deduplicated per partition
 // (replica.Partition.Append, KIP-98): a retry of one of the producer's last
@@ -29,6 +32,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -55,6 +59,7 @@ func (b *Broker) handleProduce(ctx context.Context, req *kmsg.ProduceRequest) se
 	var waits []pendingAck
 
 	acksValid := req.Acks == -1 || req.Acks == 0 || req.Acks == 1
+	hinted := make(map[int32]bool) // leaders named in CurrentLeader hints
 	img := b.cluster.Image()
 	nowMs := b.now().UnixMilli()
 
@@ -85,6 +90,13 @@ func (b *Broker) handleProduce(ctx context.Context, req *kmsg.ProduceRequest) se
 				p, err := b.replicas.Leader(storage.TopicPartition{Topic: rt.Topic, Partition: rp.Partition})
 				if err != nil {
 					sp.ErrorCode = errCode(err).Code
+					if req.Version >= 10 && sp.ErrorCode == kerr.NotLeaderForPartition.Code {
+						// KIP-951: tell the client where the leader is.
+						if st, ok := img.Partition(rt.Topic, rp.Partition); ok && st.Leader >= 0 {
+							sp.CurrentLeader.LeaderID, sp.CurrentLeader.LeaderEpoch = st.Leader, st.LeaderEpoch
+							hinted[st.Leader] = true
+						}
+					}
 					break
 				}
 				if req.Acks == -1 {
@@ -116,6 +128,13 @@ func (b *Broker) handleProduce(ctx context.Context, req *kmsg.ProduceRequest) se
 		}
 		resp.Topics = append(resp.Topics, st)
 	}
+	for _, id := range img.BrokerIDs() {
+		if br := img.Brokers[id]; hinted[id] {
+			rb := kmsg.NewProduceResponseBroker()
+			rb.NodeID, rb.Host, rb.Port, rb.Rack = br.NodeID, br.Host, br.Port, br.Rack
+			resp.Brokers = append(resp.Brokers, rb)
+		}
+	}
 	if req.Acks == 0 {
 		return server.Reply{None: true}
 	}
@@ -123,6 +142,16 @@ func (b *Broker) handleProduce(ctx context.Context, req *kmsg.ProduceRequest) se
 		return server.Reply{Msg: resp}
 	}
 	return server.Reply{Wait: func(ctx context.Context) server.Reply {
+		// The request's timeout bounds the wait, as Kafka's delayed
+		// produce expires: a leader that can neither advance its high
+		// watermark nor shrink its ISR (cut off from its followers and
+		// from etcd) answers REQUEST_TIMED_OUT instead of holding the
+		// request until the connection ends.
+		if req.TimeoutMillis > 0 {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, time.Duration(req.TimeoutMillis)*time.Millisecond)
+			defer cancel()
+		}
 		for _, w := range waits {
 			if err := w.p.WaitCommitted(ctx, w.end, w.epoch); err != nil {
 				sp := &resp.Topics[w.topic].Partitions[w.partition]

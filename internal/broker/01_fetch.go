@@ -20,8 +20,9 @@ package broker
 // rather than the high watermark, and its fetch offset, which a samsa
 // follower only sends once everything below it is fsynced, counts toward the
 // high watermark (replica.Partition.FollowerFetched).
-// * v16: NodeEndpoints (KIP-951), left empty: a client that gets
-//   NOT_LEADER_OR_FOLLOWER refreshes its metadata to find the new leader.
+// * v12+: CurrentLeader on NOT_LEADER_OR_FOLLOWER, and v16: NodeEndpoints
+//   with the leader's address (KIP-951), so a consumer moves without a
+//   metadata round trip.
 //
 // max_wait_ms/min_bytes long-poll: the request waits on the write goroutine
 // until min_bytes are available, a partition errors, or max_wait_ms passes,
@@ -34,11 +35,13 @@ package broker
 import (
 	"context"
 	"reflect"
+	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"samsa/internal/cluster"
 	"samsa/internal/replica"
 	"samsa/internal/server"
 	"samsa/internal/storage"
@@ -82,14 +85,54 @@ type fetchResult struct {
 	// done means the response must go out at once (a partition has an
 	// error).
 	done bool
+	// hinted are leaders named in CurrentLeader hints (KIP-951).
+	hinted []int32
+	img    *cluster.Image
 }
 
-// reply lays the response out with its file regions for sendfile.
+// reply lays the response out with its file regions for sendfile. A
+// response carrying KIP-951 leader hints goes through kmsg instead, which
+// encodes the tagged fields the sendfile encoder leaves out.
 func (f *fetchResult) reply() server.Reply {
+	if len(f.hinted) > 0 {
+		for _, id := range f.img.BrokerIDs() {
+			if slices.Contains(f.hinted, id) {
+				br := f.img.Brokers[id]
+				rb := kmsg.NewFetchResponseBroker()
+				rb.NodeID, rb.Host, rb.Port, rb.Rack = br.NodeID, br.Host, br.Port, br.Rack
+				f.resp.Brokers = append(f.resp.Brokers, rb)
+			}
+		}
+		if f.n > 0 {
+			f.materialize()
+		}
+		return server.Reply{Msg: f.resp}
+	}
 	if f.n == 0 {
 		return server.Reply{Msg: f.resp}
 	}
 	return server.Reply{Body: encodeFetchResponse(f.resp, f.regions)}
+}
+
+// materialize reads the regions into the response's RecordBatches.
+func (f *fetchResult) materialize() {
+	for i := range f.resp.Topics {
+		for j := range f.resp.Topics[i].Partitions {
+			var buf []byte
+			for _, r := range f.regions[i][j] {
+				start := len(buf)
+				buf = append(buf, make([]byte, r.Size)...)
+				if _, err := r.File.ReadAt(buf[start:], r.Pos); err != nil {
+					f.resp.Topics[i].Partitions[j].ErrorCode = kerr.KafkaStorageError.Code
+					buf = buf[:start]
+					break
+				}
+			}
+			if buf != nil {
+				f.resp.Topics[i].Partitions[j].RecordBatches = buf
+			}
+		}
+	}
 }
 
 // fetchOnce builds a response from what the logs hold now.
@@ -98,6 +141,7 @@ func (b *Broker) fetchOnce(req *kmsg.FetchRequest) *fetchResult {
 	follower := fetchReplicaID(req)
 	f.resp.SetVersion(req.Version)
 	img := b.cluster.Image()
+	f.img = img
 	budget := int64(req.MaxBytes)
 	if budget > fetchMaxBytes {
 		budget = fetchMaxBytes
@@ -139,6 +183,13 @@ func (b *Broker) fetchOnce(req *kmsg.FetchRequest) *fetchResult {
 					sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 				} else {
 					sp.ErrorCode = errCode(err).Code
+					if req.Version >= 12 && sp.ErrorCode == kerr.NotLeaderForPartition.Code {
+						// KIP-951 hint; see fetchResult.reply.
+						if st, ok := img.Partition(name, rp.Partition); ok && st.Leader >= 0 {
+							sp.CurrentLeader.LeaderID, sp.CurrentLeader.LeaderEpoch = st.Leader, st.LeaderEpoch
+							f.hinted = append(f.hinted, st.Leader)
+						}
+					}
 				}
 				f.done = true
 			default:

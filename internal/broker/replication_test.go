@@ -8,8 +8,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"samsa/internal/record"
 	"samsa/internal/testutil"
 )
 
@@ -132,4 +135,55 @@ func firstDiff(got, want []string) string {
 		}
 	}
 	return fmt.Sprintf("lengths %d vs %d (%s)", len(got), len(want), strings.Join(nil, ""))
+}
+
+// TestNotLeaderAnswerNamesTheLeader sends a Produce to a follower and
+// checks that NOT_LEADER_OR_FOLLOWER comes with the current leader, its
+// epoch and its endpoint. Reference: KIP-951.
+func TestNotLeaderAnswerNamesTheLeader(t *testing.T) {
+	c := replicatedCluster(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if _, err := c.Admin().CreateTopic(ctx, 1, 3, nil, "hint"); err != nil {
+		t.Fatal(err)
+	}
+	waitFullISR(t, c, "hint", 1)
+	leader := c.Leader("hint", 0)
+	follower := (leader + 1) % 3
+	cl := c.Client()
+	if err := cl.Ping(ctx); err != nil {
+		t.Fatal(err)
+	}
+	bb := record.NewBuilder(record.CodecNone, time.Now().UnixMilli())
+	bb.Add(record.Record{Value: []byte("v")})
+	batch, err := bb.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := kmsg.NewPtrProduceRequest()
+	req.Acks = -1
+	req.TimeoutMillis = 5000
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic = "hint"
+	rp := kmsg.NewProduceRequestTopicPartition()
+	rp.Records = batch
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, cl.Broker(int(follower)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.Version < 10 {
+		t.Skipf("client negotiated Produce v%d, before KIP-951", resp.Version)
+	}
+	sp := resp.Topics[0].Partitions[0]
+	if sp.ErrorCode != kerr.NotLeaderForPartition.Code {
+		t.Fatalf("error %d, want NOT_LEADER_OR_FOLLOWER", sp.ErrorCode)
+	}
+	if sp.CurrentLeader.LeaderID != leader || sp.CurrentLeader.LeaderEpoch < 0 {
+		t.Fatalf("CurrentLeader %+v, want leader %d with its epoch", sp.CurrentLeader, leader)
+	}
+	if len(resp.Brokers) != 1 || resp.Brokers[0].NodeID != leader || fmt.Sprintf("%s:%d", resp.Brokers[0].Host, resp.Brokers[0].Port) != c.Brokers[leader].Addr() {
+		t.Fatalf("Brokers %+v, want the endpoint of %d at %s", resp.Brokers, leader, c.Brokers[leader].Addr())
+	}
 }
