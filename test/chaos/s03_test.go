@@ -15,8 +15,9 @@ import (
 //
 // With min.insync.replicas=2 the isolated leader cannot advance its high
 // watermark alone and cannot shrink the ISR (that is a write to etcd),
-// so it must acknowledge nothing once cut off; produce requests sent
-// straight to it fail. Its lease expires after T_s and the controller
+// so it must acknowledge nothing once cut off; acks=all produce requests
+// sent straight to it are answered with an error (REQUEST_TIMED_OUT once
+// their 3 s timeout passes). Its lease expires after T_s and the controller
 // elects one of the others at a higher epoch within T_s plus a few
 // seconds. Nothing acknowledged is lost.
 func TestS03IsolatedLeader(t *testing.T) {
@@ -76,7 +77,12 @@ func TestS03IsolatedLeader(t *testing.T) {
 			code, err := produceDirect(victim.addr(), topic, p, v)
 			w.addProbe(p, -1, v, false)
 			t.Logf("cycle %d: produce to isolated broker %d for partition %d: %v %v", cycle, victim.id, p, kerr.ErrorForCode(code), err)
-			if err == nil && code == 0 {
+			switch {
+			case err != nil:
+				// The request carries a 3 s timeout: the broker must
+				// answer it, not hold it until the connection ends.
+				t.Errorf("cycle %d: isolated broker %d did not answer a produce to partition %d: %v", cycle, victim.id, p, err)
+			case code == 0:
 				t.Errorf("cycle %d: isolated broker %d acknowledged a write to partition %d", cycle, victim.id, p)
 			}
 		}
