@@ -292,6 +292,10 @@ func (b *Broker) Handle(ctx context.Context, c *server.Conn, req *server.Request
 		return msg(b.handleCreatePartitions(ctx, r))
 	case *kmsg.ElectLeadersRequest:
 		return msg(b.handleElectLeaders(ctx, r))
+	case *kmsg.AlterPartitionAssignmentsRequest:
+		return msg(b.handleAlterPartitionReassignments(ctx, r))
+	case *kmsg.ListPartitionReassignmentsRequest:
+		return msg(b.handleListPartitionReassignments(r))
 	case *kmsg.IncrementalAlterConfigsRequest:
 		return msg(b.handleIncrementalAlterConfigs(ctx, r))
 	case *kmsg.DescribeClusterRequest:

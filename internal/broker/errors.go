@@ -75,6 +75,10 @@ func errCode(err error) *kerr.Error {
 		return kerr.InvalidReplicationFactor
 	case errors.Is(err, cluster.ErrInvalidPartitions):
 		return kerr.InvalidPartitions
+	case errors.Is(err, cluster.ErrInvalidReplicaAssignment):
+		return kerr.InvalidReplicaAssignment
+	case errors.Is(err, cluster.ErrNoReassignmentInProgress):
+		return kerr.NoReassignmentInProgress
 	case errors.Is(err, cluster.ErrConflict):
 		// A concurrent metadata change won every retry; the client may
 		// retry the request.

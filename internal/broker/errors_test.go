@@ -43,6 +43,8 @@ func TestErrCodeMapsEverySentinel(t *testing.T) {
 		{cluster.ErrInvalidTopic, kerr.InvalidTopicException},
 		{cluster.ErrInvalidReplicationFactor, kerr.InvalidReplicationFactor},
 		{cluster.ErrInvalidPartitions, kerr.InvalidPartitions},
+		{cluster.ErrInvalidReplicaAssignment, kerr.InvalidReplicaAssignment},
+		{cluster.ErrNoReassignmentInProgress, kerr.NoReassignmentInProgress},
 		{cluster.ErrInvalidUpdateVersion, kerr.InvalidUpdateVersion},
 		{cluster.ErrInconsistentClusterID, kerr.InconsistentClusterID},
 		{cluster.ErrClosed, kerr.NotController},

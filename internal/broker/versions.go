@@ -34,6 +34,8 @@ var versions = map[int16]apiRange{
 	42: {0, 2},  // DeleteGroups
 	43: {0, 2},  // ElectLeaders
 	44: {0, 1},  // IncrementalAlterConfigs
+	45: {0, 1},  // AlterPartitionReassignments
+	46: {0, 0},  // ListPartitionReassignments
 	47: {0, 0},  // OffsetDelete
 	60: {0, 1},  // DescribeCluster
 	61: {0, 0},  // DescribeProducers
