@@ -19,12 +19,14 @@ func newTopicCmd(g *globals, e env) *cobra.Command {
 		Short: "Create, list, describe, alter and delete topics",
 		Long: `Topic administration through the Kafka admin API (CreateTopics,
 Metadata, ListOffsets, DescribeConfigs, IncrementalAlterConfigs,
-DeleteTopics).`,
+DeleteTopics, AlterPartitionReassignments, ListPartitionReassignments).`,
 		Example: `  samsa topic create orders --partitions 6 --config retention.ms=86400000
   samsa topic list
   samsa topic describe orders
   samsa topic alter-config orders --set cleanup.policy=compact --delete retention.ms
-  samsa topic delete orders`,
+  samsa topic delete orders
+  samsa topic reassign orders --partition 0 --replicas 1,2
+  samsa topic reassignments`,
 		Args: noArgs,
 		RunE: helpRun,
 	}
@@ -34,6 +36,8 @@ DeleteTopics).`,
 		newTopicDescribeCmd(g, e),
 		newTopicDeleteCmd(g, e),
 		newTopicAlterConfigCmd(g, e),
+		newTopicReassignCmd(g, e),
+		newTopicReassignmentsCmd(g, e),
 	)
 	return cmd
 }
