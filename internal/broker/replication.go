@@ -2,9 +2,11 @@ package broker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
+	"slices"
 	"strconv"
 	"sync"
 
@@ -186,7 +188,8 @@ type isrWriter struct {
 }
 
 func (w isrWriter) AlterISR(ctx context.Context, tp storage.TopicPartition, leaderEpoch int32, isr []int32, partitionEpoch int32) error {
-	t := w.cluster.Image().Topics[tp.Topic]
+	img := w.cluster.Image()
+	t := img.Topics[tp.Topic]
 	if t == nil || int(tp.Partition) >= len(t.Partitions) {
 		return fmt.Errorf("%w: %s-%d", cluster.ErrUnknownPartition, tp.Topic, tp.Partition)
 	}
@@ -195,8 +198,26 @@ func (w isrWriter) AlterISR(ctx context.Context, tp storage.TopicPartition, lead
 		return fmt.Errorf("%w: %s-%d is at leader %d epoch %d partition epoch %d", cluster.ErrInvalidUpdateVersion,
 			tp.Topic, tp.Partition, st.Leader, st.LeaderEpoch, st.PartitionEpoch)
 	}
+	// Reference: KIP-841. A replica joins the ISR only while registered
+	// and not shutting down. Without this, a follower whose lease expired
+	// (etcd came back after a pause or restart and the broker has not
+	// registered again yet) but which still fetches is put back into the
+	// ISR by its leader as fast as the controller takes it out, a write
+	// war that only ends when it registers again.
+	for _, id := range isr {
+		if slices.Contains(st.ISR, id) {
+			continue
+		}
+		if br, ok := img.Brokers[id]; !ok || br.ShuttingDown {
+			return fmt.Errorf("%w: broker %d joining the ISR of %s-%d", errIneligibleReplica, id, tp.Topic, tp.Partition)
+		}
+	}
 	st.ISR = isr
 	st.PartitionEpoch++
 	_, err := w.cluster.AlterPartition(ctx, tp.Topic, tp.Partition, st)
 	return err
 }
+
+// errIneligibleReplica refuses an ISR expansion to a broker that is not
+// registered or is shutting down (Kafka's INELIGIBLE_REPLICA).
+var errIneligibleReplica = errors.New("broker: replica not eligible for the ISR")
