@@ -75,3 +75,56 @@ func TestAssignReplicasSpreadsLeadersAndFollowers(t *testing.T) {
 		}
 	}
 }
+
+// TestPlaceReplicasRackAware checks Kafka's rack-aware placement: every
+// partition's replicas span min(rf, racks) racks, no broker appears twice,
+// and leaders are spread evenly. Reference: KIP-36.
+func TestPlaceReplicasRackAware(t *testing.T) {
+	rack := func(s string) *string { return &s }
+	cases := []struct {
+		name  string
+		racks []string // per broker id 0..n-1
+		rf    int
+	}{
+		{"three racks of two, rf 3", []string{"a", "a", "b", "b", "c", "c"}, 3},
+		{"three racks of two, rf 2", []string{"a", "a", "b", "b", "c", "c"}, 2},
+		{"two racks, rf 3", []string{"x", "y", "x", "y"}, 3},
+		{"uneven racks, rf 3", []string{"a", "a", "a", "b", "c"}, 3},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			img := &Image{Brokers: map[int32]Broker{}}
+			racks := map[string]bool{}
+			for i, r := range c.racks {
+				img.Brokers[int32(i)] = Broker{NodeID: int32(i), Rack: rack(r)}
+				racks[r] = true
+			}
+			const parts = 60
+			got := placeReplicas(img, "orders", 0, parts, c.rf)
+			leaders := map[int32]int{}
+			for p, rs := range got {
+				if len(rs) != c.rf {
+					t.Fatalf("partition %d: %d replicas, want %d", p, len(rs), c.rf)
+				}
+				seen := map[int32]bool{}
+				spanned := map[string]bool{}
+				for _, b := range rs {
+					if seen[b] {
+						t.Fatalf("partition %d: broker %d twice in %v", p, b, rs)
+					}
+					seen[b] = true
+					spanned[c.racks[b]] = true
+				}
+				if want := min(c.rf, len(racks)); len(spanned) != want {
+					t.Fatalf("partition %d: replicas %v span %d racks, want %d", p, rs, len(spanned), want)
+				}
+				leaders[rs[0]]++
+			}
+			for id := range c.racks {
+				if n := leaders[int32(id)]; n != parts/len(c.racks) && n != parts/len(c.racks)+1 {
+					t.Fatalf("broker %d leads %d of %d partitions: %v", id, n, parts, leaders)
+				}
+			}
+		})
+	}
+}

@@ -163,6 +163,7 @@ func TestReassignPartitionAgainstEtcd(t *testing.T) {
 	}
 	from := c0.Image().Topics["mv"].Replicas[0][0]
 	to := 1 - from
+	waitImage(t, c1, "the topic", func(img *Image) bool { return img.Topics["mv"] != nil })
 
 	if err := c1.ReassignPartition(ctx, "mv", 0, []int32{to}); err != nil {
 		t.Fatal(err)

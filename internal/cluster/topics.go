@@ -43,8 +43,7 @@ func (c *Cluster) CreateTopic(ctx context.Context, name string, numPartitions in
 	if rf > len(brokers) {
 		return nil, fmt.Errorf("%w: %d is larger than the %d available brokers", ErrInvalidReplicationFactor, rf, len(brokers))
 	}
-	start, shift := placementSeeds(name, len(brokers))
-	replicas := assignReplicas(brokers, 0, numPartitions, rf, start, shift)
+	replicas := placeReplicas(img, name, 0, numPartitions, rf)
 
 	id := newTopicID(img)
 	tv := topicValue{ID: uuid.UUID(id).String(), Replicas: replicas, Configs: cloneConfigs(configs)}
@@ -130,12 +129,11 @@ func (c *Cluster) CreatePartitions(ctx context.Context, name string, count int32
 		if cur > 0 {
 			rf = len(tv.Replicas[0])
 		}
-		brokers := c.Image().BrokerIDs()
-		if rf > len(brokers) {
-			return nil, fmt.Errorf("%w: %d is larger than the %d available brokers", ErrInvalidReplicationFactor, rf, len(brokers))
+		img := c.Image()
+		if n := len(img.Brokers); rf > n {
+			return nil, fmt.Errorf("%w: %d is larger than the %d available brokers", ErrInvalidReplicationFactor, rf, n)
 		}
-		start, shift := placementSeeds(name, len(brokers))
-		added := assignReplicas(brokers, cur, count-cur, rf, start, shift)
+		added := placeReplicas(img, name, cur, count-cur, rf)
 		tv.Replicas = append(slices.Clone(tv.Replicas), added...)
 		ops := make([]clientv3.Op, 0, len(added))
 		for i, r := range added {
