@@ -24,12 +24,16 @@ import (
 //
 //	call            | effect
 //	----------------+---------------------------------------------------
-//	cut(rule)       | close every connection whose tag rule matches, and
-//	                | close at once every new one it matches
-//	heal()          | forward everything again
+//	cut(rule)       | close every connection whose tag rule matches; hold
+//	                | every new one it matches (nothing is forwarded, the
+//	                | client waits) until heal
+//	heal()          | forward everything again, held connections included
 //
-// A closed connection looks to both ends like a reset, so clients fail
-// fast rather than waiting out a timeout.
+// A cut connection looks to both ends like a reset; a new connection
+// into a cut looks like a black hole, so clients time out and retry
+// rather than take an immediate close for a protocol mismatch (franz-go
+// reports a close during its first ApiVersions as "is TLS missing?" and
+// fails the records instead of retrying).
 //
 // link is safe for concurrent use. Its goroutines (one accept loop, two
 // per connection) are started by startLink and ended by close, which
@@ -43,6 +47,9 @@ type link struct {
 
 	// rule is the block rule; nil forwards everything.
 	rule atomic.Pointer[func(tag string) bool]
+	// healed is closed (and replaced) by heal, waking held connections.
+	healed atomic.Pointer[chan struct{}]
+	stop   chan struct{} // closed by close
 
 	wg sync.WaitGroup
 	mu struct {
@@ -107,7 +114,9 @@ func startLink(t *testing.T, name, target string, tagKafka bool) *link {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := &link{name: name, ln: ln, network: "tcp", target: target, tagKafka: tagKafka}
+	l := &link{name: name, ln: ln, network: "tcp", target: target, tagKafka: tagKafka, stop: make(chan struct{})}
+	healed := make(chan struct{})
+	l.healed.Store(&healed)
 	switch {
 	case strings.HasPrefix(target, "unix://"):
 		l.network, l.target = "unix", strings.TrimPrefix(target, "unix://")
@@ -143,7 +152,11 @@ func (l *link) cut(rule func(tag string) bool) {
 }
 
 // heal lets every connection through again.
-func (l *link) heal() { l.rule.Store(nil) }
+func (l *link) heal() {
+	l.rule.Store(nil)
+	next := make(chan struct{})
+	close(*l.healed.Swap(&next))
+}
 
 func (l *link) blocked(tag string) bool {
 	r := l.rule.Load()
@@ -158,6 +171,7 @@ func (l *link) close() {
 		return
 	}
 	l.mu.closed = true
+	close(l.stop)
 	conns := make([]*linkConn, 0, len(l.mu.conns))
 	for c := range l.mu.conns {
 		conns = append(conns, c)
@@ -214,7 +228,17 @@ func (l *link) serve(c *linkConn) {
 	}
 	if l.blocked(c.tag()) {
 		l.cutConns.Add(1)
-		return
+	}
+	for {
+		healed := *l.healed.Load()
+		if !l.blocked(c.tag()) {
+			break
+		}
+		select {
+		case <-healed:
+		case <-l.stop:
+			return
+		}
 	}
 	server, err := net.DialTimeout(l.network, l.target, 5*time.Second)
 	if err != nil || !c.attach(server) {
