@@ -44,6 +44,15 @@
 //	TestS04NoUncleanElection   | kill a follower, then the other two; restart the stale one alone
 //	TestS05ZombieLeader        | SIGSTOP the leader for 2 x T_s, then SIGCONT
 //	TestS14RollingRestart      | SIGTERM, restart and wait for full ISR, broker by broker
+//	TestS03IsolatedLeader      | cut the leader of partition 0 off from etcd and replication, 15 s
+//	TestS15Partitions          | clients cut from the leader; then the leader cut from everything
+//	TestS17EtcdPaused          | SIGSTOP etcd 10 s; then kill -9 etcd, restart it after 5 s
+//
+// The network scenarios (S-03, S-15) run on a netCluster: each broker
+// reaches etcd through its own TCP link in the test process and
+// advertises a link in front of its Kafka listener, so replica fetchers
+// and clients come through links that a test cuts by the connection's
+// client id (a replica fetcher sends samsa-replica-<node id>).
 //
 // The short profile (the default, so `go test ./...` runs it) takes about
 // 20 s of faults per scenario; SAMSA_CHAOS_LONG=1 runs 5 minutes each.
