@@ -587,7 +587,31 @@ func TestGroupOffsetsSurviveCoordinatorFailover(t *testing.T) {
 	process(ctxT(t, 60*time.Second), total)
 	fresh := c.Client()
 	for p := int32(0); p < partitions; p++ {
-		end := logEnd(t, fresh, topic, p)
+		// The killed broker's partitions may still be between leaders
+		// (LEADER_NOT_AVAILABLE): ask until one answers.
+		var end int64
+		testutil.Eventually(t, 30*time.Second, func() error {
+			req := kmsg.NewPtrListOffsetsRequest()
+			rt := kmsg.NewListOffsetsRequestTopic()
+			rt.Topic = topic
+			rp := kmsg.NewListOffsetsRequestTopicPartition()
+			rp.Partition, rp.Timestamp, rp.CurrentLeaderEpoch = p, -1, -1
+			rt.Partitions = append(rt.Partitions, rp)
+			req.Topics = append(req.Topics, rt)
+			resp, err := req.RequestWith(ctxT(t, 5*time.Second), fresh)
+			if err != nil {
+				return err
+			}
+			if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+				return fmt.Errorf("list offsets: malformed response")
+			}
+			rpp := resp.Topics[0].Partitions[0]
+			if err := kerr.ErrorForCode(rpp.ErrorCode); err != nil {
+				return err
+			}
+			end = rpp.Offset
+			return nil
+		})
 		if int64(len(seen[p])) != end {
 			t.Fatalf("partition %d: processed %d distinct offsets, log end %d", p, len(seen[p]), end)
 		}
