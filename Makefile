@@ -1,11 +1,13 @@
 # Every target is plain go commands on one line; run them directly if you prefer.
+# test/e2e and test/chaos run with -count=1: they build and run the samsa
+# binary, which go test's result cache does not see change.
 .PHONY: run test race verify fuzz bench e2e chaos
 
 run:
 	go run ./cmd/samsa serve
 
 test:
-	CI=1 go vet ./... && CI=1 go test ./... && CI=1 go test -race ./internal/...
+	CI=1 go vet ./... && CI=1 go test ./internal/... ./cmd/... && CI=1 go test -count=1 ./test/... && CI=1 go test -race ./internal/...
 
 race:
 	go test -race ./internal/...
@@ -21,7 +23,7 @@ bench:
 	go test -run='^$$' -bench=. -benchmem ./internal/storage ./internal/record
 
 e2e:
-	go test ./test/e2e/...
+	go test -count=1 ./test/e2e/...
 
 chaos:
 	SAMSA_CHAOS_LONG=1 go test -v -timeout 60m ./test/chaos/
