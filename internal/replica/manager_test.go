@@ -1,0 +1,109 @@
+package replica
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"samsa/internal/record"
+	"samsa/internal/storage"
+	"samsa/internal/vfs"
+)
+
+func openManager(t *testing.T) *Manager {
+	t.Helper()
+	logs, err := storage.OpenManager(storage.ManagerConfig{
+		FS: vfs.Default, Dir: t.TempDir(), RetentionCheckInterval: time.Hour,
+		DefaultConfig: storage.DefaultConfig(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := NewManager(Config{Logs: logs, FS: vfs.Default, Self: 1, ISR: ISRConfig{ReplicaLagTimeMaxMs: 30000, MinInsyncReplicas: 1}})
+	t.Cleanup(func() {
+		m.Close()
+		logs.Close()
+	})
+	return m
+}
+
+func oneRecord(t *testing.T) record.Batch {
+	t.Helper()
+	bb := record.NewBuilder(record.CodecNone, time.Now().UnixMilli())
+	bb.Add(record.Record{Value: []byte("v")})
+	b, err := bb.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestAppendFencedByLeadership checks that a partition appends client
+// batches only while this broker leads it, and that an acknowledgement
+// waiting for the high watermark fails when the leader epoch changes.
+func TestAppendFencedByLeadership(t *testing.T) {
+	m := openManager(t)
+	tp := storage.TopicPartition{Topic: "t", Partition: 0}
+	lead := PartitionInfo{Replicas: []int32{1}, Leader: 1, LeaderEpoch: 3, ISR: []int32{1}, PartitionEpoch: 1}
+	p, err := m.Ensure(tp, [16]byte{1}, storage.DefaultConfig(), lead)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := p.Append(oneRecord(t), false, time.Now().UnixMilli())
+	if err != nil || res.BaseOffset != 0 || res.LeaderEpoch != 3 {
+		t.Fatalf("append as leader: %+v, %v", res, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := p.WaitCommitted(ctx, res.LastOffset+1, res.LeaderEpoch); err != nil {
+		t.Fatalf("commit with an ISR of one: %v", err)
+	}
+	if hw := p.HighWatermark(); hw != 1 {
+		t.Fatalf("high watermark %d, want 1", hw)
+	}
+
+	// Another broker becomes leader: appends stop, and a wait for the old
+	// epoch fails rather than acknowledge.
+	follow := PartitionInfo{Replicas: []int32{1, 2}, Leader: 2, LeaderEpoch: 4, ISR: []int32{1, 2}, PartitionEpoch: 2}
+	if _, err := m.Ensure(tp, [16]byte{1}, storage.DefaultConfig(), follow); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Append(oneRecord(t), false, time.Now().UnixMilli()); !errors.Is(err, ErrNotLeader) {
+		t.Fatalf("append after losing leadership: %v, want ErrNotLeader", err)
+	}
+	if got := p.Log.LogEndOffset(); got != 1 {
+		t.Fatalf("log end %d after a refused append, want 1", got)
+	}
+	if err := p.WaitCommitted(ctx, 2, 3); !errors.Is(err, ErrNotLeader) {
+		t.Fatalf("wait in an old epoch: %v, want ErrNotLeader", err)
+	}
+
+	// Leading again at a newer epoch: appends resume in that epoch.
+	lead.LeaderEpoch, lead.PartitionEpoch = 5, 3
+	if _, err := m.Ensure(tp, [16]byte{1}, storage.DefaultConfig(), lead); err != nil {
+		t.Fatal(err)
+	}
+	res, err = p.Append(oneRecord(t), false, time.Now().UnixMilli())
+	if err != nil || res.LeaderEpoch != 5 || res.BaseOffset != 1 {
+		t.Fatalf("append as leader again: %+v, %v", res, err)
+	}
+	if e, ok := p.Log.LatestEpoch(); !ok || e != 5 {
+		t.Fatalf("latest epoch in the log %d (%v), want 5", e, ok)
+	}
+}
+
+// TestAcksAllRefusedBelowMinISR checks CheckAppend against
+// min.insync.replicas. Reference: KIP-966 (strict min ISR).
+func TestAcksAllRefusedBelowMinISR(t *testing.T) {
+	m := openManager(t)
+	tp := storage.TopicPartition{Topic: "t", Partition: 0}
+	info := PartitionInfo{Replicas: []int32{1, 2, 3}, Leader: 1, ISR: []int32{1}, PartitionEpoch: 1, MinInsyncReplicas: 2}
+	p, err := m.Ensure(tp, [16]byte{2}, storage.DefaultConfig(), info)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.CheckAppend(); !errors.Is(err, ErrNotEnoughReplicas) {
+		t.Fatalf("CheckAppend with ISR [1] and min ISR 2: %v, want ErrNotEnoughReplicas", err)
+	}
+}
