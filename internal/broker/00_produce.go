@@ -82,7 +82,7 @@ func (b *Broker) handleProduce(ctx context.Context, req *kmsg.ProduceRequest) se
 			case t == nil || rp.Partition < 0 || int(rp.Partition) >= len(t.Replicas):
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			default:
-				tc, err := b.topicConfig(img, t.Configs)
+				tc, err := b.cachedTopicConfig(img, t)
 				if err != nil {
 					sp.ErrorCode = kerr.UnknownServerError.Code
 					break

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -46,6 +47,8 @@ type Broker struct {
 
 	producerIDs producerIDs
 	leaders     *leaderClient // followers' connections to leaders
+
+	topicConfigs atomic.Pointer[topicConfigCache]
 
 	groups *group.Coordinator
 	// groupsLoaded is the __consumer_offsets partitions whose groups the
@@ -365,6 +368,37 @@ func StorageConfig(t config.Topic) storage.Config {
 		MinCompactionLagMs:     t.MinCompactionLagMs,
 		MaxCompactionLagMs:     t.MaxCompactionLagMs,
 	}
+}
+
+// topicConfigCache holds resolved topic configs for one image revision.
+type topicConfigCache struct {
+	rev int64
+	mu  sync.Mutex
+	m   map[string]config.Topic // guarded by mu
+}
+
+// cachedTopicConfig is topicConfig for t, resolved once per image revision
+// (the produce path asks for every partition of every request).
+func (b *Broker) cachedTopicConfig(img *cluster.Image, t *cluster.Topic) (config.Topic, error) {
+	c := b.topicConfigs.Load()
+	if c == nil || c.rev != img.Revision {
+		c = &topicConfigCache{rev: img.Revision, m: make(map[string]config.Topic)}
+		b.topicConfigs.Store(c)
+	}
+	c.mu.Lock()
+	tc, ok := c.m[t.Name]
+	c.mu.Unlock()
+	if ok {
+		return tc, nil
+	}
+	tc, err := b.topicConfig(img, t.Configs)
+	if err != nil {
+		return tc, err
+	}
+	c.mu.Lock()
+	c.m[t.Name] = tc
+	c.mu.Unlock()
+	return tc, nil
 }
 
 // topicConfig resolves a topic's overrides. Dynamic broker configs with a
