@@ -15,6 +15,8 @@
 //	| serve                         | run a broker                              |
 //	| topic create|list|describe|    | topic administration (kadm)               |
 //	|   delete|alter-config         |                                           |
+//	| cluster describe|elect-leaders| brokers, controller; preferred or unclean |
+//	|                               | leader elections (kadm)                   |
 //	| produce TOPIC                 | one record per stdin line                 |
 //	| consume TOPIC                 | direct partition consumption, --format    |
 //	|                               | template or --json                        |

@@ -159,6 +159,7 @@ SAMSA_BOOTSTRAP_SERVER environment variable and then to ` + DefaultBootstrapServ
 	root.AddCommand(
 		newServeCmd(),
 		newTopicCmd(g, e),
+		newClusterCmd(g, e),
 		newGroupCmd(g, e),
 		newProduceCmd(g, e),
 		newConsumeCmd(g, e),

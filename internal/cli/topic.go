@@ -150,8 +150,9 @@ func newTopicDescribeCmd(g *globals, e env) *cobra.Command {
 		Use:   "describe NAME...",
 		Short: "Show partitions, leaders, replicas, ISR, offsets and configs of topics",
 		Long: `Describe topics: the topic id, each partition's leader, leader epoch,
-replicas, in-sync replicas and log start/end offsets, and the topic configs
-that are set on the topic (not inherited defaults). With --producers, also
+replicas, in-sync replicas, offline replicas (those on brokers that are not
+registered, "-" when none) and log start/end offsets, and the topic
+configs that are set on the topic (not inherited defaults). With --producers, also
 each partition's active idempotent producers (DescribeProducers): producer
 id, epoch, last sequence and last timestamp.`,
 		Example: `  samsa topic describe orders
@@ -270,10 +271,10 @@ func writeTopic(e env, t kadm.TopicDetail, starts, ends kadm.ListedOffsets, cfgs
 		fmt.Fprintf(e.stdout, "Configs: %s\n", strings.Join(set, ","))
 	}
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "PARTITION\tLEADER\tEPOCH\tREPLICAS\tISR\tLOG-START\tLOG-END\tERROR")
+	fmt.Fprintln(tw, "PARTITION\tLEADER\tEPOCH\tREPLICAS\tISR\tOFFLINE\tLOG-START\tLOG-END\tERROR")
 	for _, p := range t.Partitions.Sorted() {
-		fmt.Fprintf(tw, "%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\n",
-			p.Partition, p.Leader, p.LeaderEpoch, int32s(p.Replicas), int32s(p.ISR),
+		fmt.Fprintf(tw, "%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n",
+			p.Partition, p.Leader, p.LeaderEpoch, int32s(p.Replicas), int32s(p.ISR), orDash(int32s(p.OfflineReplicas)),
 			offsetOf(starts, t.Topic, p.Partition), offsetOf(ends, t.Topic, p.Partition),
 			errText(p.Err))
 	}
