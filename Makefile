@@ -1,7 +1,7 @@
 # Every target is plain go commands on one line; run them directly if you prefer.
 # test/e2e and test/chaos run with -count=1: they build and run the samsa
 # binary, which go test's result cache does not see change.
-.PHONY: run test race verify fuzz bench e2e chaos
+.PHONY: run test race verify fuzz bench e2e chaos cluster docker-image docker-test
 
 run:
 	go run ./cmd/samsa serve
@@ -27,3 +27,15 @@ e2e:
 
 chaos:
 	SAMSA_CHAOS_LONG=1 go test -v -timeout 60m ./test/chaos/
+
+# A three-broker cluster as local processes; Ctrl-C stops it.
+cluster:
+	scripts/cluster.sh
+
+# build/samsa (static) and the FROM scratch image samsa:local.
+docker-image:
+	CGO_ENABLED=0 go build -trimpath -o build/samsa ./cmd/samsa && mkdir -p build/image/data build/image/tmp && docker build -t samsa:local .
+
+# Needs a docker engine; not part of make test.
+docker-test:
+	scripts/docker-test.sh
