@@ -25,7 +25,6 @@ COPY build/samsa /samsa
 
 USER 65532:65532
 WORKDIR /data
-VOLUME /data
 
 # Kafka listener, admin HTTP (/metrics, /healthz, /readyz), etcd client and
 # etcd peer.
@@ -39,3 +38,6 @@ CMD ["--override", "log.dirs=/data", \
      "--override", "listeners=PLAINTEXT://0.0.0.0:9092", \
      "--override", "advertised.listeners=PLAINTEXT://localhost:9092", \
      "--override", "admin.listener=0.0.0.0:9080"]
+# Last: with the classic builder every later step would run in a container
+# that gets (and leaves behind) an anonymous volume for /data.
+VOLUME /data
