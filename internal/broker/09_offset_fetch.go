@@ -25,13 +25,9 @@ func (b *Broker) handleOffsetFetch(ctx context.Context, req *kmsg.OffsetFetchReq
 		for _, g := range req.Groups {
 			rg := kmsg.NewOffsetFetchResponseGroup()
 			rg.Group = g.Group
-			topics := make([]group.OffsetFetchTopic, len(g.Topics))
-			for i, t := range g.Topics {
-				topics[i] = group.OffsetFetchTopic{Topic: t.Topic, Partitions: t.Partitions}
-			}
-			if g.Topics == nil {
-				topics = nil
-			}
+			topics := fetchTopics(g.Topics, func(t kmsg.OffsetFetchRequestGroupTopic) group.OffsetFetchTopic {
+				return group.OffsetFetchTopic{Topic: t.Topic, Partitions: t.Partitions}
+			})
 			res, err := b.groups.OffsetFetch(ctx, group.OffsetFetchRequest{Group: g.Group, Topics: topics})
 			rg.ErrorCode = groupCode(err)
 			for _, t := range res.Topics {
@@ -51,13 +47,9 @@ func (b *Broker) handleOffsetFetch(ctx context.Context, req *kmsg.OffsetFetchReq
 		}
 		return resp
 	}
-	topics := make([]group.OffsetFetchTopic, len(req.Topics))
-	for i, t := range req.Topics {
-		topics[i] = group.OffsetFetchTopic{Topic: t.Topic, Partitions: t.Partitions}
-	}
-	if req.Topics == nil {
-		topics = nil
-	}
+	topics := fetchTopics(req.Topics, func(t kmsg.OffsetFetchRequestTopic) group.OffsetFetchTopic {
+		return group.OffsetFetchTopic{Topic: t.Topic, Partitions: t.Partitions}
+	})
 	res, err := b.groups.OffsetFetch(ctx, group.OffsetFetchRequest{Group: req.Group, Topics: topics})
 	resp.ErrorCode = groupCode(err)
 	if err != nil && req.Version < 2 {
@@ -88,4 +80,17 @@ func (b *Broker) handleOffsetFetch(ctx context.Context, req *kmsg.OffsetFetchReq
 		resp.Topics = append(resp.Topics, rt)
 	}
 	return resp
+}
+
+// fetchTopics converts the topics of an OffsetFetch request; a null list
+// (every committed partition) stays nil.
+func fetchTopics[T any](ts []T, conv func(T) group.OffsetFetchTopic) []group.OffsetFetchTopic {
+	if ts == nil {
+		return nil
+	}
+	out := make([]group.OffsetFetchTopic, len(ts))
+	for i, t := range ts {
+		out[i] = conv(t)
+	}
+	return out
 }

@@ -238,17 +238,6 @@ func listenersValid(v string) error {
 	return err
 }
 
-func compose(fs ...func(string) error) func(string) error {
-	return func(v string) error {
-		for _, f := range fs {
-			if err := f(v); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-}
-
 const (
 	longMax = "9223372036854775807"
 	intMax  = "2147483647"
