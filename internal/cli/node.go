@@ -196,12 +196,18 @@ func (n *Node) Shutdown(ctx context.Context) error {
 		// Controlled shutdown: the controller moves this broker's
 		// leaderships to other in-sync replicas before it stops serving,
 		// so clients fail over without waiting for the session timeout.
+		//
+		// Announcing it is bounded by the session timeout: a broker that
+		// cannot reach etcd for that long has lost its registration, and
+		// the controller moves its leaderships without being told.
 		cctx, cancel := context.WithTimeout(ctx, controlledShutdownTimeout)
-		if err := n.cluster.BeginControlledShutdown(cctx); err != nil {
+		actx, acancel := context.WithTimeout(cctx, time.Duration(n.cfg.BrokerSessionTimeoutMs)*time.Millisecond)
+		if err := n.cluster.BeginControlledShutdown(actx); err != nil {
 			n.log.Warn("controlled shutdown: could not announce it; leaderships move when the registration expires", "err", err)
 		} else if err := n.cluster.WaitLeadershipsMoved(cctx); err != nil {
 			n.log.Warn("controlled shutdown: leaderships not all moved", "err", err)
 		}
+		acancel()
 		cancel()
 	}
 	if n.broker != nil {
