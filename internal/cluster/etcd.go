@@ -309,7 +309,16 @@ type EmbeddedEtcd struct {
 // StartEmbeddedEtcd starts a single-member etcd with its data in dir,
 // configured as `samsa serve` configures its own.
 func StartEmbeddedEtcd(ctx context.Context, dir string) (*EmbeddedEtcd, error) {
-	m, err := startEmbedded(ctx, dir, 0, EmbeddedConfig{})
+	return StartEmbeddedEtcdMember(ctx, dir, EmbeddedConfig{})
+}
+
+// StartEmbeddedEtcdMember starts one member of an etcd cluster, configured
+// by ec as `samsa serve` configures its own member (the zero EmbeddedConfig
+// is StartEmbeddedEtcd's single member; an empty ec.Name is samsa-0), with
+// its data in dir. A member of a new multi-member cluster returns once a
+// majority of the members in ec.InitialCluster runs.
+func StartEmbeddedEtcdMember(ctx context.Context, dir string, ec EmbeddedConfig) (*EmbeddedEtcd, error) {
+	m, err := startEmbedded(ctx, dir, 0, ec)
 	if err != nil {
 		return nil, err
 	}
