@@ -6,10 +6,13 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
+
 	"samsa/internal/cluster"
 	"samsa/internal/group"
 	"samsa/internal/record"
 	"samsa/internal/replica"
+	"samsa/internal/storage"
 )
 
 // offsetsTopic is Kafka's internal topic of group metadata and committed
@@ -29,8 +32,20 @@ const offsetsAppendTimeout = 30 * time.Second
 
 // Append writes recs as one uncompressed batch and waits until it is
 // committed: below the high watermark, on every ISR member, as a produce
-// with acks=all (Kafka writes offsets with acks=all too).
+// with acks=all (Kafka writes offsets with acks=all too). A replica that
+// is not (or no longer) the leader, or whose log is closed or offline,
+// fails with group.ErrNotCoordinator wrapping the cause: Kafka answers
+// NOT_COORDINATOR when its append gets NOT_LEADER_OR_FOLLOWER or
+// KAFKA_STORAGE_ERROR, and the member looks the coordinator up again.
 func (l offsetsLog) Append(ctx context.Context, recs []group.KV) error {
+	err := l.append(ctx, recs)
+	if errors.Is(err, replica.ErrNotLeader) || errors.Is(err, storage.ErrClosed) || errors.Is(err, storage.ErrLogDirOffline) {
+		return fmt.Errorf("%w: %w", group.ErrNotCoordinator, err)
+	}
+	return err
+}
+
+func (l offsetsLog) append(ctx context.Context, recs []group.KV) error {
 	ctx, cancel := context.WithTimeout(ctx, offsetsAppendTimeout)
 	defer cancel()
 	if err := l.p.CheckAppend(); err != nil {
@@ -164,5 +179,20 @@ func (b *Broker) ensureOffsetsTopic(ctx context.Context) error {
 	return b.reconcile()
 }
 
-// groupCode is the error code field value of a coordinator error.
-func groupCode(err error) int16 { return errorCode(errCode(err)) }
+// groupCode is the error code field value of a coordinator error. A
+// failed write of __consumer_offsets comes back as a coordinator sentinel
+// wrapping the replica's error (group's storeErr); the sentinel decides
+// the code, as Kafka's coordinator turns a failed append into
+// COORDINATOR_NOT_AVAILABLE or NOT_COORDINATOR. Members must never see the
+// produce error underneath (NOT_LEADER_FOR_PARTITION, NOT_ENOUGH_REPLICAS):
+// clients do not expect it from a coordinator, and Java's consumer fails
+// the commit on it instead of retrying.
+func groupCode(err error) int16 {
+	switch {
+	case errors.Is(err, group.ErrNotCoordinator):
+		return kerr.NotCoordinator.Code
+	case errors.Is(err, group.ErrCoordinatorNotAvailable):
+		return kerr.CoordinatorNotAvailable.Code
+	}
+	return errorCode(errCode(err))
+}
