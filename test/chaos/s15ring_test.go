@@ -109,11 +109,12 @@ func TestS15RingAndSplits(t *testing.T) {
 	w.stop(30 * time.Second)
 	hist.stop()
 	res := w.check(c)
+	fencedAcks := r.checkFenced()
 	for _, ph := range phases {
 		t.Logf("S-15 %s", ph)
 	}
-	t.Logf("S-15 ring and splits: %d phases in %s; %v; failures: %v",
-		len(phases), time.Since(began).Round(time.Second), res, failureKinds(w))
+	t.Logf("S-15 ring and splits: %d phases in %s; %d brokers cut from etcd watched, %d batches acknowledged by one of them; %v; failures: %v",
+		len(phases), time.Since(began).Round(time.Second), len(r.fenced), fencedAcks, res, failureKinds(w))
 }
 
 const (
@@ -181,6 +182,7 @@ type s15Run struct {
 	hist       *stateHistory
 	topic      string
 	partitions int32
+	fenced     []s15Fenced
 }
 
 // s15Phase is what one phase measured.
@@ -319,22 +321,45 @@ func (r *s15Run) account(ph *s15Phase, from, to time.Time) {
 	}
 }
 
-// noAcksBy fails the test for every batch node acknowledged on any
-// partition from from until node was elected leader of it again at an
-// epoch above the one it had (less a second, as S-03 does, since the
-// history sees an election up to a poll late), or until now.
-func (r *s15Run) noAcksBy(ph *s15Phase, node int32, before []partitionState, from time.Time) int {
+// s15Fenced is a broker cut off from etcd in one phase: from from on,
+// it must acknowledge nothing on any partition until etcd shows it
+// elected leader of that partition at an epoch above the one before the
+// cut.
+type s15Fenced struct {
+	cycle  int
+	kind   string
+	node   int32
+	before []partitionState
+	from   time.Time
+}
+
+// fence records that f.node must acknowledge nothing from f.from on until
+// it is elected again; checkFenced checks it once the history is
+// complete.
+func (r *s15Run) fence(ph *s15Phase, node int32, before []partitionState, from time.Time) {
+	r.fenced = append(r.fenced, s15Fenced{ph.cycle, ph.kind, node, before, from})
+}
+
+// checkFenced fails the test for every batch a fenced broker acknowledged
+// on a partition in its window, which ends when the history first shows
+// it leader of that partition at a higher epoch (less a second, as S-03
+// does, since the history sees an election up to a poll late). Call it
+// after the history stopped, so that no election is missing from it. It
+// returns how many batches it found.
+func (r *s15Run) checkFenced() int {
 	n := 0
-	for p := range r.partitions {
-		until := time.Now()
-		epoch := before[p].LeaderEpoch
-		if o, ok := r.hist.firstAfter(p, from, func(s partitionState) bool { return s.Leader == node && s.LeaderEpoch > epoch }); ok {
-			until = o.at.Add(-time.Second)
-		}
-		for _, b := range r.w.batches.by(node, p, from, until) {
-			n++
-			r.t.Errorf("cycle %d (%s): broker %d acknowledged %d records on partition %d at %s",
-				ph.cycle, ph.kind, node, b.records, p, b.at.Format("15:04:05.000"))
+	for _, f := range r.fenced {
+		for p := range r.partitions {
+			until := time.Now()
+			epoch := f.before[p].LeaderEpoch
+			if o, ok := r.hist.firstAfter(p, f.from, func(s partitionState) bool { return s.Leader == f.node && s.LeaderEpoch > epoch }); ok {
+				until = o.at.Add(-time.Second)
+			}
+			for _, b := range r.w.batches.by(f.node, p, f.from, until) {
+				n++
+				r.t.Errorf("cycle %d (%s): broker %d acknowledged %d records on partition %d at %s",
+					f.cycle, f.kind, f.node, b.records, p, b.at.Format("15:04:05.000"))
+			}
 		}
 	}
 	return n
@@ -433,7 +458,7 @@ func (r *s15Run) etcdWithMajority(cycle int, leader int32) *s15Phase {
 	after := r.states()
 	healedAt := r.heal(ph, cutAt)
 	r.account(ph, cutAt.Add(s15Grace), healedAt)
-	r.noAcksBy(ph, leader, before, cutAt.Add(s15Grace))
+	r.fence(ph, leader, before, cutAt.Add(s15Grace))
 	t.Logf("cycle %d (etcd-maj): before %v; while cut %v", cycle, before, after)
 	return ph
 }
@@ -512,7 +537,7 @@ func (r *s15Run) etcdWithMinority(cycle int, x, ctl int32) *s15Phase {
 			}
 			continue
 		}
-		r.noAcksBy(ph, node, before, from)
+		r.fence(ph, node, before, from)
 	}
 	ph.truncated = make(map[int32]int)
 	for _, b := range r.c.brokers {
