@@ -36,6 +36,6 @@ cluster:
 docker-image:
 	CGO_ENABLED=0 go build -trimpath -o build/samsa ./cmd/samsa && mkdir -p build/image/data build/image/tmp && docker build -t samsa:local .
 
-# Needs a docker engine; not part of make test.
+# Needs a docker engine; not part of make test (CI runs it after, in .ci/run).
 docker-test:
 	scripts/docker-test.sh
