@@ -110,6 +110,9 @@ func (b *Broker) handleDescribeConfigs(req *kmsg.DescribeConfigsRequest) kmsg.Re
 				for _, s := range e.synonyms {
 					cs := kmsg.NewDescribeConfigsResponseResourceConfigConfigSynonym()
 					cs.Name, cs.Value, cs.Source = s.name, s.value, s.source
+					if e.sensitive {
+						cs.Value = nil
+					}
 					c.ConfigSynonyms = append(c.ConfigSynonyms, cs)
 				}
 			}

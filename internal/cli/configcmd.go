@@ -52,7 +52,11 @@ explicitly.`,
 				}
 				sort.Strings(names)
 				for _, n := range names {
-					fmt.Fprintf(e.stdout, "%s=%s\n", n, b.Raw[n])
+					v := b.Raw[n]
+					if d, ok := config.LookupBroker(n); ok && d.Sensitive {
+						v = "[hidden]"
+					}
+					fmt.Fprintf(e.stdout, "%s=%s\n", n, v)
 				}
 			}
 			fmt.Fprintln(e.stdout, "configuration valid")

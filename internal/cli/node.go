@@ -87,10 +87,18 @@ func StartNode(ctx context.Context, cfg *config.Broker, log *slog.Logger) (_ *No
 		r := cfg.BrokerRack
 		rack = &r
 	}
+	etcdTLS, err := cfg.EtcdTLS()
+	if err != nil {
+		return nil, err
+	}
 	n.cluster, err = cluster.Open(ctx, cluster.Config{
-		NodeID:        cfg.NodeID,
-		DataDir:       dir,
-		EtcdEndpoints: cfg.EtcdEndpoints,
+		NodeID:             cfg.NodeID,
+		DataDir:            dir,
+		EtcdEndpoints:      cfg.EtcdEndpoints,
+		EtcdTLS:            etcdTLS,
+		EtcdUsername:       cfg.EtcdUsername,
+		EtcdPassword:       cfg.EtcdPassword,
+		EtcdConnectTimeout: time.Duration(cfg.EtcdConnectionTimeoutMs) * time.Millisecond,
 		Embedded: cluster.EmbeddedConfig{
 			Name:                cfg.EtcdName,
 			InitialCluster:      cfg.EtcdInitialCluster,

@@ -15,12 +15,23 @@ import (
 	"samsa/internal/config"
 )
 
+// serveEtcdFlags are the flags of `samsa serve` that stand for an etcd
+// config, named after etcdctl's flags (--endpoints, --cacert, --cert,
+// --key) with an etcd- prefix.
+var serveEtcdFlags = []struct{ flag, config, usage string }{
+	{"etcd-endpoints", "etcd.endpoints", "external etcd cluster, comma-separated URLs (etcd.endpoints); unset runs an embedded etcd"},
+	{"etcd-cacert", "etcd.ssl.ca.file", "PEM CA bundle that verifies the etcd servers (etcd.ssl.ca.file)"},
+	{"etcd-cert", "etcd.ssl.cert.file", "PEM client certificate for etcd (etcd.ssl.cert.file)"},
+	{"etcd-key", "etcd.ssl.key.file", "PEM private key of --etcd-cert (etcd.ssl.key.file)"},
+}
+
 // newServeCmd returns the `samsa serve` command.
 func newServeCmd() *cobra.Command {
 	var (
 		configPath string
 		overrides  []string
 		logLevel   string
+		etcdValues = make([]string, len(serveEtcdFlags))
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -37,15 +48,33 @@ log.retention.ms, ...), from a server.properties file given with --config
 and from --override name=value, which wins over the file. Unknown names are
 an error. See docs/configuration.md for every config.
 
+By default the broker embeds its etcd. --etcd-endpoints connects it to an
+external etcd cluster instead; --etcd-cacert, --etcd-cert and --etcd-key
+(as etcdctl's --cacert, --cert, --key) give the CA that verifies the etcd
+servers and the client certificate and key for etcd's client certificate
+authentication. They set etcd.endpoints, etcd.ssl.ca.file,
+etcd.ssl.cert.file and etcd.ssl.key.file, and win over --override and the
+file. An https:// endpoint or any etcd.ssl.* config turns TLS on. The
+broker fails to start if etcd does not answer within
+etcd.connection.timeout.ms (18 s).
+
 SIGINT or SIGTERM shut the broker down cleanly: it stops accepting, finishes
 in-flight requests, flushes the logs, and deregisters. A second signal exits
 at once.`,
 		Example: `  samsa serve
   samsa serve --config server.properties
-  samsa serve --override log.dirs=/var/lib/samsa --override listeners=PLAINTEXT://0.0.0.0:9092`,
+  samsa serve --override log.dirs=/var/lib/samsa --override listeners=PLAINTEXT://0.0.0.0:9092
+  samsa serve --etcd-endpoints https://etcd1:2379,https://etcd2:2379,https://etcd3:2379 \
+    --etcd-cacert ca.pem --etcd-cert samsa.pem --etcd-key samsa-key.pem`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cfg, err := config.Load(configPath, overrides)
+			set := append([]string(nil), overrides...)
+			for i, f := range serveEtcdFlags {
+				if cmd.Flags().Changed(f.flag) {
+					set = append(set, f.config+"="+etcdValues[i])
+				}
+			}
+			cfg, err := config.Load(configPath, set)
 			if err != nil {
 				return usageError{err}
 			}
@@ -60,6 +89,9 @@ at once.`,
 	cmd.Flags().StringVar(&configPath, "config", "", "a Kafka-style server.properties file")
 	cmd.Flags().StringArrayVar(&overrides, "override", nil, "set a config, name=value (repeatable; wins over --config)")
 	cmd.Flags().StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	for i, f := range serveEtcdFlags {
+		cmd.Flags().StringVar(&etcdValues[i], f.flag, "", f.usage)
+	}
 	return cmd
 }
 
@@ -84,10 +116,16 @@ func serve(ctx context.Context, cfg *config.Broker, log *slog.Logger) error {
 	again := make(chan os.Signal, 1)
 	signal.Notify(again, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(again)
+	// stopped ends the watcher of a second signal once shutdown is over
+	// (signal.Stop does not close again).
+	stopped := make(chan struct{})
+	defer close(stopped)
 	go func() {
-		if _, ok := <-again; ok {
+		select {
+		case <-again:
 			fmt.Fprintln(os.Stderr, "samsa: second signal, exiting now")
 			os.Exit(1)
+		case <-stopped:
 		}
 	}()
 	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

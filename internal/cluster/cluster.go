@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -33,6 +34,15 @@ type Config struct {
 	// EtcdEndpoints, if set, connects to an existing etcd cluster instead
 	// of embedding one.
 	EtcdEndpoints []string
+	// EtcdTLS, EtcdUsername and EtcdPassword secure the connection to
+	// EtcdEndpoints: TLS (nil is plain text, or the system's roots for an
+	// https:// endpoint) and etcd user authentication. Open refuses them
+	// with an embedded etcd.
+	EtcdTLS                    *tls.Config
+	EtcdUsername, EtcdPassword string
+	// EtcdConnectTimeout bounds Open's first request to etcd; zero is
+	// DefaultEtcdConnectTimeout.
+	EtcdConnectTimeout time.Duration
 	// Embedded configures the embedded etcd member; ignored with
 	// EtcdEndpoints. The zero value is a single member of its own.
 	Embedded EmbeddedConfig
@@ -151,7 +161,7 @@ func Open(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 	} else {
 		c.clientURL = endpoints[0]
 	}
-	if c.cli, err = newClient(endpoints, autoSync); err != nil {
+	if c.cli, err = connectEtcd(ctx, cfg, endpoints, autoSync); err != nil {
 		return nil, err
 	}
 

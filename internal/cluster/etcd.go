@@ -11,7 +11,6 @@ import (
 	"strings"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap"
 )
@@ -42,7 +41,6 @@ const (
 	// multi-member cluster, which is ready only once a majority of the
 	// members in etcd.initial.cluster run: start them within this time.
 	etcdMultiStartTimeout = 5 * time.Minute
-	etcdDialTimeout       = 5 * time.Second
 	// etcdAutoSync is how often a client of a multi-member cluster
 	// refreshes its endpoints from the member list.
 	etcdAutoSync = 30 * time.Second
@@ -279,24 +277,6 @@ func freeLoopbackPort() (int, error) {
 		return 0, fmt.Errorf("cluster: pick a free port: %w", err)
 	}
 	return port, nil
-}
-
-// newClient connects to etcd at endpoints. The client dials lazily; the
-// first request tells whether etcd is reachable. A non-zero autoSync
-// refreshes the endpoints from the member list at that interval.
-func newClient(endpoints []string, autoSync time.Duration) (*clientv3.Client, error) {
-	cli, err := clientv3.New(clientv3.Config{
-		Endpoints:            endpoints,
-		AutoSyncInterval:     autoSync,
-		DialTimeout:          etcdDialTimeout,
-		DialKeepAliveTime:    10 * time.Second,
-		DialKeepAliveTimeout: 5 * time.Second,
-		Logger:               zap.NewNop(),
-	})
-	if err != nil {
-		return nil, fmt.Errorf("cluster: connect to etcd %v: %w", endpoints, err)
-	}
-	return cli, nil
 }
 
 // EmbeddedEtcd is a stand-alone embedded etcd member, for test harnesses

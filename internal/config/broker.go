@@ -139,6 +139,13 @@ type Broker struct {
 	EtcdAdvertisePeerURLs         []string   // etcd.advertise.peer.urls
 	EtcdListenClientURLs          []string   // etcd.listen.client.urls
 	EtcdAdvertiseClientURLs       []string   // etcd.advertise.client.urls
+	EtcdSSLCAFile                 string     // etcd.ssl.ca.file; see EtcdTLS
+	EtcdSSLCertFile               string     // etcd.ssl.cert.file
+	EtcdSSLKeyFile                string     // etcd.ssl.key.file
+	EtcdSSLServerName             string     // etcd.ssl.server.name
+	EtcdUsername                  string     // etcd.username; "" without etcd authentication
+	EtcdPassword                  string     // etcd.password (sensitive)
+	EtcdConnectionTimeoutMs       int32      // etcd.connection.timeout.ms
 	AdminListener                 string     // admin.listener; "" disables it
 
 	// Raw holds every value set explicitly (file, then overrides), by
@@ -293,6 +300,13 @@ func FromRaw(set map[string]string) (*Broker, error) {
 	b.EtcdAdvertisePeerURLs = splitList(r.str("etcd.advertise.peer.urls"))
 	b.EtcdListenClientURLs = splitList(r.str("etcd.listen.client.urls"))
 	b.EtcdAdvertiseClientURLs = splitList(r.str("etcd.advertise.client.urls"))
+	b.EtcdSSLCAFile = strings.TrimSpace(r.str("etcd.ssl.ca.file"))
+	b.EtcdSSLCertFile = strings.TrimSpace(r.str("etcd.ssl.cert.file"))
+	b.EtcdSSLKeyFile = strings.TrimSpace(r.str("etcd.ssl.key.file"))
+	b.EtcdSSLServerName = strings.TrimSpace(r.str("etcd.ssl.server.name"))
+	b.EtcdUsername = strings.TrimSpace(r.str("etcd.username"))
+	b.EtcdPassword = r.str("etcd.password")
+	b.EtcdConnectionTimeoutMs = r.int32("etcd.connection.timeout.ms")
 	b.AdminListener = strings.TrimSpace(r.str("admin.listener"))
 	if r.err != nil {
 		return nil, r.err
@@ -318,6 +332,9 @@ func (b *Broker) check() error {
 	}
 	if len(b.EtcdEndpoints) > 0 && b.EtcdInitialCluster != "" {
 		return fmt.Errorf("%w: etcd.endpoints and etcd.initial.cluster: set one (an external etcd, or embedded members)", ErrInvalidConfig)
+	}
+	if err := b.checkEtcd(); err != nil {
+		return err
 	}
 	names := make(map[string]bool, len(b.Listeners))
 	for _, l := range b.Listeners {
