@@ -24,10 +24,15 @@ import (
 // What must hold:
 //
 //  1. The checker finds no lost, duplicate or inconsistent record.
-//  2. With one member down etcd keeps its quorum: the brokers keep
-//     working and every partition acknowledges writes again within
-//     T_s + 5 s of the fault (the brokers' clients give up on the
-//     stopped member and use the others).
+//  2. With one member down etcd keeps its quorum, so no partition goes
+//     without an acknowledgement for more than T_s + 5 s. A killed
+//     member costs nothing (its connections close, the brokers' clients
+//     use the others). A paused leader does cost: renewals of the
+//     brokers' registration leases stall (on the paused member's open
+//     connections, which gRPC's keep-alive gives up on only after more
+//     than 10 s, and on the followers forwarding them to it), the leases
+//     of T_s expire, the brokers register again and the controller moves
+//     leaders meanwhile; each phase logs how many.
 //  3. Without a quorum nothing changes: the surviving member's copy of
 //     every partition state (read locally, no quorum needed) stays as it
 //     was, no broker logs a partition state or ISR write it made, and
