@@ -438,8 +438,9 @@ func TestServeRefusesBadEtcdTLS(t *testing.T) {
 }
 
 // TestServeExternalEtcdAuth runs serve against an etcd with user
-// authentication on: the right password works (and DescribeConfigs hides
-// it), a wrong one fails at once with etcd's answer.
+// authentication on, as a user that may only read and write /samsa/: the
+// right password works (and DescribeConfigs hides it), a wrong one fails
+// at once with etcd's answer.
 func TestServeExternalEtcdAuth(t *testing.T) {
 	endpoint := startTestEtcd(t, "http", nil)
 	etcdCli, err := clientv3.New(clientv3.Config{Endpoints: []string{endpoint}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
@@ -451,6 +452,15 @@ func TestServeExternalEtcdAuth(t *testing.T) {
 	for _, step := range []func() error{
 		func() error { _, err := etcdCli.UserAdd(ctx, "root", "root-secret"); return err },
 		func() error { _, err := etcdCli.UserGrantRole(ctx, "root", "root"); return err },
+		// samsa's user may read and write /samsa/ and nothing else.
+		func() error { _, err := etcdCli.RoleAdd(ctx, "samsa"); return err },
+		func() error {
+			_, err := etcdCli.RoleGrantPermission(ctx, "samsa", "/samsa/", clientv3.GetPrefixRangeEnd("/samsa/"),
+				clientv3.PermissionType(clientv3.PermReadWrite))
+			return err
+		},
+		func() error { _, err := etcdCli.UserAdd(ctx, "samsa", "samsa-secret"); return err },
+		func() error { _, err := etcdCli.UserGrantRole(ctx, "samsa", "samsa"); return err },
 		func() error { _, err := etcdCli.AuthEnable(ctx); return err },
 	} {
 		if err := step(); err != nil {
@@ -465,7 +475,7 @@ func TestServeExternalEtcdAuth(t *testing.T) {
 			"--override", "log.dirs=" + filepath.Join(dir, name),
 			"--override", "listeners=PLAINTEXT://127.0.0.1:0", "--override", "admin.listener=",
 			"--override", "etcd.connection.timeout.ms=3000",
-			"--override", "etcd.username=root", "--override", "etcd.password=" + password}
+			"--override", "etcd.username=samsa", "--override", "etcd.password=" + password}
 	}
 
 	start := time.Now()
@@ -475,7 +485,7 @@ func TestServeExternalEtcdAuth(t *testing.T) {
 		t.Fatalf("wrong password: exit %d, stderr %q", r.code, r.stderr)
 	}
 
-	addr, stop := runServe(t, args("good", "root-secret")...)
+	addr, stop := runServe(t, args("good", "samsa-secret")...)
 	produceConsume(t, addr, "with-auth", 50)
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
 	if err != nil {
