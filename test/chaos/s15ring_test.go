@@ -54,10 +54,10 @@ import (
 //  1. 0 acks, while the cut lasts, of records produced after it began
 //     (by the workload's send numbers). Records produced before may still
 //     be acknowledged late, and rightly: when the others' leases expire
-//     one after the other, the controller first drops only the lagging
-//     one from an ISR of X's, and X's high watermark moves up to what the
-//     other follower had fetched before the cut (two copies). These late
-//     commits are counted, not asserted.
+//     a moment apart, the controller may first drop only one of them from
+//     the ISR of a partition X leads, and X's high watermark then moves up
+//     to what the other had fetched before the cut (two copies). These
+//     late commits are counted, not asserted.
 //  2. 0 batches acknowledged by Y or Z on a partition from the moment etcd
 //     shows its leadership moved until they are elected again (zombie
 //     leaders), and none from the cut plus 1 s on partitions they did not
