@@ -70,7 +70,13 @@ func (c *Cluster) keepAliveLoop() {
 			"node", c.cfg.NodeID, "lease", int64(lease), "err", err)
 		wait := retryMin
 		for {
-			_, next, err := c.register(c.ctx)
+			// NB: each attempt is bounded by the session timeout: a
+			// request sent to an etcd member that hangs (paused, or cut
+			// off without its connections closing) is never answered, and
+			// the retry goes to another member.
+			ctx, cancel := context.WithTimeout(c.ctx, c.cfg.SessionTimeout)
+			_, next, err := c.register(ctx)
+			cancel()
 			if err == nil {
 				c.leaseID.Store(int64(next))
 				c.log.Info("cluster: broker registered again", "node", c.cfg.NodeID, "lease", int64(next))
