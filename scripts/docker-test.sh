@@ -8,15 +8,16 @@
 # Steps; each check consumes the whole topic from the beginning and compares
 # it with every record acknowledged so far (same set, each exactly once):
 #
-#   step  fault during the step                  checked
-#   1     none: create topic dtest (3 partitions, after producing
-#         replication factor 3, min.insync.replicas=2),
-#         produce N records (acks=all, idempotent)
-#   2     samsa3 stopped (docker compose stop)    while samsa3 is down
-#   3     samsa2 frozen (docker pause)            while samsa2 is frozen
-#   4     samsa1 off the network                  while samsa1 is cut off
-#         (docker network disconnect)
-#   final none                                   after the ISR is full again
+#   step   fault while producing and checking
+#   1      none (creates topic dtest: 3 partitions, replication factor 3,
+#          min.insync.replicas=2)
+#   2      samsa3 stopped (docker compose stop)
+#   3      samsa2 frozen (docker pause)
+#   4      samsa1 cut off (docker network disconnect)
+#   final  none; checked once all three are back in every ISR
+#
+# Each of steps 1-4 produces N keyed records with acks=all and an
+# idempotent producer, then runs its check before the fault is undone.
 #
 # After each fault the broker is brought back and the script waits until it
 # is ready and every partition has three in-sync replicas again. Client
