@@ -24,15 +24,16 @@ JSON object a line on stdout, flushed at once:
 
 A line "stop SECONDS" on stdin (or stdin closing, as "stop 0") ends the
 sends, waits up to SECONDS for every outstanding send to resolve, purges
-what is left (reported as _PURGE_QUEUE or _PURGE_INFLIGHT failures) and
-exits 0. Every send gets exactly one ack or fail line before done.
+what is left (reported as _PURGE_QUEUE or _PURGE_INFLIGHT failures, or
+_UNRESOLVED if even that brings no delivery report) and exits 0. Every
+send gets exactly one ack or fail line before done.
 
 After a fatal error (librdkafka's idempotent producer gives up on a
 partition whose sequence it can no longer trust) the old producer is
 drained as the librdkafka docs advise (in-flight requests finish, queued
-messages fail with _PURGE_QUEUE), and a new producer, with a new
-producer id, carries on from the next send. The send that met the fatal
-error in produce() was not queued; it is sent again by the new producer.
+messages fail with _PURGE_QUEUE; at most 10 s), and a new producer, with
+a new producer id, carries on from the next send. A send whose produce()
+met the fatal error was not queued; the new producer sends it.
 
 read consumes partitions 0..len(ENDS)-1 of TOPIC from the start up to
 their END offset (exclusive) with assign() and read_committed, and
@@ -121,7 +122,10 @@ def produce(bootstrap, topic, partitions, prefix, rate):
             conf["debug"] = os.environ["RDK_DEBUG"]
         return Producer(conf)
 
+    outstanding = {}  # seq -> (partition, value) of sends without an outcome
+
     def report(seq, p, value, err, msg):
+        outstanding.pop(seq, None)
         if err is None:
             # librdkafka knows no offset for a message acknowledged
             # implicitly (a later batch of the partition succeeded after
@@ -132,13 +136,48 @@ def produce(bootstrap, topic, partitions, prefix, rate):
         emit({"t": "fail", "s": seq, "p": p, "v": value, "err": err.name(), "code": err.code(),
               "fatal": err.fatal(), "retriable": err.retriable(), "reason": err.str()})
 
+    def record_fatal(e):
+        """Records the fatal error e carries; re-raises any other error."""
+        err = e.args[0] if e.args else None
+        if err is None or not (err.fatal() or err.code() == KafkaError._FATAL):
+            raise e
+        if not fatal:
+            fatal.append(err)
+
+    def guarded(call, *args):
+        """Runs a producer call and returns its result, or None if it
+        raised a fatal error, which is recorded.
+
+        confluent-kafka-python raises the fatal error from poll() and
+        flush() as well as from produce(); the main loop then replaces the
+        producer."""
+        try:
+            return call(*args)
+        except KafkaException as e:
+            record_fatal(e)
+            return None
+
     def drain(producer, timeout):
-        """Waits up to timeout for outstanding sends, then purges the rest."""
-        left = producer.flush(timeout)
-        if left:
-            note("%d sends unresolved after %.1fs; purging" % (left, timeout))
-            producer.purge(in_queue=True, in_flight=True)
-            left = producer.flush(10)
+        """Waits up to timeout for outstanding sends, then purges the rest.
+
+        A send still without a delivery report after that is reported as
+        failed with _UNRESOLVED (indefinite: it may be in the log)."""
+        deadline = time.monotonic() + timeout
+        while outstanding and time.monotonic() < deadline:
+            if guarded(producer.flush, max(0.0, deadline - time.monotonic())) is None:
+                time.sleep(0.05)
+        if outstanding:
+            note("%d sends unresolved after %.1fs; purging" % (len(outstanding), timeout))
+            guarded(producer.purge, True, True)
+            deadline = time.monotonic() + 5
+            while outstanding and time.monotonic() < deadline:
+                if guarded(producer.flush, max(0.0, deadline - time.monotonic())) is None:
+                    time.sleep(0.05)
+        left = len(outstanding)
+        for seq, (p, value) in sorted(outstanding.items()):
+            emit({"t": "fail", "s": seq, "p": p, "v": value, "err": "_UNRESOLVED", "code": 0,
+                  "fatal": False, "retriable": False, "reason": "no delivery report from the producer"})
+        outstanding.clear()
         return left
 
     producer = new_producer()
@@ -152,14 +191,16 @@ def produce(bootstrap, topic, partitions, prefix, rate):
             err = fatal[0]
             emit({"t": "fatal", "err": err.name(), "code": err.code(), "reason": err.str()})
             note("fatal error: %s; draining and replacing the producer" % err)
-            unresolved += drain(producer, 30)
+            # In-flight requests finish; queued messages fail with
+            # _PURGE_QUEUE (librdkafka purges them on a fatal error).
+            unresolved += drain(producer, 10)
             del fatal[:]
             producer = new_producer()
             producers += 1
             continue
         wait = began + seq * interval - time.monotonic()
         if wait > 0:
-            producer.poll(wait)
+            guarded(producer.poll, wait)
             continue
         p = seq % partitions
         value = "%s-p%d-%08d" % (prefix, p, seq)
@@ -167,21 +208,16 @@ def produce(bootstrap, topic, partitions, prefix, rate):
             producer.produce(topic, value=value, partition=p,
                              on_delivery=lambda err, msg, s=seq, p=p, v=value: report(s, p, v, err, msg))
         except BufferError:
-            producer.poll(0.1)
+            guarded(producer.poll, 0.1)
             continue
         except KafkaException as e:
-            # After a fatal error produce() fails, possibly before error_cb
-            # has run; the message was not queued, so it is sent again by
-            # the next producer.
-            err = e.args[0] if e.args else None
-            if err is None or err.code() != KafkaError._FATAL:
-                raise
-            producer.poll(0.1)
-            if not fatal:
-                fatal.append(err)
+            # A fatal error: the message was not queued; the next
+            # producer sends it.
+            record_fatal(e)
             continue
+        outstanding[seq] = (p, value)
         seq += 1
-        producer.poll(0)
+        guarded(producer.poll, 0)
 
     unresolved += drain(producer, stopper.timeout)
     emit({"t": "done", "sent": seq, "unresolved": unresolved, "producers": producers})
