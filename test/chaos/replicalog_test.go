@@ -319,14 +319,17 @@ func compareReplicaLogs(c *testCluster, topic string, partitions int32, hw map[i
 		}
 		ref := logs[0]
 		n := committedCount(ref, pc.end)
+		same := true
 		for _, l := range logs[1:] {
 			if m := committedCount(l, pc.end); m != n {
+				same = false
 				t.Errorf("%s-%d: broker %d has %d batches below %d, broker %d has %d",
 					topic, p, ref.node, n, pc.end, l.node, m)
 			}
 			for i := range min(n, committedCount(l, pc.end)) {
 				a, b := ref.batches[i].batch, l.batches[i].batch
 				if !bytes.Equal(a, b) {
+					same = false
 					t.Errorf("%s-%d: batch %d differs: broker %d has offsets [%d, %d] epoch %d crc %#08x %d bytes; broker %d has [%d, %d] epoch %d crc %#08x %d bytes",
 						topic, p, i, ref.node, a.BaseOffset(), a.LastOffset(), a.LeaderEpoch(), a.CRC(), len(a),
 						l.node, b.BaseOffset(), b.LastOffset(), b.LeaderEpoch(), b.CRC(), len(b))
@@ -342,8 +345,12 @@ func compareReplicaLogs(c *testCluster, topic string, partitions int32, hw map[i
 		pc.batches = n
 		pc.sum = hex.EncodeToString(h.Sum(nil))[:16]
 		total += pc.bytes * int64(len(logs))
-		t.Logf("%s-%d: hw %d, log ends %v; %d batches, %d bytes below %d identical on %d replicas, sha256 %s",
-			topic, p, pc.hw, pc.ends, pc.batches, pc.bytes, pc.end, len(logs), pc.sum)
+		verdict := "identical"
+		if !same {
+			verdict = "NOT identical"
+		}
+		t.Logf("%s-%d: hw %d, log ends %v; %d batches, %d bytes below %d %s on %d replicas, sha256 %s (broker %d)",
+			topic, p, pc.hw, pc.ends, pc.batches, pc.bytes, pc.end, verdict, len(logs), pc.sum, ref.node)
 		for _, l := range logs {
 			t.Logf("%s-%d broker %d segments: %s", topic, p, l.node, segmentSums(l, pc.end))
 		}
