@@ -327,11 +327,15 @@ type result struct {
 	unexpected                      []string // a value nobody sent, or sent to another partition
 	abortedRead                     []string // a definitely failed value in the log
 	readMismatch                    []string // librdkafka read back another log than franz-go
-	maxGap                          time.Duration
-	maxGapPartition                 int32
-	maxGapAt                        time.Time
-	maxGapStack                     string
-	stacks                          []*stackResult
+	// resent lists librdkafka values in the log twice under one producer
+	// id and different producer epochs: the client's duplicates, not the
+	// broker's; logged, not failed.
+	resent          []string
+	maxGap          time.Duration
+	maxGapPartition int32
+	maxGapAt        time.Time
+	maxGapStack     string
+	stacks          []*stackResult
 	// epochAt is the leader epoch stamped on each (partition, offset)
 	// read back.
 	epochAt map[[2]int64]int32
@@ -344,7 +348,9 @@ type stackResult struct {
 	// noOffset counts acks without an offset (see ack).
 	noOffset int
 	// fatal counts librdkafka's fatal errors (each replaced the producer).
-	fatal           int
+	fatal int
+	// resent counts values the client wrote twice (see result.resent).
+	resent          int
 	maxGap          time.Duration
 	maxGapPartition int32
 	maxGapAt        time.Time
@@ -354,7 +360,7 @@ func (s *stackResult) String() string {
 	out := fmt.Sprintf("%s sent %d, acked %d, failed %d (indefinite %d), longest ack gap %s on partition %d",
 		s.name, s.sent, s.acked, s.failed, s.indefinite, s.maxGap.Round(time.Millisecond), s.maxGapPartition)
 	if s.name == stackRdk {
-		out += fmt.Sprintf(", acked without offset %d, fatal errors %d", s.noOffset, s.fatal)
+		out += fmt.Sprintf(", acked without offset %d, fatal errors %d, re-sent under a new epoch %d", s.noOffset, s.fatal, s.resent)
 	}
 	return out
 }
@@ -484,16 +490,23 @@ func (w *workload) check(c *testCluster) *result {
 			// deduplicate a retry (same producer id and epoch) from a
 			// client that sent the value again as a new write.
 			var copies []string
+			var recs []*kgo.Record
 			for _, l := range locs {
 				rec := recAt[l]
 				copies = append(copies, fmt.Sprintf("%d/%d (producer %d epoch %d, leader epoch %d)",
 					l.p, l.o, rec.ProducerID, rec.ProducerEpoch, rec.LeaderEpoch))
+				recs = append(recs, rec)
 			}
 			acked := "not acked"
 			if o, ok := ackedAt[v]; ok {
 				acked = fmt.Sprintf("acked at %d", o)
 			}
-			r.duplicate = append(r.duplicate, fmt.Sprintf("%s at %s, %s", v, strings.Join(copies, " and "), acked))
+			d := fmt.Sprintf("%s at %s, %s", v, strings.Join(copies, " and "), acked)
+			if w.rdk != nil && strings.HasPrefix(v, rdkPrefix) && resentByClient(recs) {
+				r.resent = append(r.resent, d)
+			} else {
+				r.duplicate = append(r.duplicate, d)
+			}
 		}
 		p, sent := known[v]
 		switch {
@@ -556,6 +569,7 @@ func (w *workload) check(c *testCluster) *result {
 
 	if w.rdk != nil {
 		r.readMismatch = compareReads(w.partitions, logs, rdkRead(w.t, w.python, c.addrs(), w.topic, ends))
+		r.stack(stackRdk).resent = len(r.resent)
 	}
 
 	w.t.Logf("checker: %v", r)
@@ -573,6 +587,11 @@ func (w *workload) check(c *testCluster) *result {
 	report("unexpected values", r.unexpected)
 	report("aborted reads", r.abortedRead)
 	report("read-back mismatches (franz-go vs librdkafka)", r.readMismatch)
+	if len(r.resent) > 0 {
+		slices.Sort(r.resent)
+		w.t.Logf("%d librdkafka values re-sent by the client under a new producer epoch (not a broker anomaly), first: %s",
+			len(r.resent), strings.Join(r.resent[:min(len(r.resent), 10)], "; "))
+	}
 	for _, s := range r.stacks {
 		if s.acked == 0 {
 			w.t.Errorf("no send of %s was acknowledged", s.name)
@@ -590,6 +609,28 @@ func (w *workload) check(c *testCluster) *result {
 		}
 	}
 	return r
+}
+
+// resentByClient reports whether copies of one value were written by one
+// producer id under a different producer epoch each: the client bumped its
+// epoch and sent the value again as a new write, which no broker can
+// deduplicate (KIP-360 restarts sequences with the epoch). librdkafka 2.0
+// bumps the epoch on an OUT_OF_ORDER_SEQUENCE_NUMBER that follows a
+// retriable error, and then re-sends messages of other partitions whose
+// outcome it did not know (librdkafka issue #4953). Copies under one epoch
+// are a retry the broker failed to deduplicate.
+func resentByClient(copies []*kgo.Record) bool {
+	if len(copies) < 2 {
+		return false
+	}
+	epochs := make(map[int16]bool)
+	for _, r := range copies {
+		if r.ProducerID != copies[0].ProducerID || r.ProducerID < 0 || epochs[r.ProducerEpoch] {
+			return false
+		}
+		epochs[r.ProducerEpoch] = true
+	}
+	return true
 }
 
 // compareReads returns how the librdkafka consumer's read of each

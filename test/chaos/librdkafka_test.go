@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // The workload runs two client stacks at once, each with its own
@@ -342,4 +344,29 @@ func rdkRead(t *testing.T, python string, seeds []string, topic string, ends []i
 		t.Fatalf("librdkafka read back did not reach the end offsets %v\nstderr:\n%s", ends, stderr.String())
 	}
 	return out
+}
+
+// TestResentByClient covers the rule that tells a client's re-send under a
+// bumped producer epoch from a retry the broker failed to deduplicate.
+func TestResentByClient(t *testing.T) {
+	rec := func(pid int64, epoch int16) *kgo.Record {
+		return &kgo.Record{ProducerID: pid, ProducerEpoch: epoch}
+	}
+	for _, tc := range []struct {
+		name   string
+		copies []*kgo.Record
+		want   bool
+	}{
+		{"one copy", []*kgo.Record{rec(7, 0)}, false},
+		{"same producer and epoch", []*kgo.Record{rec(7, 0), rec(7, 0)}, false},
+		{"epoch bumped", []*kgo.Record{rec(7, 0), rec(7, 1)}, true},
+		{"two bumps", []*kgo.Record{rec(7, 0), rec(7, 1), rec(7, 2)}, true},
+		{"two copies in one epoch of three", []*kgo.Record{rec(7, 0), rec(7, 1), rec(7, 1)}, false},
+		{"other producer", []*kgo.Record{rec(7, 0), rec(8, 1)}, false},
+		{"not idempotent", []*kgo.Record{rec(-1, 0), rec(-1, 1)}, false},
+	} {
+		if got := resentByClient(tc.copies); got != tc.want {
+			t.Errorf("%s: resentByClient = %v, want %v", tc.name, got, tc.want)
+		}
+	}
 }
