@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -42,6 +43,11 @@ type memberConfig struct {
 	Topic      string   `json:"topic"`
 	Group      string   `json:"group"`
 	InstanceID string   `json:"instance_id,omitempty"` // static membership (KIP-345) if set
+	// SlowAssign is how long the member, when it leads the group, waits
+	// before computing the assignment: the group stays in
+	// CompletingRebalance at least that long, so that a test can act in
+	// that state.
+	SlowAssign time.Duration `json:"slow_assign,omitempty"`
 }
 
 // memberEvent is one JSON line a member process writes on stdout, in the
@@ -55,6 +61,11 @@ type memberConfig struct {
 //	assigned | partitions were added to the assignment  | parts, mid, gen, at
 //	revoked  | partitions were revoked (after a commit) | parts, at
 //	lost     | partitions were lost (no commit)         | parts, at
+//	lead     | the member leads a rebalance: it is about | at
+//	         | to compute the assignment (SlowAssign)   |
+//	rewind   | partitions processed as an older member  | parts, mid, at
+//	         | id were set back to their committed      |
+//	         | offsets                                  |
 //	rec      | a record was processed                   | p, o, v, at
 //	commit   | one partition's commit answered          | kind, p, o, mid, gen, err,
 //	         |                                          | node, sent, at (the answer)
@@ -65,8 +76,8 @@ type memberConfig struct {
 // id and generation the member had when it was stopped. A commit's err is
 // empty when the broker accepted it; node is the broker that last answered
 // an OffsetCommit of the member (commits of one member are serialised, so
-// it is the one that answered, zombie commits aside). Times are Unix
-// nanoseconds.
+// it is the one that answered, zombie commits aside); sent is when the
+// request went out. Times are Unix nanoseconds.
 type memberEvent struct {
 	Ev    string  `json:"ev"`
 	Kind  string  `json:"kind,omitempty"`
@@ -134,7 +145,12 @@ type member struct {
 	mu struct {
 		sync.Mutex
 		owned map[int32]bool
-		next  map[int32]int64 // per owned partition: last processed offset + 1
+		// next is, per partition, the last processed record's offset + 1
+		// and leader epoch; nextMID the member id it was polled as;
+		// acked the highest offset a commit of it was accepted at.
+		next    map[int32]kgo.EpochOffset
+		nextMID map[int32]string
+		acked   map[int32]int64
 		// mid and gen are the last valid group membership seen.
 		mid string
 		gen int32
@@ -145,7 +161,9 @@ type member struct {
 func runMember(cfg memberConfig, w io.Writer) error {
 	m := &member{cfg: cfg, out: &reporter{w: w}}
 	m.mu.owned = make(map[int32]bool)
-	m.mu.next = make(map[int32]int64)
+	m.mu.next = make(map[int32]kgo.EpochOffset)
+	m.mu.nextMID = make(map[int32]string)
+	m.mu.acked = make(map[int32]int64)
 	m.mu.gen = -1
 	m.commitNode.Store(-1)
 	opts := []kgo.Opt{
@@ -155,7 +173,7 @@ func runMember(cfg memberConfig, w io.Writer) error {
 		kgo.ConsumeTopics(cfg.Topic),
 		kgo.DisableAutoCommit(),
 		kgo.BlockRebalanceOnPoll(),
-		kgo.Balancers(kgo.CooperativeStickyBalancer()),
+		kgo.Balancers(leadReporter{kgo.CooperativeStickyBalancer(), m}),
 		kgo.SessionTimeout(memberSession),
 		kgo.HeartbeatInterval(memberHeartbeat),
 		kgo.RebalanceTimeout(memberRebalance),
@@ -209,50 +227,172 @@ func runMember(cfg memberConfig, w io.Writer) error {
 
 // pollLoop processes polls until ctx ends. BlockRebalanceOnPoll keeps the
 // group's callbacks out from between a poll and AllowRebalance, so a
-// revoke never commits a poll that is only half processed.
+// revoke never commits a poll that is only half processed. Every round
+// commits whatever was processed and not yet accepted, so a failed commit
+// is retried even when no new records come.
+//
+// When the member id changes (the member was removed from the group and
+// joined again), the partitions processed as the old member id go back to
+// their committed offsets (see commit for why their progress cannot be
+// committed as the new member id); until that succeeds, what is processed
+// is processed as no member and never committed.
 func (m *member) pollLoop(ctx context.Context) {
+	lastMID, rewind := "", false
 	for ctx.Err() == nil {
-		fs := m.cl.PollRecords(ctx, 1000)
+		pollCtx, cancel := context.WithTimeout(ctx, time.Second)
+		fs := m.cl.PollRecords(pollCtx, 1000)
+		cancel()
 		if fs.IsClientClosed() || ctx.Err() != nil {
 			return
 		}
+		mid, _ := m.cl.GroupMetadata()
+		if mid != "" && lastMID != "" && mid != lastMID {
+			rewind = true
+		}
+		if mid != "" {
+			lastMID = mid
+		}
+		var skip map[int32]bool
+		if rewind && mid != "" {
+			var err error
+			if skip, err = m.rewind(ctx, mid); err != nil {
+				m.out.report(memberEvent{Ev: "error", Err: "rewind: " + err.Error()})
+			} else {
+				rewind = false
+			}
+		}
+		as := mid
+		if rewind {
+			as = ""
+		}
 		fs.EachError(func(topic string, p int32, err error) {
-			m.out.report(memberEvent{Ev: "error", P: p, Err: fmt.Sprintf("fetch %s-%d: %v", topic, p, err)})
+			if !errors.Is(err, context.DeadlineExceeded) {
+				m.out.report(memberEvent{Ev: "error", P: p, Err: fmt.Sprintf("fetch %s-%d: %v", topic, p, err)})
+			}
 		})
-		n := 0
 		fs.EachRecord(func(r *kgo.Record) {
+			if skip[r.Partition] {
+				// Fetched before the rewind; it comes again.
+				return
+			}
 			// Processing is reporting: the line is written before
 			// anything that covers it is committed.
 			m.out.report(memberEvent{Ev: "rec", P: r.Partition, O: r.Offset, V: string(r.Value)})
 			m.mu.Lock()
-			m.mu.next[r.Partition] = r.Offset + 1
+			m.mu.next[r.Partition] = kgo.EpochOffset{Epoch: r.LeaderEpoch, Offset: r.Offset + 1}
+			m.mu.nextMID[r.Partition] = as
 			m.mu.Unlock()
-			n++
 		})
-		if n > 0 {
-			m.commit(ctx, "poll")
-		}
+		m.commit(ctx, "poll", mid)
 		m.cl.AllowRebalance()
 	}
 }
 
-// commit commits everything processed so far and reports each
-// partition's answer.
-func (m *member) commit(ctx context.Context, kind string) {
-	offsets := m.cl.UncommittedOffsets()
+// rewind sets every partition processed as another member id than mid
+// back to the group's committed offset and forgets its progress. It
+// returns the partitions it set. It runs between a poll and
+// AllowRebalance, as franz-go asks of SetOffsets in a group.
+func (m *member) rewind(ctx context.Context, mid string) (map[int32]bool, error) {
+	m.mu.Lock()
+	var parts []int32
+	for p := range m.mu.next {
+		if m.mu.nextMID[p] != mid {
+			parts = append(parts, p)
+		}
+	}
+	m.mu.Unlock()
+	if len(parts) == 0 {
+		return nil, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	committed, err := kadm.NewClient(m.cl).FetchOffsets(ctx, m.cfg.Group)
+	if err != nil {
+		return nil, fmt.Errorf("fetch committed offsets: %w", err)
+	}
+	set := make(map[int32]kgo.EpochOffset)
+	skip := make(map[int32]bool)
+	for _, p := range parts {
+		o, ok := committed.Lookup(m.cfg.Topic, p)
+		if !ok || o.Err != nil || o.At < 0 {
+			return nil, fmt.Errorf("no committed offset for partition %d (%v)", p, o.Err)
+		}
+		set[p] = kgo.EpochOffset{Epoch: -1, Offset: o.At}
+		skip[p] = true
+	}
+	m.cl.SetOffsets(map[string]map[int32]kgo.EpochOffset{m.cfg.Topic: set})
+	m.mu.Lock()
+	for _, p := range parts {
+		delete(m.mu.next, p)
+		delete(m.mu.nextMID, p)
+		delete(m.mu.acked, p)
+	}
+	m.mu.Unlock()
+	m.out.report(memberEvent{Ev: "rewind", MID: mid, Parts: parts})
+	return skip, nil
+}
+
+// errMembershipChanged aborts a commit whose request would go out as
+// another member than the one its records were polled as.
+var errMembershipChanged = errors.New("not sent: the member id changed after the records were polled")
+
+// commit commits, as member mid, every partition whose records were
+// polled as mid and processed past what was last accepted, and reports
+// each partition's answer.
+//
+// NB: the member tracks its own offsets instead of franz-go's uncommitted
+// ones. A paused member that was removed from the group resumes, processes
+// what it still had of its old partitions (its client learns of the
+// removal one heartbeat later), and rejoins with a new member id; franz-go
+// then kept those partitions as owned (no OnPartitionsLost) and went on
+// from its own positions, and both a revoke commit and a commit called
+// before the rejoin went out under the new member id and generation,
+// which the coordinator accepts: a classic group checks the member and its
+// generation, not who owns the partition (Kafka's does the same). The
+// committed offset then went back below the real owner's commit (seen in
+// S-22 runs as commit regressions and rewinds), so offsets polled as one
+// member id are only ever committed as that member id, and pollLoop
+// rewinds the rest.
+func (m *member) commit(ctx context.Context, kind, mid string) {
+	if mid == "" {
+		return
+	}
+	m.mu.Lock()
+	offsets := make(map[int32]kgo.EpochOffset)
+	for p, eo := range m.mu.next {
+		if a, ok := m.mu.acked[p]; m.mu.nextMID[p] == mid && (!ok || eo.Offset > a) {
+			offsets[p] = eo
+		}
+	}
+	m.mu.Unlock()
 	if len(offsets) == 0 {
 		return
 	}
 	ctx, cancel := context.WithTimeout(ctx, memberCommitTimeout)
 	defer cancel()
 	sent := time.Now().UnixNano()
-	m.cl.CommitOffsetsSync(ctx, offsets, func(_ *kgo.Client, req *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
-		m.reportCommit(kind, sent, req, resp, err)
+	ctx = kgo.PreCommitFnContext(ctx, func(req *kmsg.OffsetCommitRequest) error {
+		sent = time.Now().UnixNano() // when it really goes out
+		if req.MemberID != mid {
+			return errMembershipChanged
+		}
+		return nil
 	})
+	m.cl.CommitOffsetsSync(ctx, map[string]map[int32]kgo.EpochOffset{m.cfg.Topic: offsets},
+		func(_ *kgo.Client, req *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
+			for _, p := range m.reportCommit(kind, sent, req, resp, err) {
+				m.mu.Lock()
+				if o := offsets[p].Offset; o > m.mu.acked[p] {
+					m.mu.acked[p] = o
+				}
+				m.mu.Unlock()
+			}
+		})
 }
 
-// reportCommit reports one commit event per partition of req.
-func (m *member) reportCommit(kind string, sent int64, req *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
+// reportCommit reports one commit event per partition of req and returns
+// the partitions that were accepted.
+func (m *member) reportCommit(kind string, sent int64, req *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) []int32 {
 	at := time.Now().UnixNano()
 	type tp struct {
 		topic     string
@@ -268,8 +408,9 @@ func (m *member) reportCommit(kind string, sent int64, req *kmsg.OffsetCommitReq
 	}
 	if len(req.Topics) == 0 && err != nil {
 		m.out.report(memberEvent{Ev: "error", Kind: kind, Err: "commit: " + err.Error(), At: at})
-		return
+		return nil
 	}
+	var accepted []int32
 	for _, t := range req.Topics {
 		for _, p := range t.Partitions {
 			e := memberEvent{Ev: "commit", Kind: kind, MID: req.MemberID, Gen: req.Generation,
@@ -281,10 +422,13 @@ func (m *member) reportCommit(kind string, sent int64, req *kmsg.OffsetCommitReq
 				e.Err = "no answer for the partition"
 			case code != 0:
 				e.Err = kerr.ErrorForCode(code).Error()
+			default:
+				accepted = append(accepted, p.Partition)
 			}
 			m.out.report(e)
 		}
 	}
+	return accepted
 }
 
 // OnBrokerRead implements kgo.HookBrokerRead: it notes which broker
@@ -293,6 +437,21 @@ func (m *member) OnBrokerRead(meta kgo.BrokerMetadata, key int16, _ int, _, _ ti
 	if key == kmsg.OffsetCommit.Int16() && err == nil {
 		m.commitNode.Store(meta.NodeID)
 	}
+}
+
+// leadReporter is the member's balancer: cooperative-sticky, reporting
+// when the member leads a rebalance and taking cfg.SlowAssign first.
+type leadReporter struct {
+	kgo.GroupBalancer
+	m *member
+}
+
+// MemberBalancer runs on the group leader between its JoinGroup and its
+// SyncGroup.
+func (b leadReporter) MemberBalancer(members []kmsg.JoinGroupResponseMember) (kgo.GroupMemberBalancer, map[string]struct{}, error) {
+	b.m.out.report(memberEvent{Ev: "lead"})
+	time.Sleep(b.m.cfg.SlowAssign)
+	return b.GroupBalancer.MemberBalancer(members)
 }
 
 // assigned is OnPartitionsAssigned: the partitions are added.
@@ -309,8 +468,9 @@ func (m *member) assigned(_ context.Context, cl *kgo.Client, added map[string][]
 
 // revoked is OnPartitionsRevoked: what was processed is committed before
 // the partitions go (also on leaving the group).
-func (m *member) revoked(ctx context.Context, _ *kgo.Client, gone map[string][]int32) {
-	m.commit(ctx, "revoke")
+func (m *member) revoked(ctx context.Context, cl *kgo.Client, gone map[string][]int32) {
+	mid, _ := cl.GroupMetadata()
+	m.commit(ctx, "revoke", mid)
 	m.drop("revoked", gone[m.cfg.Topic])
 }
 
@@ -329,6 +489,8 @@ func (m *member) drop(ev string, parts []int32) {
 	for _, p := range parts {
 		delete(m.mu.owned, p)
 		delete(m.mu.next, p)
+		delete(m.mu.nextMID, p)
+		delete(m.mu.acked, p)
 	}
 	m.mu.Unlock()
 	m.out.report(memberEvent{Ev: ev, Parts: parts})
@@ -369,8 +531,8 @@ func (m *member) zombieCommit(ctx context.Context) {
 	mid, gen := m.mu.mid, m.mu.gen
 	offsets := make(map[int32]int64)
 	for p := range m.mu.owned {
-		if o, ok := m.mu.next[p]; ok {
-			offsets[p] = o
+		if eo, ok := m.mu.next[p]; ok {
+			offsets[p] = eo.Offset
 		}
 	}
 	m.mu.Unlock()

@@ -34,7 +34,6 @@ type memberProc struct {
 	cmd     *exec.Cmd
 	done    chan struct{} // closed once stdout is drained and cmd waited for
 	stopped bool          // SIGSTOPped and not yet continued
-	killed  bool
 }
 
 func (m *memberProc) running() bool {
@@ -115,6 +114,10 @@ func startGroupRun(t *testing.T, c *testCluster, topic, group string, partitions
 	return g
 }
 
+// slowAssign is every member's SlowAssign: rebalances stay in
+// CompletingRebalance for at least that long.
+const slowAssign = time.Second
+
 // Names of Kafka's offsets topic as the cluster configures it.
 const (
 	offsetsTopicName  = "__consumer_offsets"
@@ -126,7 +129,8 @@ func (g *groupRun) startMember(instanceID string) *memberProc {
 	g.t.Helper()
 	g.seq++
 	name := fmt.Sprintf("%s-m%d", g.group, g.seq)
-	cfg := memberConfig{Name: name, Seeds: g.c.addrs(), Topic: g.topic, Group: g.group, InstanceID: instanceID}
+	cfg := memberConfig{Name: name, Seeds: g.c.addrs(), Topic: g.topic, Group: g.group, InstanceID: instanceID,
+		SlowAssign: slowAssign}
 	raw, err := json.Marshal(cfg)
 	if err != nil {
 		g.t.Fatal(err)
@@ -218,12 +222,21 @@ func (g *groupRun) kill(m *memberProc) {
 		_ = m.cmd.Process.Signal(syscall.SIGCONT)
 		m.stopped = false
 	}
-	m.killed = true
 	select {
 	case <-m.done:
 	case <-time.After(exitTimeout):
 		g.t.Fatalf("member %s did not exit %s after SIGKILL", m.name, exitTimeout)
 	}
+}
+
+// byName returns the member process named name, or nil.
+func (g *groupRun) byName(name string) *memberProc {
+	for _, m := range g.members {
+		if m.name == name {
+			return m
+		}
+	}
+	return nil
 }
 
 // live returns the members that run and are not stopped.
@@ -359,7 +372,7 @@ type commitEvent struct {
 	sent, at          time.Time
 }
 
-// assignEvent is an assigned, revoked or lost event.
+// assignEvent is an assigned, revoked, lost or rewind event.
 type assignEvent struct {
 	member, ev string
 	mid        string
@@ -408,6 +421,7 @@ type groupHistory struct {
 	commits  []commitEvent
 	assigns  []assignEvent
 	fetches  []fetchObs
+	leads    []assignEvent // lead events
 	isolated []isolation
 	errs     map[string]int // member-reported errors by text
 	bad      int            // unparsable lines
@@ -436,8 +450,10 @@ func (h *groupHistory) add(member string, e memberEvent) {
 		h.recs = append(h.recs, consumed{member, e.P, e.O, e.V, at})
 	case "commit":
 		h.commits = append(h.commits, commitEvent{member, e.Kind, e.MID, e.Gen, e.P, e.O, e.Err, e.Node, time.Unix(0, e.Sent), at})
-	case "assigned", "revoked", "lost":
+	case "assigned", "revoked", "lost", "rewind":
 		h.assigns = append(h.assigns, assignEvent{member, e.Ev, e.MID, e.Gen, e.Parts, at})
+	case "lead":
+		h.leads = append(h.leads, assignEvent{member: member, ev: e.Ev, at: at})
 	case "gen":
 		if e.Gen >= 0 && e.MID != "" {
 			h.lastGens[member] = e.Gen
@@ -477,6 +493,17 @@ func (h *groupHistory) generation(member string) (string, int32, int32) {
 		g = -1
 	}
 	return h.lastMIDs[member], g, h.maxGen
+}
+
+// leaderSince returns the last member that reported leading a rebalance
+// at or after since.
+func (h *groupHistory) leaderSince(since time.Time) (string, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if n := len(h.leads); n > 0 && !h.leads[n-1].at.Before(since) {
+		return h.leads[n-1].member, true
+	}
+	return "", false
 }
 
 // assignedSince reports whether member reported an assignment of at
@@ -597,6 +624,7 @@ type groupResult struct {
 	isolatedFor                   time.Duration // the latest such answer after the window began
 	maxGen                        int32
 	rebalances                    int // distinct generations assigned
+	memberRewinds                 int // members set back to committed offsets after joining again
 
 	regression, staleFetch, fetchRegression []string
 	lostCommit, rewind, skipped             []string
@@ -604,16 +632,11 @@ type groupResult struct {
 	unexpectedErr                           []string
 }
 
-func (r *groupResult) anomalies() int {
-	return len(r.regression) + len(r.staleFetch) + len(r.fetchRegression) + len(r.lostCommit) +
-		len(r.rewind) + len(r.skipped) + len(r.inconsistent) + len(r.zombieAccepted) + len(r.unexpectedErr)
-}
-
 func (r *groupResult) String() string {
-	return fmt.Sprintf("processed %d records (%d distinct, %d duplicates), commits accepted %d, failed %d, %d offset fetches, generations up to %d; "+
+	return fmt.Sprintf("processed %d records (%d distinct, %d duplicates), commits accepted %d, failed %d, %d offset fetches, generations up to %d (%d assigned), %d member rewinds; "+
 		"regression %d, stale-fetch %d, fetch-regression %d, lost-commit %d, rewind %d, skipped %d, inconsistent %d, zombie-accepted %d, unexpected-error %d; "+
 		"isolated-stale %d (at most %d behind, up to %s into the isolation)",
-		r.records, r.distinct, r.duplicates, r.commitsOK, r.commitsFailed, r.fetches, r.maxGen,
+		r.records, r.distinct, r.duplicates, r.commitsOK, r.commitsFailed, r.fetches, r.maxGen, r.rebalances, r.memberRewinds,
 		len(r.regression), len(r.staleFetch), len(r.fetchRegression), len(r.lostCommit),
 		len(r.rewind), len(r.skipped), len(r.inconsistent), len(r.zombieAccepted), len(r.unexpectedErr),
 		r.isolatedStale, r.isolatedLag, r.isolatedFor.Round(time.Millisecond))
@@ -755,8 +778,9 @@ func (h *groupHistory) check(t *testing.T, logs map[int32][]*kgo.Record, final m
 				p, final[p], by.member, top, ts(by.at)))
 		}
 	}
-	// A member starts an assigned partition at its committed offset,
-	// which is at least every commit accepted before the assignment.
+	// A member starts an assigned partition, or one it rewinds after
+	// joining again, at its committed offset, which is at least every
+	// commit accepted before.
 	firstAfter := func(member string, p int32, from time.Time) (consumed, bool) {
 		for _, c := range recs {
 			if c.member == member && c.p == p && !c.at.Before(from) {
@@ -767,18 +791,22 @@ func (h *groupHistory) check(t *testing.T, logs map[int32][]*kgo.Record, final m
 	}
 	gens := make(map[int32]bool)
 	for _, a := range assigns {
-		if a.ev != "assigned" {
+		switch a.ev {
+		case "assigned":
+			gens[a.gen] = true
+		case "rewind":
+			r.memberRewinds++
+		default:
 			continue
 		}
-		gens[a.gen] = true
 		for _, p := range a.parts {
 			c, ok := firstAfter(a.member, p, a.at)
 			if !ok {
 				continue
 			}
 			if prev, by, ok := index[p].before(a.at); ok && c.o < prev {
-				r.rewind = append(r.rewind, fmt.Sprintf("partition %d: %s assigned at %s (gen %d) began at %d; %s's commit of %d was accepted at %s",
-					p, a.member, ts(a.at), a.gen, c.o, by.member, by.o, ts(by.at)))
+				r.rewind = append(r.rewind, fmt.Sprintf("partition %d: %s %s at %s (gen %d) began at %d; %s's commit of %d was accepted at %s",
+					p, a.member, a.ev, ts(a.at), a.gen, c.o, by.member, by.o, ts(by.at)))
 			}
 		}
 	}

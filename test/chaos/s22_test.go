@@ -27,7 +27,10 @@ import (
 //	                     | __consumer_offsets partition; restart it     | partition; a commit with an
 //	                     | after a few seconds                          | older generation is refused
 //	member killed in     | start a member, kill -9 another while the    | the group settles without it
-//	rebalance            | group is PreparingRebalance/Completing...    |
+//	rebalance            | group is PreparingRebalance                  |
+//	leader killed in     | start a member, kill -9 the group leader     | the group settles without it
+//	sync                 | while it computes the assignment, in         |
+//	                     | CompletingRebalance (leaders take 1 s)       |
 //	dynamic zombie       | SIGSTOP a member past its session; SIGCONT   | its commit with its old id and
 //	                     | once the group moved on                      | generation is refused
 //	static zombie        | SIGSTOP the static member; start another     | its commit gets
@@ -41,7 +44,9 @@ import (
 // committed offsets at least every accepted commit, no member starting
 // an assignment below an accepted commit, and every record below the final
 // committed offset processed with the log's value. Duplicates are counted,
-// not failed (at-least-once). The producer's log is checked as in S-02.
+// not failed (at-least-once), and so are stale OffsetFetch answers of the
+// isolated ex-coordinator, which cannot know it was replaced. The
+// producer's log is checked as in S-02.
 func TestS22GroupCoordinatorFaults(t *testing.T) {
 	const (
 		topic      = "s22"
@@ -55,7 +60,7 @@ func TestS22GroupCoordinatorFaults(t *testing.T) {
 	var (
 		runFor   = pick(20*time.Second, 5*time.Minute)
 		down     = pick(4*time.Second, 8*time.Second)
-		isolated = pick(10*time.Second, 15*time.Second)
+		isolated = pick(8*time.Second, 15*time.Second)
 		settle   = memberSession + memberRebalance + 30*time.Second
 	)
 	nc := startNetCluster(t)
@@ -212,6 +217,36 @@ func TestS22GroupCoordinatorFaults(t *testing.T) {
 			}
 			g.waitSettled(settle)
 			t.Logf("cycle %d: group settled without %s after %s", cycle, victim.name, time.Since(killedAt).Round(time.Millisecond))
+		}},
+		{"leader killed in sync", func(cycle int) {
+			from := time.Now()
+			newcomer := g.startMember("")
+			var leader *memberProc
+			err := poll(30*time.Second, func() error {
+				d, err := g.describe()
+				if err != nil {
+					return err
+				}
+				name, ok := g.hist.leaderSince(from)
+				if d.State != "CompletingRebalance" || !ok {
+					return fmt.Errorf("group %s, leader %q", d.State, name)
+				}
+				leader = g.byName(name)
+				return nil
+			})
+			if err != nil {
+				t.Logf("cycle %d: %s joined; no leader seen in CompletingRebalance: %v", cycle, newcomer.name, err)
+				g.waitSettled(settle)
+				return
+			}
+			g.kill(leader)
+			killedAt := time.Now()
+			t.Logf("cycle %d: %s joined; killed the leader %s while the group was CompletingRebalance", cycle, newcomer.name, leader.name)
+			if leader == static {
+				static = g.startMember(instanceID)
+			}
+			g.waitSettled(settle)
+			t.Logf("cycle %d: group settled without %s after %s", cycle, leader.name, time.Since(killedAt).Round(time.Millisecond))
 		}},
 		{"dynamic zombie", func(cycle int) {
 			var z *memberProc
