@@ -372,9 +372,6 @@ func (l *Log) loadTrusted(seg *segment, active bool) error {
 	if err != nil {
 		return err
 	}
-	if size > 0 && len(ibuf) == 0 && size > l.cfg.Load().IndexIntervalBytes*2 {
-		return fmt.Errorf("%w: empty index for %d bytes", errBadIndex, size)
-	}
 	idx, err := decodeOffsetIndex(ibuf, size)
 	if err != nil {
 		return err
@@ -394,7 +391,7 @@ func (l *Log) loadTrusted(seg *segment, active bool) error {
 		}
 	}
 	seg.index.entries, seg.timeIndex.entries = idx, tidx
-	t, err := l.scanTail(seg)
+	t, err := l.scanTail(seg, true)
 	if err != nil {
 		seg.index.entries, seg.timeIndex.entries = nil, nil
 		return err
@@ -428,8 +425,9 @@ func (t tailState) apply(seg *segment) {
 
 // scanTail reads batch headers from the position of seg's last time index
 // entry to the end of the segment. seg's index entries must be loaded and
-// not change during the call.
-func (l *Log) scanTail(seg *segment) (tailState, error) {
+// not change during the call. With checkIndex it fails with errBadIndex
+// when a batch past the last offset index entry should have had one.
+func (l *Log) scanTail(seg *segment, checkIndex bool) (tailState, error) {
 	size := seg.size.Load()
 	t := tailState{nextOffset: seg.baseOffset, maxTimestamp: -1, offsetOfMaxTs: -1, firstBatchTs: -1, lastTimeIndexed: -1}
 	var hbuf [scanHeaderSize]byte
@@ -447,15 +445,26 @@ func (l *Log) scanTail(seg *segment) (tailState, error) {
 		t.lastTimeIndexed, t.lastTimeRel = last.ts, last.rel
 		pos = seg.index.lookup(last.rel)
 	}
+	// indexed is where the bytes counted toward the next index entry
+	// start: the last entry's batch, or the segment's start.
+	var indexed int64
 	if n := len(seg.index.entries); n > 0 {
-		t.bytesSinceIndex = size - int64(seg.index.entries[n-1].pos)
-	} else {
-		t.bytesSinceIndex = size
+		indexed = int64(seg.index.entries[n-1].pos)
 	}
+	t.bytesSinceIndex = size - indexed
+	interval := l.cfg.Load().IndexIntervalBytes
 	for pos < size {
 		h, err := readHeader(seg.log, pos, size, &hbuf)
 		if err != nil {
 			return t, err
+		}
+		// Appends index a batch once more than index.interval.bytes
+		// were written since the last entry (indexBatchLocked); a batch
+		// past the last entry that should have one means the index lost
+		// entries (deleted, zeroed or cut short). A segment written under
+		// a larger index.interval.bytes fails too, and is only rescanned.
+		if checkIndex && pos > indexed && pos-indexed > interval {
+			return t, fmt.Errorf("%w: no entry for the batch at %d, %d bytes after the last one", errBadIndex, pos, pos-indexed)
 		}
 		if h.magic != 2 || h.baseOffset < t.nextOffset && pos > 0 {
 			return t, record.MarkCorrupt(fmt.Errorf("storage: bad batch at %d of %s", pos, seg.path(logSuffix)))
@@ -473,7 +482,7 @@ func (l *Log) scanTail(seg *segment) (tailState, error) {
 // appendMu held.
 func (l *Log) rescanSegment(seg *segment) error {
 	l.mu.RLock()
-	t, err := l.scanTail(seg)
+	t, err := l.scanTail(seg, false)
 	l.mu.RUnlock()
 	if err != nil {
 		return err

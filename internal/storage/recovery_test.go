@@ -2,11 +2,13 @@ package storage
 
 import (
 	"bytes"
+	"errors"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 
+	"samsa/internal/record"
 	"samsa/internal/vfs"
 )
 
@@ -275,5 +277,64 @@ func TestDeleteRemovesDirectory(t *testing.T) {
 			}
 		}
 		_ = bytes.Equal
+	})
+}
+
+// A clean log whose index is empty because its batches are few and large
+// is trusted as it is; one that lost entries is not.
+func TestLoadTrustedIndexEntries(t *testing.T) {
+	forEachFS(t, func(t *testing.T, fs vfs.FS, dir string) {
+		m := openManager(t, fs, dir, nil)
+		defer m.Close()
+		cfg := DefaultConfig() // index.interval.bytes 4096
+		l, _ := m.Create(testTP, [16]byte{}, cfg)
+		big := func(seq int) record.Batch {
+			bb := record.NewBuilder(record.CodecNone, 1000)
+			bb.Add(record.Record{Value: bytes.Repeat([]byte{byte('a' + seq)}, 20_000)})
+			b, err := bb.Build()
+			if err != nil {
+				t.Fatal(err)
+			}
+			return b
+		}
+		if _, err := l.Append(big(0), 1, false, 1000); err != nil {
+			t.Fatal(err)
+		}
+		seg := l.activeSegment()
+		if len(seg.index.entries) != 0 {
+			t.Fatalf("first batch indexed: %v", seg.index.entries)
+		}
+		l.appendMu.Lock()
+		err := l.loadTrusted(seg, true)
+		l.appendMu.Unlock()
+		if err != nil {
+			t.Fatalf("one 20 kB batch, empty index: %v", err)
+		}
+
+		for i := 1; i < 4; i++ {
+			if _, err := l.Append(big(i), 1, false, 1000); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if n := len(seg.index.entries); n != 3 {
+			t.Fatalf("%d index entries for 4 batches of 20 kB, want 3", n)
+		}
+		l.appendMu.Lock()
+		err = l.loadTrusted(seg, true)
+		entries := seg.index.entries
+		seg.index.entries = entries[:1]
+		_, errCut := l.scanTail(seg, true)
+		_, errUnchecked := l.scanTail(seg, false)
+		seg.index.entries = entries
+		l.appendMu.Unlock()
+		if err != nil {
+			t.Fatalf("complete index: %v", err)
+		}
+		if !errors.Is(errCut, errBadIndex) {
+			t.Fatalf("index missing two entries: err %v, want errBadIndex", errCut)
+		}
+		if errUnchecked != nil {
+			t.Fatalf("scan without the index check: %v", errUnchecked)
+		}
 	})
 }
