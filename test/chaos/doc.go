@@ -7,6 +7,14 @@
 // signals, heals, and then checks the whole log against what the producer
 // was told.
 //
+// The safe producer runs on two client stacks at once: franz-go in the test
+// process (200 records/s) and librdkafka through confluent-kafka-python in
+// a subprocess (testdata/librdkafka_client.py, 100 records/s, its own
+// values). The checker holds both to the same rules, reports acks, failures
+// and the longest ack gap per stack, and reads the log back with a
+// librdkafka consumer as well, which must see what franz-go's sees (see
+// librdkafka_test.go).
+//
 // Cluster configuration (every broker):
 //
 //	config                          | value | why
@@ -31,10 +39,16 @@
 //	nonmonotonic-send    | a later send to a partition got a lower offset
 //	unexpected           | a value never sent, or sent to another partition
 //	aborted-read         | a definitely failed send (OUT_OF_ORDER_SEQUENCE_NUMBER,
-//	                     | PRODUCER_FENCED, INVALID_PRODUCER_EPOCH) is in the log
+//	                     | PRODUCER_FENCED, INVALID_PRODUCER_EPOCH; for
+//	                     | librdkafka also UNKNOWN_PRODUCER_ID) is in the log
+//	read-mismatch        | the librdkafka consumer read other records than
+//	                     | franz-go's
 //
 // Other errors (not leader, timeouts, disconnects, the producer closing)
-// are indefinite: the value may or may not be in the log.
+// are indefinite: the value may or may not be in the log. A librdkafka
+// value written twice under one producer id and two producer epochs is the
+// client's re-send (librdkafka 2.0 bumps its epoch and sends again), not a
+// duplicate: it is logged, not failed.
 //
 // Scenarios, named by TESTPLAN id:
 //
@@ -61,6 +75,9 @@
 // the process they hit, with a timestamp.
 //
 // Set SAMSA_BIN to test a prebuilt binary instead of building one.
+// SAMSA_CHAOS_CLIENTS=franz-go runs without librdkafka; otherwise a
+// scenario without python3 and confluent_kafka is skipped, or fails under
+// CI=1. SAMSA_CHAOS_RDK_DEBUG sets librdkafka's debug contexts.
 //
 // Run with:
 //
