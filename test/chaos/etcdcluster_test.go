@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -360,4 +361,86 @@ func (mc *memberCluster) noteAll(format string, args ...any) {
 	for _, b := range mc.brokers {
 		b.note(format, args...)
 	}
+}
+
+// controllerSeen is one answer of controllerInEtcd: the controller etcd
+// held at some moment between start and end.
+type controllerSeen struct {
+	start, end time.Time
+	id         int32
+}
+
+// controllerHistory polls the controller etcd holds (controllerInEtcd)
+// every 50ms in its own goroutine and keeps every answer. Start it with
+// watchController; stop it with stop (idempotent). Its methods are safe
+// for concurrent use; mu guards seen.
+type controllerHistory struct {
+	mc   *memberCluster
+	quit chan struct{}
+	done chan struct{}
+	once sync.Once
+
+	mu   sync.Mutex
+	seen []controllerSeen
+}
+
+func (mc *memberCluster) watchController() *controllerHistory {
+	h := &controllerHistory{mc: mc, quit: make(chan struct{}), done: make(chan struct{})}
+	go h.run()
+	mc.t.Cleanup(h.stop)
+	return h
+}
+
+func (h *controllerHistory) run() {
+	defer close(h.done)
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		start := time.Now()
+		if id, err := h.mc.controllerInEtcd(); err == nil {
+			h.mu.Lock()
+			h.seen = append(h.seen, controllerSeen{start, time.Now(), id})
+			h.mu.Unlock()
+		}
+		select {
+		case <-h.quit:
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+func (h *controllerHistory) stop() {
+	h.once.Do(func() { close(h.quit) })
+	<-h.done
+}
+
+// heldBy tells whether etcd held id as controller around t. Only answers
+// that took under half a second and ended within w of t count; known is
+// false unless there are such answers on both sides of t, and held is
+// true if any of them names id. seen lists them (controller id and the
+// answer's end, relative to t).
+func (h *controllerHistory) heldBy(id int32, t time.Time, w time.Duration) (known, held bool, seen string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	before, after := false, false
+	var out []string
+	for _, s := range h.seen {
+		if s.end.Sub(s.start) > 500*time.Millisecond || s.end.Before(t.Add(-w)) || s.start.After(t.Add(w)) {
+			continue
+		}
+		if s.end.Before(t) {
+			before = true
+		}
+		if s.start.After(t) {
+			after = true
+		}
+		if s.id == id {
+			held = true
+		}
+		if len(out) == 0 || !strings.HasPrefix(out[len(out)-1], fmt.Sprintf("%d@", s.id)) {
+			out = append(out, fmt.Sprintf("%d@%+dms", s.id, s.end.Sub(t).Milliseconds()))
+		}
+	}
+	return before && after, held, strings.Join(out, " ")
 }

@@ -12,14 +12,14 @@ import (
 // TestS17EtcdMembers is TESTPLAN S-17 (etcd faults) on a three-member
 // etcd (memberCluster), with the safe producer writing throughout:
 //
-//	phase    | fault                                          | short  | long
-//	---------+------------------------------------------------+--------+----------------
-//	pause    | SIGSTOP the etcd leader, then SIGCONT           | 10 s   | 10 s, repeated
-//	kill     | kill -9 one member (the leader, in long cycles  | 5 s    | 20 s, repeated
-//	         | also a follower), restart it on its data dir    |        |
-//	quorum   | kill -9 two members (the leader and a follower) | 15 s   | 60 s; then 60 s
-//	         |                                                | kill   | of SIGSTOP too
-//	cut      | cut the controller broker from every member     | 15 s   | 15 s, twice
+//	phase  | fault                                           | short | long
+//	-------+-------------------------------------------------+-------+----------------
+//	pause  | SIGSTOP the etcd leader, then SIGCONT           | 10 s  | 10 s, repeated
+//	kill   | kill -9 one member (the leader; in long cycles  | 5 s   | 20 s, repeated
+//	       | also a follower), restart it on its data dir    |       |
+//	quorum | kill -9 two members (the leader and a follower) | 15 s  | 60 s; then 60 s
+//	       |                                                 |       | of SIGSTOP too
+//	cut    | cut the controller broker from every member     | 15 s  | 15 s, twice
 //
 // What must hold:
 //
@@ -41,7 +41,11 @@ import (
 //     no etcd write to advance their high watermark).
 //  4. Once the quorum returns, every partition acknowledges writes again
 //     within T_s + 5 s (TESTPLAN's pass bound).
-//  5. A controller cut from etcd loses its registration lease; another
+//  5. The controller is fenced by etcd (TESTPLAN): every partition state
+//     a broker writes as controller is written while etcd holds it as
+//     controller (its election candidate key is the oldest), as a poll of
+//     etcd every 50ms sees it (checkFencing).
+//  6. A controller cut from etcd loses its registration lease; another
 //     broker becomes controller within T_s + 5 s (in etcd and in the
 //     Metadata of the brokers that still reach etcd). The cut broker
 //     writes no partition or ISR state, and acknowledges no write to a
@@ -76,6 +80,8 @@ func TestS17EtcdMembers(t *testing.T) {
 	c := mc.testCluster
 	c.createTopic(topic, partitions)
 	hist := watchStates(c, topic, partitions)
+	ctlHist := mc.watchController()
+	ctlFrom := time.Now()
 	w := startWorkload(t, c, topic, partitions)
 	for p := range int32(partitions) {
 		w.waitAcks(p, 20, 30*time.Second)
@@ -135,12 +141,62 @@ func TestS17EtcdMembers(t *testing.T) {
 	}
 	w.stop(30 * time.Second)
 	hist.stop()
+	ctlHist.stop()
 	res := w.check(c)
+	r.checkFencing(ctlHist, ctlFrom)
 	for _, ph := range r.phases {
 		t.Logf("S-17 members: %s", ph)
 	}
-	t.Logf("S-17 members: %v; with one member down the longest ack gap was %s; acks resumed within %s of the quorum returning; controller elections took %v",
-		res, r.oneMemberWorstAckGap.Round(time.Millisecond), r.quorumResumeWorst.Round(time.Millisecond), r.controllerElections)
+	t.Logf("S-17 members: %v; with one member down the longest ack gap was %s; acks resumed within %s of the quorum returning; controller elections took %v; %s",
+		res, r.oneMemberWorstAckGap.Round(time.Millisecond), r.quorumResumeWorst.Round(time.Millisecond), r.controllerElections, r.fencing)
+}
+
+// checkFencing checks TESTPLAN's "controller fenced by etcd revision":
+// every partition state a broker wrote as controller (its log line
+// "controller: partition state changed") was written while etcd held
+// that broker as controller, as the history polled it. A write counts
+// against the broker only if every answer of the history within a
+// second either side of it names another controller.
+func (r *s17mRun) checkFencing(h *controllerHistory, from time.Time) {
+	r.t.Helper()
+	const window = time.Second
+	writes, unknown := 0, 0
+	var bad []string
+	for _, b := range r.mc.brokers {
+		for l := range strings.SplitSeq(b.log(), "\n") {
+			if !strings.Contains(l, "controller: partition state changed") {
+				continue
+			}
+			at, ok := logTime(l)
+			if !ok || at.Before(from.Add(window)) {
+				continue
+			}
+			writes++
+			known, held, seen := h.heldBy(b.id, at, window)
+			switch {
+			case !known:
+				unknown++
+			case !held:
+				bad = append(bad, fmt.Sprintf("broker %d (%s; etcd's controller around it: %s): %s", b.id, r.phaseAt(at), seen, l))
+			}
+		}
+	}
+	r.fencing = fmt.Sprintf("%d controller writes, %d by a broker etcd did not hold as controller, %d not known (no answers around them)",
+		writes, len(bad), unknown)
+	for _, l := range bad[:min(len(bad), 10)] {
+		r.t.Errorf("controller write by a broker etcd did not hold as controller: %s", l)
+	}
+}
+
+// phaseAt names the phase running at t.
+func (r *s17mRun) phaseAt(t time.Time) string {
+	name := "before the first fault"
+	for _, ph := range r.phases {
+		if !t.Before(ph.from) {
+			name = ph.name
+		}
+	}
+	return name
 }
 
 // s17mRun is the state TestS17EtcdMembers shares between its phases.
@@ -157,6 +213,7 @@ type s17mRun struct {
 	controllerElections  []time.Duration
 	quorumResumeWorst    time.Duration
 	oneMemberWorstAckGap time.Duration
+	fencing              string // what checkFencing found
 }
 
 // s17mPhase is one fault and what was measured about it.
