@@ -215,6 +215,7 @@ func decideElection(img *cluster.Image, kind int8, topic string, p int32) (clust
 		next.Leader = leader
 	}
 	next.LeaderEpoch++
+	next.LeaderIncarnation = img.Brokers[next.Leader].Incarnation
 	next.PartitionEpoch++
 	return next, nil
 }

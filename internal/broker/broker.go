@@ -227,6 +227,12 @@ func (b *Broker) reconcile() error {
 			if p < len(t.Partitions) {
 				st := t.Partitions[p]
 				info.Leader, info.LeaderEpoch, info.ISR, info.PartitionEpoch = st.Leader, st.LeaderEpoch, st.ISR, st.PartitionEpoch
+				if st.Leader == self && st.LeaderIncarnation != "" && st.LeaderIncarnation != b.cluster.Incarnation() {
+					// Elected in an earlier process of this node: wait
+					// for the controller to elect this one at a new epoch
+					// (cluster.Decide) rather than lead at the old one.
+					info.Leader = -1
+				}
 			}
 			if _, err := b.replicas.Ensure(tp, t.ID, cfg, info); err != nil && firstErr == nil {
 				firstErr = err

@@ -239,6 +239,10 @@ func (c *Cluster) ClientURL() string { return c.clientURL }
 // Image returns the current image. It never blocks.
 func (c *Cluster) Image() *Image { return c.state.Load().img }
 
+// Incarnation is this process's registration incarnation, unique per start
+// (Broker.Incarnation, PartitionState.LeaderIncarnation).
+func (c *Cluster) Incarnation() string { return c.incarnation }
+
 // Changed returns a channel closed at the next image swap. To wait for a
 // change, call Changed before Image, so a swap between the two calls is
 // not missed.

@@ -51,8 +51,12 @@ type ElectionPolicy struct {
 //     Failing that, a leader still registered but shutting down keeps the
 //     partition; otherwise the partition goes offline (leader -1) and keeps
 //     its ISR, so that an in-sync replica is elected when it returns.
-//  4. Every leader change bumps LeaderEpoch; every change bumps
-//     PartitionEpoch.
+//  4. A leader whose registration has another incarnation than the one
+//     it was elected with (it restarted, keeping its node id) is elected
+//     again: it may have lost an unsynced tail that followers hold in the
+//     same epoch, so it must lead at a new one.
+//  5. Every leader change or re-election bumps LeaderEpoch and records the
+//     leader's incarnation; every change bumps PartitionEpoch.
 //
 // Before these, a reassignment in progress (KIP-455) whose adding replicas
 // are all in the ISR finishes: the replicas become the target (the update
@@ -88,8 +92,10 @@ func Decide(img *Image, pol ElectionPolicy) []PartitionUpdate {
 					next.ISR = append(next.ISR, r)
 				}
 			}
+			restarted := false
 			switch {
 			case st.Leader >= 0 && eligible(st.Leader):
+				restarted = st.LeaderIncarnation != "" && img.Brokers[st.Leader].Incarnation != st.LeaderIncarnation
 				if pol.Preferred && len(replicas) > 0 && replicas[0] != st.Leader &&
 					eligible(replicas[0]) && slices.Contains(next.ISR, replicas[0]) {
 					next.Leader = replicas[0]
@@ -125,11 +131,12 @@ func Decide(img *Image, pol ElectionPolicy) []PartitionUpdate {
 			if len(next.ISR) == 0 {
 				next.ISR = st.ISR
 			}
-			if next.Leader == st.Leader && slices.Equal(next.ISR, st.ISR) {
+			if next.Leader == st.Leader && slices.Equal(next.ISR, st.ISR) && !restarted {
 				continue
 			}
-			if next.Leader != st.Leader {
+			if next.Leader != st.Leader || restarted {
 				next.LeaderEpoch++
+				next.LeaderIncarnation = img.Brokers[next.Leader].Incarnation
 			}
 			next.PartitionEpoch++
 			out = append(out, PartitionUpdate{Topic: name, Partition: int32(p), State: next})

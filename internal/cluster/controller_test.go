@@ -8,7 +8,7 @@ import (
 func imageWith(brokers map[int32]bool, replicas []int32, st PartitionState, configs map[string]string) *Image {
 	img := &Image{Brokers: map[int32]Broker{}, Topics: map[string]*Topic{}}
 	for id, shutting := range brokers {
-		img.Brokers[id] = Broker{NodeID: id, ShuttingDown: shutting}
+		img.Brokers[id] = Broker{NodeID: id, ShuttingDown: shutting, Incarnation: fmt.Sprintf("i%d", id)}
 	}
 	img.Topics["t"] = &Topic{Name: "t", Replicas: [][]int32{replicas}, Partitions: []PartitionState{st}, Configs: configs}
 	return img
@@ -29,7 +29,7 @@ func TestDecide(t *testing.T) {
 		{"all live: nothing to do", live3, PartitionState{Leader: 0, ISR: []int32{0, 1, 2}}, ElectionPolicy{}, ""},
 		{"leader dies: next in-sync replica in assignment order",
 			map[int32]bool{1: false, 2: false}, PartitionState{Leader: 0, LeaderEpoch: 3, PartitionEpoch: 7, ISR: []int32{0, 2, 1}}, ElectionPolicy{},
-			"leader=1 epoch=4 isr=[2 1] pepoch=8"},
+			"leader=1 epoch=4 isr=[2 1] pepoch=8 inc=i1"},
 		{"follower dies: leaves the ISR, leader stays",
 			map[int32]bool{0: false, 1: false}, PartitionState{Leader: 0, LeaderEpoch: 3, PartitionEpoch: 7, ISR: []int32{0, 1, 2}}, ElectionPolicy{},
 			"leader=0 epoch=3 isr=[0 1] pepoch=8"},
@@ -38,23 +38,32 @@ func TestDecide(t *testing.T) {
 			"leader=-1 epoch=4 isr=[0 1] pepoch=8"},
 		{"offline partition: in-sync replica returns and is elected",
 			map[int32]bool{1: false}, PartitionState{Leader: -1, LeaderEpoch: 4, PartitionEpoch: 8, ISR: []int32{0, 1}}, ElectionPolicy{},
-			"leader=1 epoch=5 isr=[1] pepoch=9"},
+			"leader=1 epoch=5 isr=[1] pepoch=9 inc=i1"},
 		{"offline, only an out-of-sync replica live, unclean off: stays offline",
 			map[int32]bool{2: false}, PartitionState{Leader: -1, LeaderEpoch: 4, PartitionEpoch: 8, ISR: []int32{0, 1}}, ElectionPolicy{},
 			""},
 		{"unclean on: out-of-sync replica elected with an ISR of itself",
 			map[int32]bool{2: false}, PartitionState{Leader: -1, LeaderEpoch: 4, PartitionEpoch: 8, ISR: []int32{0, 1}},
 			ElectionPolicy{Unclean: func(string) bool { return true }},
-			"leader=2 epoch=5 isr=[2] pepoch=9"},
+			"leader=2 epoch=5 isr=[2] pepoch=9 inc=i2"},
 		{"controlled shutdown moves leadership",
 			map[int32]bool{0: true, 1: false, 2: false}, PartitionState{Leader: 0, LeaderEpoch: 1, PartitionEpoch: 1, ISR: []int32{0, 1, 2}}, ElectionPolicy{},
-			"leader=1 epoch=2 isr=[0 1 2] pepoch=2"},
+			"leader=1 epoch=2 isr=[0 1 2] pepoch=2 inc=i1"},
 		{"controlled shutdown with no other in-sync replica keeps the leader",
 			map[int32]bool{0: true, 1: false}, PartitionState{Leader: 0, LeaderEpoch: 1, PartitionEpoch: 1, ISR: []int32{0}}, ElectionPolicy{},
 			""},
 		{"preferred replica back in sync takes over",
 			live3, PartitionState{Leader: 1, LeaderEpoch: 4, PartitionEpoch: 9, ISR: []int32{1, 2, 0}}, ElectionPolicy{Preferred: true},
-			"leader=0 epoch=5 isr=[1 2 0] pepoch=10"},
+			"leader=0 epoch=5 isr=[1 2 0] pepoch=10 inc=i0"},
+		{"leader restarted (new incarnation): elected again at a new epoch",
+			live3, PartitionState{Leader: 0, LeaderEpoch: 3, PartitionEpoch: 7, ISR: []int32{0, 1, 2}, LeaderIncarnation: "before"}, ElectionPolicy{},
+			"leader=0 epoch=4 isr=[0 1 2] pepoch=8 inc=i0"},
+		{"leader restarted while a follower is gone",
+			map[int32]bool{0: false, 1: false}, PartitionState{Leader: 0, LeaderEpoch: 3, PartitionEpoch: 7, ISR: []int32{0, 1, 2}, LeaderIncarnation: "before"}, ElectionPolicy{},
+			"leader=0 epoch=4 isr=[0 1] pepoch=8 inc=i0"},
+		{"leader's incarnation unchanged: nothing to do",
+			live3, PartitionState{Leader: 0, LeaderEpoch: 3, PartitionEpoch: 7, ISR: []int32{0, 1, 2}, LeaderIncarnation: "i0"}, ElectionPolicy{},
+			""},
 		{"preferred replica not in sync: no move",
 			live3, PartitionState{Leader: 1, LeaderEpoch: 4, PartitionEpoch: 9, ISR: []int32{1, 2}}, ElectionPolicy{Preferred: true},
 			""},
@@ -69,6 +78,9 @@ func TestDecide(t *testing.T) {
 			if len(ups) == 1 {
 				s := ups[0].State
 				got = fmt.Sprintf("leader=%d epoch=%d isr=%v pepoch=%d", s.Leader, s.LeaderEpoch, s.ISR, s.PartitionEpoch)
+				if s.LeaderIncarnation != c.st.LeaderIncarnation {
+					got += " inc=" + s.LeaderIncarnation
+				}
 			}
 			if got != c.want {
 				t.Fatalf("got %q, want %q", got, c.want)

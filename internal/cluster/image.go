@@ -34,6 +34,14 @@ type PartitionState struct {
 	// AddingReplicas. Both are nil otherwise.
 	AddingReplicas   []int32
 	RemovingReplicas []int32
+	// LeaderIncarnation is the registration incarnation of the leader's
+	// process when it was elected at LeaderEpoch. A leader that restarts
+	// (same node id, new incarnation) does not lead at the old epoch: the
+	// controller elects again and bumps LeaderEpoch, so that records the
+	// old process wrote in that epoch and the new one may have lost (an
+	// unsynced tail) are told apart by epoch (KIP-101). Empty when
+	// unknown (a leaderless partition, or state written without it).
+	LeaderIncarnation string
 	// ModRevision is the etcd revision of the key; CAS writes compare it.
 	ModRevision int64
 }
@@ -211,8 +219,9 @@ func (b *builder) apply(evs []*mvccpb.Event, rev int64) *Image {
 				ISR:              v.ISR,
 				PartitionEpoch:   v.PartitionEpoch,
 				AddingReplicas:   v.AddingReplicas,
-				RemovingReplicas: v.RemovingReplicas,
-				ModRevision:      kv.ModRevision,
+				RemovingReplicas:  v.RemovingReplicas,
+				LeaderIncarnation: v.LeaderIncarnation,
+				ModRevision:       kv.ModRevision,
 			}
 		case kindBrokerConfig:
 			if !configsCloned {

@@ -88,6 +88,9 @@ type partitionValue struct {
 	// progress (KIP-455); both are left out when there is none.
 	AddingReplicas   []int32 `json:"adding_replicas,omitempty"`
 	RemovingReplicas []int32 `json:"removing_replicas,omitempty"`
+	// LeaderIncarnation is the leader's registration incarnation at its
+	// election (PartitionState.LeaderIncarnation).
+	LeaderIncarnation string `json:"leader_incarnation,omitempty"`
 }
 
 // configsValue is the JSON value of configs/brokers/<node>.

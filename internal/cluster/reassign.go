@@ -126,6 +126,7 @@ func PlanReassignment(img *Image, topic string, p int32, target []int32) (u Part
 	}
 	if next.Leader != st.Leader || !sameSet(replicas, cur) {
 		next.LeaderEpoch++
+		next.LeaderIncarnation = img.Brokers[next.Leader].Incarnation
 	}
 	next.PartitionEpoch++
 	return PartitionUpdate{Topic: topic, Partition: p, State: next, Replicas: replicas, TopicRevision: t.ModRevision}, true, nil
@@ -160,6 +161,7 @@ func completeReassignment(img *Image, t *Topic, p int) (PartitionUpdate, bool) {
 	next.AddingReplicas, next.RemovingReplicas = nil, nil
 	if next.Leader != st.Leader || !sameSet(target, cur) {
 		next.LeaderEpoch++
+		next.LeaderIncarnation = img.Brokers[next.Leader].Incarnation
 	}
 	next.PartitionEpoch++
 	return PartitionUpdate{Topic: t.Name, Partition: int32(p), State: next, Replicas: target, TopicRevision: t.ModRevision}, true

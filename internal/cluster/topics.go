@@ -52,7 +52,8 @@ func (c *Cluster) CreateTopic(ctx context.Context, name string, numPartitions in
 	ops = append(ops, clientv3.OpPut(topicKey, mustJSON(tv)))
 	states := make([]PartitionState, len(replicas))
 	for p, r := range replicas {
-		states[p] = PartitionState{Leader: r[0], LeaderEpoch: 0, ISR: slices.Clone(r), PartitionEpoch: 0}
+		states[p] = PartitionState{Leader: r[0], LeaderEpoch: 0, ISR: slices.Clone(r), PartitionEpoch: 0,
+			LeaderIncarnation: img.Brokers[r[0]].Incarnation}
 		ops = append(ops, clientv3.OpPut(c.keys.partition(name, int32(p)), mustJSON(partitionValueOf(states[p]))))
 	}
 	resp, err := c.cli.Txn(ctx).
@@ -263,7 +264,7 @@ func partitionValueOf(st PartitionState) partitionValue {
 		isr = []int32{}
 	}
 	return partitionValue{Leader: st.Leader, LeaderEpoch: st.LeaderEpoch, ISR: isr, PartitionEpoch: st.PartitionEpoch,
-		AddingReplicas: st.AddingReplicas, RemovingReplicas: st.RemovingReplicas}
+		AddingReplicas: st.AddingReplicas, RemovingReplicas: st.RemovingReplicas, LeaderIncarnation: st.LeaderIncarnation}
 }
 
 func cloneConfigs(m map[string]string) map[string]string {
