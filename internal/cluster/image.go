@@ -214,11 +214,11 @@ func (b *builder) apply(evs []*mvccpb.Event, rev int64) *Image {
 				b.parts[pk.topic] = m
 			}
 			m[pk.partition] = PartitionState{
-				Leader:           v.Leader,
-				LeaderEpoch:      v.LeaderEpoch,
-				ISR:              v.ISR,
-				PartitionEpoch:   v.PartitionEpoch,
-				AddingReplicas:   v.AddingReplicas,
+				Leader:            v.Leader,
+				LeaderEpoch:       v.LeaderEpoch,
+				ISR:               v.ISR,
+				PartitionEpoch:    v.PartitionEpoch,
+				AddingReplicas:    v.AddingReplicas,
 				RemovingReplicas:  v.RemovingReplicas,
 				LeaderIncarnation: v.LeaderIncarnation,
 				ModRevision:       kv.ModRevision,
