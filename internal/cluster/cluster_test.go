@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 func TestOpenOnEmptyDirIsFastAndRegisters(t *testing.T) {
@@ -580,5 +582,52 @@ func TestControllerIsOldestCandidateAndFailsOver(t *testing.T) {
 	img = waitImage(t, c2, "node 4 to leave", func(img *Image) bool { return len(img.Brokers) == 2 })
 	if img.ControllerID != 2 {
 		t.Fatalf("after node 4 closed, controller %d, want 2", img.ControllerID)
+	}
+}
+
+// A controller's writes carry the election in their compares: a broker
+// that decided from an image in which it won, but has since lost the
+// election in etcd, cannot commit the decision even when the partition
+// itself has not changed.
+func TestControllerWritesAreFenced(t *testing.T) {
+	ctx := testCtx(t)
+	c9 := openTest(t, 9, t.TempDir())
+	c4 := openTest(t, 4, t.TempDir(), c9.ClientURL())
+	if _, err := c9.CreateTopic(ctx, "fenced", 1, 2, nil); err != nil {
+		t.Fatal(err)
+	}
+	stale := waitImage(t, c9, "both brokers", func(img *Image) bool { return len(img.Brokers) == 2 })
+	if stale.ControllerID != 9 {
+		t.Fatalf("controller %d, want 9", stale.ControllerID)
+	}
+
+	// Node 9 loses its session and registers again behind node 4.
+	rr, err := c9.cli.Revoke(ctx, leaseID(c9.leaseID.Load()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []*Cluster{c9, c4} {
+		waitImage(t, c, "node 4 to win", func(img *Image) bool {
+			_, ok := img.Brokers[9]
+			return ok && img.ControllerID == 4 && img.Revision > rr.Header.Revision
+		})
+	}
+
+	st, _ := c9.Image().Partition("fenced", 0)
+	next := st
+	next.PartitionEpoch++
+	for name, fence := range map[string][]clientv3.Cmp{
+		"image where node 9 won": c9.controllerFence(stale),
+		"current image":          c9.controllerFence(c9.Image()),
+	} {
+		if _, err := c9.alterPartition(ctx, "fenced", 0, next, fence); !errors.Is(err, ErrInvalidUpdateVersion) {
+			t.Fatalf("node 9 writes with the fence of the %s: %v, want ErrInvalidUpdateVersion", name, err)
+		}
+	}
+	if got, _ := c4.Image().Partition("fenced", 0); got.ModRevision != st.ModRevision {
+		t.Fatalf("a fenced write changed the state: %+v, was %+v", got, st)
+	}
+	if _, err := c4.alterPartition(ctx, "fenced", 0, next, c4.controllerFence(c4.Image())); err != nil {
+		t.Fatalf("the controller's write: %v", err)
 	}
 }

@@ -168,6 +168,28 @@ func (c *Cluster) runController() {
 	}
 }
 
+// controllerFence returns the compares that make a controller write fail
+// unless this broker still wins the election in etcd at the moment of the
+// write, as img says it does: its candidate key is the one img saw (same
+// CreateRevision), and no candidate key is older. A broker acting on a
+// stale image (it was paused, or cut off from etcd, and another broker has
+// taken over) thus cannot commit a decision, even one whose partition
+// compare would pass (TESTPLAN S-17: the controller is fenced by etcd
+// revision). With no candidate keys at all (img.controllerRev 0) the
+// fence is that there still are none.
+func (c *Cluster) controllerFence(img *Image) []clientv3.Cmp {
+	// A compare over a key range holds only if it holds for every key in
+	// it (an empty range compares as one absent key, CreateRevision 0).
+	all := clientv3.Compare(clientv3.CreateRevision(c.keys.prefix+controllerDir), ">", img.controllerRev-1).WithPrefix()
+	if img.controllerRev == 0 {
+		all = clientv3.Compare(clientv3.CreateRevision(c.keys.prefix+controllerDir), "=", 0).WithPrefix()
+	}
+	return []clientv3.Cmp{
+		clientv3.Compare(clientv3.CreateRevision(c.keys.controllerCandidate(c.cfg.NodeID)), "=", img.controllerRev),
+		all,
+	}
+}
+
 // controllerRecheck bounds how long a lost compare or failed write waits
 // for the next decision when no image change arrives.
 const controllerRecheck = 2 * time.Second
@@ -185,13 +207,14 @@ func (c *Cluster) applyDecisions(img *Image) {
 			return c.cfg.UncleanLeaderElection
 		},
 	}
+	fence := c.controllerFence(img)
 	for _, u := range Decide(img, pol) {
 		ctx, cancel := context.WithTimeout(c.ctx, 5*time.Second)
 		var err error
 		if u.Replicas != nil {
-			_, err = c.AlterReplicas(ctx, u)
+			_, err = c.alterReplicas(ctx, u, fence)
 		} else {
-			_, err = c.AlterPartition(ctx, u.Topic, u.Partition, u.State)
+			_, err = c.alterPartition(ctx, u.Topic, u.Partition, u.State, fence)
 		}
 		cancel()
 		switch {

@@ -74,9 +74,13 @@ type Image struct {
 	// whose candidate key is oldest. Without candidates it is the lowest
 	// registered node id, and -1 with no brokers either.
 	ControllerID int32
-	Brokers      map[int32]Broker
-	Topics       map[string]*Topic
-	TopicIDs     map[[16]byte]*Topic
+	// controllerRev is the CreateRevision of ControllerID's candidate
+	// key, 0 when it has none. The controller's writes compare it
+	// (Cluster.controllerFence).
+	controllerRev int64
+	Brokers       map[int32]Broker
+	Topics        map[string]*Topic
+	TopicIDs      map[[16]byte]*Topic
 	// BrokerConfigs holds dynamic broker configs: key "" is cluster-wide
 	// default, otherwise the node id in decimal.
 	BrokerConfigs map[string]map[string]string
@@ -253,6 +257,7 @@ func (b *builder) apply(evs []*mvccpb.Event, rev int64) *Image {
 	}
 	if brokersCloned || electionChanged {
 		next.ControllerID = b.controller(next.Brokers)
+		next.controllerRev = b.candidates[next.ControllerID]
 	}
 	if rev > next.Revision {
 		next.Revision = rev

@@ -249,6 +249,12 @@ func isCASLoss(err error) bool { return errors.Is(err, ErrInvalidUpdateVersion) 
 // either key changed (never retried here). It waits until the image
 // reflects the write.
 func (c *Cluster) AlterReplicas(ctx context.Context, u PartitionUpdate) (PartitionState, error) {
+	return c.alterReplicas(ctx, u, nil)
+}
+
+// alterReplicas is AlterReplicas with extra compares in the transaction
+// (fence); if one fails the write fails with ErrInvalidUpdateVersion.
+func (c *Cluster) alterReplicas(ctx context.Context, u PartitionUpdate, fence []clientv3.Cmp) (PartitionState, error) {
 	topic, p, st := u.Topic, u.Partition, u.State
 	if len(u.Replicas) == 0 {
 		return PartitionState{}, fmt.Errorf("%w: %s-%d: empty replica list", ErrInvalidReplicaAssignment, topic, p)
@@ -267,9 +273,9 @@ func (c *Cluster) AlterReplicas(ctx context.Context, u PartitionUpdate) (Partiti
 	tv := topicValue{ID: uuid.UUID(t.ID).String(), Replicas: replicas, Configs: cloneConfigs(t.Configs)}
 	topicKey, partKey := c.keys.topic(topic), c.keys.partition(topic, p)
 	resp, err := c.cli.Txn(ctx).
-		If(clientv3.Compare(clientv3.ModRevision(topicKey), "=", u.TopicRevision),
+		If(append([]clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(topicKey), "=", u.TopicRevision),
 			clientv3.Compare(clientv3.ModRevision(partKey), "=", st.ModRevision),
-			clientv3.Compare(clientv3.CreateRevision(partKey), ">", 0)).
+			clientv3.Compare(clientv3.CreateRevision(partKey), ">", 0)}, fence...)...).
 		Then(clientv3.OpPut(topicKey, mustJSON(tv)), clientv3.OpPut(partKey, mustJSON(partitionValueOf(st)))).
 		Commit()
 	if err != nil {

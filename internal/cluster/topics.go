@@ -231,13 +231,20 @@ func (c *Cluster) SetBrokerConfigs(ctx context.Context, node string, configs map
 // here: the caller must decide again from the new state). It waits until
 // the image reflects the write.
 func (c *Cluster) AlterPartition(ctx context.Context, topic string, p int32, st PartitionState) (PartitionState, error) {
+	return c.alterPartition(ctx, topic, p, st, nil)
+}
+
+// alterPartition is AlterPartition with extra compares in the transaction
+// (fence); if one fails the write fails with ErrInvalidUpdateVersion.
+func (c *Cluster) alterPartition(ctx context.Context, topic string, p int32, st PartitionState, fence []clientv3.Cmp) (PartitionState, error) {
 	if !validTopicName(topic) || p < 0 {
 		return PartitionState{}, fmt.Errorf("%w: %s-%d", ErrUnknownPartition, topic, p)
 	}
 	key := c.keys.partition(topic, p)
+	cmps := append([]clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(key), "=", st.ModRevision),
+		clientv3.Compare(clientv3.CreateRevision(key), ">", 0)}, fence...)
 	resp, err := c.cli.Txn(ctx).
-		If(clientv3.Compare(clientv3.ModRevision(key), "=", st.ModRevision),
-			clientv3.Compare(clientv3.CreateRevision(key), ">", 0)).
+		If(cmps...).
 		Then(clientv3.OpPut(key, mustJSON(partitionValueOf(st)))).
 		Else(clientv3.OpGet(key, clientv3.WithCountOnly())).
 		Commit()
@@ -247,6 +254,9 @@ func (c *Cluster) AlterPartition(ctx context.Context, topic string, p int32, st 
 	if !resp.Succeeded {
 		if resp.Responses[0].GetResponseRange().Count == 0 {
 			return PartitionState{}, fmt.Errorf("%w: %s-%d", ErrUnknownPartition, topic, p)
+		}
+		if len(fence) > 0 {
+			return PartitionState{}, fmt.Errorf("%w: %s-%d is no longer at revision %d, or this broker is no longer controller", ErrInvalidUpdateVersion, topic, p, st.ModRevision)
 		}
 		return PartitionState{}, fmt.Errorf("%w: %s-%d is no longer at revision %d", ErrInvalidUpdateVersion, topic, p, st.ModRevision)
 	}
