@@ -52,21 +52,31 @@
 //
 // Scenarios, named by TESTPLAN id:
 //
-//	test                       | fault
-//	---------------------------+-----------------------------------------------
-//	TestS02KillLeaderLoop      | kill -9 the leader of partition 0, restart later; repeat
-//	TestS04NoUncleanElection   | kill a follower, then the other two; restart the stale one alone
-//	TestS05ZombieLeader        | SIGSTOP the leader for 2 x T_s, then SIGCONT
-//	TestS14RollingRestart      | SIGTERM, restart and wait for full ISR, broker by broker
-//	TestS03IsolatedLeader      | cut the leader of partition 0 off from etcd and replication, 15 s
-//	TestS15Partitions          | clients cut from the leader; then the leader cut from everything
-//	TestS17EtcdPaused          | SIGSTOP etcd 10 s; then kill -9 etcd, restart it after 5 s
+//	test                                 | fault
+//	-------------------------------------+-------------------------------------------
+//	TestS02KillLeaderLoop                | kill -9 the leader of partition 0, restart later; repeat
+//	TestS03IsolatedLeader                | cut the leader of partition 0 off from etcd and replication, 15 s
+//	TestS04NoUncleanElection             | kill a follower, then the other two; restart the stale one alone
+//	TestS05ZombieLeader                  | SIGSTOP the leader for 2 x T_s, then SIGCONT
+//	TestS06FollowerRestartThenLeaderDies | kill -9 and restart a follower, kill -9 the leader as it re-registers
+//	TestS07BackToBackLeaderFailures      | kill -9 each new leader until all three are down; restart in varying orders;
+//	                                     | the replicas' committed batches are then compared on disk
+//	TestS14RollingRestart                | SIGTERM, restart and wait for full ISR, broker by broker
+//	TestS15Partitions                    | clients cut from the leader; then the leader cut from everything
+//	TestS15RingAndSplits                 | majorities ring (A<->C cut); majority/minority with etcd on
+//	                                     | the majority side, then on the minority side
+//	TestS17EtcdPaused                    | SIGSTOP etcd 10 s; then kill -9 etcd, restart it after 5 s
+//	TestS17EtcdMembers                   | three etcd members: pause the etcd leader, kill a member,
+//	                                     | kill two (quorum lost), cut the controller broker from etcd
+//	TestS22GroupCoordinatorFaults        | consumer group members as processes: kill and isolate the
+//	                                     | coordinator, kill members in a rebalance, paused zombies
 //
-// The network scenarios (S-03, S-15) run on a netCluster: each broker
-// reaches etcd through its own TCP link in the test process and
-// advertises a link in front of its Kafka listener, so replica fetchers
-// and clients come through links that a test cuts by the connection's
-// client id (a replica fetcher sends samsa-replica-<node id>).
+// The network scenarios (S-03, S-15, S-17 members, S-22) run on a
+// netCluster (or, for S-17 members, an etcdCluster of three `samsa dev
+// etcd` members): each broker reaches etcd through its own TCP link in the
+// test process and advertises a link in front of its Kafka listener, so
+// replica fetchers and clients come through links that a test cuts by the
+// connection's client id (a replica fetcher sends samsa-replica-<node id>).
 //
 // The short profile (the default, so `go test ./...` runs it) takes about
 // 20 s of faults per scenario; SAMSA_CHAOS_LONG=1 runs 5 minutes each.
