@@ -72,7 +72,7 @@
 //	                                     | coordinator, kill members in a rebalance, paused zombies
 //
 // The network scenarios (S-03, S-15, S-17 members, S-22) run on a
-// netCluster (or, for S-17 members, an etcdCluster of three `samsa dev
+// netCluster (or, for S-17 members, a memberCluster of three `samsa dev
 // etcd` members): each broker reaches etcd through its own TCP link in the
 // test process and advertises a link in front of its Kafka listener, so
 // replica fetchers and clients come through links that a test cuts by the
