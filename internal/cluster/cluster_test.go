@@ -593,10 +593,11 @@ func TestControllerWritesAreFenced(t *testing.T) {
 	ctx := testCtx(t)
 	c9 := openTest(t, 9, t.TempDir())
 	c4 := openTest(t, 4, t.TempDir(), c9.ClientURL())
+	waitImage(t, c9, "both brokers", func(img *Image) bool { return len(img.Brokers) == 2 })
 	if _, err := c9.CreateTopic(ctx, "fenced", 1, 2, nil); err != nil {
 		t.Fatal(err)
 	}
-	stale := waitImage(t, c9, "both brokers", func(img *Image) bool { return len(img.Brokers) == 2 })
+	stale := c9.Image()
 	if stale.ControllerID != 9 {
 		t.Fatalf("controller %d, want 9", stale.ControllerID)
 	}
