@@ -1,8 +1,15 @@
 package chaos
 
 import (
+	"cmp"
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -10,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"samsa/internal/record"
 )
@@ -18,14 +26,20 @@ import (
 // SIGSTOPped for 2 x T_s (its lease expires, the controller elects new
 // leaders at a higher epoch), then SIGCONTinued. From the moment a new
 // epoch of a partition is committed in etcd, the paused broker must not
-// acknowledge a write to that partition until it is elected again: the
-// producer's hook sees no batch acknowledged by it, and produce requests
-// sent straight to it right after it resumes get errors. Nothing
-// acknowledged is lost.
+// acknowledge a write to that partition in a leadership it no longer
+// holds: the producer's hook ties every batch it acknowledged to the
+// records' leader epochs in the log, and none may carry the replaced epoch
+// (see judgeAck). Produce requests sent straight to it right after it
+// resumes get errors. Nothing acknowledged is lost.
 func TestS05ZombieLeader(t *testing.T) {
 	const (
 		topic      = "s05"
 		partitions = 5
+		// fenceTimeout bounds how long after the pause a partition the
+		// paused broker led may keep its epoch: the lease expires after
+		// T_s, and a slow controller on a loaded machine still elects
+		// well within it.
+		fenceTimeout = 30 * time.Second
 	)
 	var (
 		runFor = pick(15*time.Second, 5*time.Minute)
@@ -37,13 +51,6 @@ func TestS05ZombieLeader(t *testing.T) {
 	w := startWorkload(t, c, topic, partitions)
 	w.waitAcks(0, 50, 30*time.Second)
 
-	type fenced struct {
-		cycle     int
-		node      int32
-		partition int32
-		oldEpoch  int32
-		newAt     time.Time // new epoch first observed in etcd
-	}
 	var watch []fenced
 	began := time.Now()
 	cycles := 0
@@ -76,43 +83,379 @@ func TestS05ZombieLeader(t *testing.T) {
 				t.Errorf("cycle %d: resumed broker %d acknowledged a write to partition %d after being replaced", cycle, zombie.id, p)
 			}
 		}
+		first := len(watch)
 		for p, e := range led {
-			o, ok := hist.firstAfter(p, stoppedAt, func(s partitionState) bool { return s.LeaderEpoch > e })
+			o, ok := awaitEpochAbove(c, hist, topic, p, e, stoppedAt, fenceTimeout)
 			if !ok {
-				t.Fatalf("cycle %d: partition %d: no epoch above %d observed", cycle, p, e)
+				t.Errorf("cycle %d: partition %d still at epoch %d (%v) %s after broker %d was stopped",
+					cycle, p, e, o.partitionState, fenceTimeout, zombie.id)
+				continue
 			}
 			if o.at.After(resumedAt) {
-				t.Logf("cycle %d: partition %d moved only after the resume (%v)", cycle, p, o.partitionState)
+				t.Logf("cycle %d: partition %d moved only after the resume (%v, seen %s after it)",
+					cycle, p, o.partitionState, o.at.Sub(resumedAt).Round(time.Millisecond))
 			}
-			watch = append(watch, fenced{cycle, zombie.id, p, e, o.at})
+			watch = append(watch, fenced{cycle: cycle, node: zombie.id, partition: p, oldEpoch: e, newAt: o.at})
 		}
 		if err := zombie.exited(); err != nil {
 			t.Fatal(err)
 		}
 		c.waitFullISR(topic, partitions)
 		w.waitAcks(0, 20, 30*time.Second)
+		for i := first; i < len(watch); i++ {
+			watch[i].until = time.Now()
+		}
 		t.Logf("cycle %d: full ISR %s after resume", cycle, time.Since(resumedAt).Round(time.Millisecond))
 	}
 	w.stop(30 * time.Second)
 	hist.stop()
 	r := w.check(c)
+	z := checkZombieAcks(t, c, hist, w, r, topic, watch)
+	t.Logf("S-05: %d pause cycles, %d fenced leaderships; %v; %v", cycles, len(watch), z, r)
+}
 
-	// Zombie acks: batches the replaced broker acknowledged on a
-	// partition after its successor's epoch was committed and before it
-	// was elected again (less a second, for the polling delay).
-	zombieAcks := 0
-	for _, f := range watch {
-		until := time.Now()
-		if o, ok := hist.firstAfter(f.partition, f.newAt, func(s partitionState) bool { return s.Leader == f.node }); ok {
-			until = o.at.Add(-time.Second)
+// fenced is a leadership the paused broker lost: node led partition at
+// oldEpoch when it was stopped, and a higher epoch was first seen at
+// newAt. Batches node acknowledged on the partition from newAt until the
+// cycle ended are judged by judgeAck.
+type fenced struct {
+	cycle     int
+	node      int32
+	partition int32
+	oldEpoch  int32
+	newAt     time.Time
+	until     time.Time
+}
+
+// awaitEpochAbove waits up to d for partition p to reach a leader epoch
+// above e, and returns the first such state seen since from with the time
+// it was seen. The state poller can see a change late on a loaded machine
+// or miss a short-lived one (the leadership may move away and come back
+// between two polls), so etcd is also read here directly; its time is
+// then that of the read. On timeout it returns the last state read and
+// false.
+func awaitEpochAbove(c *testCluster, hist *stateHistory, topic string, p, e int32, from time.Time, d time.Duration) (observed, bool) {
+	var last observed
+	err := poll(d, func() error {
+		if o, ok := hist.firstAfter(p, from, func(s partitionState) bool { return s.LeaderEpoch > e }); ok {
+			last = o
+			return nil
 		}
-		for _, b := range w.batches.by(f.node, f.partition, f.newAt, until) {
-			zombieAcks++
-			t.Errorf("cycle %d: broker %d acknowledged %d records on partition %d at %s, %s after epoch %d was replaced",
-				f.cycle, f.node, b.records, f.partition, b.at.Format("15:04:05.000"), b.at.Sub(f.newAt).Round(time.Millisecond), f.oldEpoch)
+		st, err := c.state(topic, p)
+		if err != nil {
+			return err
+		}
+		last = observed{time.Now(), st}
+		if st.LeaderEpoch > e {
+			return nil
+		}
+		return fmt.Errorf("partition %d at epoch %d", p, st.LeaderEpoch)
+	})
+	return last, err == nil
+}
+
+// zombieResult counts the batches the paused broker acknowledged on a
+// partition after it lost the leadership, by judgeAck's verdict.
+type zombieResult struct {
+	batches int // acknowledged by the replaced broker while watched
+	zombie  int // in a leadership it no longer held: must be zero
+	newTerm int // in a leadership it was elected to again
+	retried int // a retry deduplicated against a later leader's write
+	untied  int // not tied to offsets (see tieBatches)
+}
+
+func (z zombieResult) String() string {
+	return fmt.Sprintf("batches acknowledged by a replaced leader %d: zombie %d, in its new term %d, deduplicated retries %d, not tied to offsets %d",
+		z.batches, z.zombie, z.newTerm, z.retried, z.untied)
+}
+
+// checkZombieAcks judges every batch the replaced broker of each fenced
+// leadership acknowledged on that partition from the new epoch until the
+// cycle ended. The leader epoch of each record comes from the log read
+// back (r.epochAt), the leader of each epoch from etcd's history of the
+// partition's state. A batch that cannot be tied to its records is judged
+// by time alone, as a zombie if it came before the broker was seen elected
+// again (less a second, for the poller's delay).
+func checkZombieAcks(t *testing.T, c *testCluster, hist *stateHistory, w *workload, r *result, topic string, watch []fenced) zombieResult {
+	t.Helper()
+	var z zombieResult
+	leaders := make(map[int32]map[int32]int32) // partition -> leader epoch -> leader
+	tied := make(map[int32][]tiedBatch)
+	w.batches.mu.Lock()
+	writes := slices.Clone(w.batches.writes)
+	w.batches.mu.Unlock()
+	w.mu.Lock()
+	acks := slices.Clone(w.mu.acks)
+	w.mu.Unlock()
+	for _, f := range watch {
+		p := f.partition
+		if leaders[p] == nil {
+			vs, err := c.stateVersions(topic, p)
+			if err != nil {
+				t.Errorf("partition %d: state history from etcd: %v", p, err)
+				return z
+			}
+			leaders[p] = make(map[int32]int32)
+			for _, v := range vs {
+				if v.Leader >= 0 {
+					leaders[p][v.LeaderEpoch] = v.Leader
+				}
+			}
+			var untied int
+			tied[p], untied = tieBatches(writes, acks, p)
+			if untied > 0 {
+				t.Logf("partition %d: %d batches not tied to offsets", p, untied)
+			}
+		}
+		var epochs []string
+		for _, e := range slices.Sorted(maps.Keys(leaders[p])) {
+			if e >= f.oldEpoch {
+				epochs = append(epochs, fmt.Sprintf("%d:%d", e, leaders[p][e]))
+			}
+		}
+		reelected := f.until
+		if o, ok := hist.firstAfter(p, f.newAt, func(s partitionState) bool { return s.Leader == f.node }); ok {
+			reelected = o.at
+		}
+		var counts zombieResult
+		for _, b := range tied[p] {
+			if b.node != f.node || b.at.Before(f.newAt) || !b.at.Before(f.until) {
+				continue
+			}
+			counts.batches++
+			late := b.at.Sub(f.newAt).Round(time.Millisecond)
+			stamps, ok := b.stamps(r.epochAt)
+			if !ok {
+				counts.untied++
+				if b.at.Before(reelected.Add(-time.Second)) {
+					counts.zombie++
+					t.Errorf("cycle %d: broker %d acknowledged %d records on partition %d at %s, %s after epoch %d was replaced and before it was elected again (not tied to offsets)",
+						f.cycle, f.node, b.records, p, b.at.Format("15:04:05.000"), late, f.oldEpoch)
+				}
+				continue
+			}
+			v := judgeAck(f.node, f.oldEpoch, stamps, b.at, leaders[p], func(e int32) (time.Time, bool) {
+				o, ok := hist.firstAfter(p, time.Time{}, func(s partitionState) bool { return s.LeaderEpoch > e && s.Leader != f.node })
+				return o.at, ok
+			})
+			switch v.kind {
+			case ackZombie:
+				counts.zombie++
+				t.Errorf("cycle %d: broker %d acknowledged %d records (offsets %d-%d) on partition %d at %s, %s after epoch %d was replaced: %s",
+					f.cycle, f.node, b.records, b.first, b.first+int64(b.records)-1, p, b.at.Format("15:04:05.000"), late, f.oldEpoch, v.why)
+			case ackNewTerm:
+				counts.newTerm++
+			case ackRetried:
+				counts.retried++
+				t.Logf("cycle %d: broker %d acknowledged offsets %d-%d of partition %d at %s: %s",
+					f.cycle, f.node, b.first, b.first+int64(b.records)-1, p, b.at.Format("15:04:05.000"), v.why)
+			}
+		}
+		t.Logf("cycle %d: partition %d (leader epoch:leader %s; broker %d seen elected again %s after the new epoch): %v",
+			f.cycle, p, strings.Join(epochs, " "), f.node, reelected.Sub(f.newAt).Round(time.Millisecond), counts)
+		z.batches += counts.batches
+		z.zombie += counts.zombie
+		z.newTerm += counts.newTerm
+		z.retried += counts.retried
+		z.untied += counts.untied
+	}
+	return z
+}
+
+// tiedBatch is a batch franz-go's hook reported, with the offset of its
+// first record (-1 when it could not be tied to records).
+type tiedBatch struct {
+	batchWrite
+	first int64
+}
+
+// stamps returns the distinct leader epochs of the batch's records as the
+// log read back holds them, and false if the batch is not tied to offsets
+// or a record was not read back.
+func (b tiedBatch) stamps(epochAt map[[2]int64]int32) ([]int32, bool) {
+	if b.first < 0 {
+		return nil, false
+	}
+	var out []int32
+	for o := b.first; o < b.first+int64(b.records); o++ {
+		e, ok := epochAt[[2]int64{int64(b.partition), o}]
+		if !ok {
+			return nil, false
+		}
+		if !slices.Contains(out, e) {
+			out = append(out, e)
 		}
 	}
-	t.Logf("S-05: %d pause cycles, %d fenced leaderships, %d zombie acks; %v", cycles, len(watch), zombieAcks, r)
+	return out, true
+}
+
+// tieSlack bounds how far apart franz-go reports a batch to the hook and
+// its records to their promises: both follow the same produce response,
+// on different goroutines.
+const tieSlack = 2 * time.Second
+
+// tieBatches ties each batch franz-go acknowledged on partition p to the
+// offsets of its records and returns them in the order acknowledged, with
+// how many could not be tied. The hook says which broker acknowledged a
+// batch and how many records it held, but not their offsets; the records'
+// promises give the offsets. franz-go acknowledges a partition's batches
+// one after the other in offset order (idempotence keeps them in order)
+// and each batch's records at consecutive offsets, so the n-th batch holds
+// the next records of the partition's acks sorted by offset. Each tie is
+// checked: consecutive offsets, and promises within tieSlack of the hook.
+// After the first check that fails, no later batch of p is tied.
+func tieBatches(writes []batchWrite, acks []ack, p int32) ([]tiedBatch, int) {
+	var recs []ack
+	for _, a := range acks {
+		if a.stack == stackFranz && a.partition == p && a.seq >= 0 && a.offset >= 0 {
+			recs = append(recs, a)
+		}
+	}
+	slices.SortFunc(recs, func(a, b ack) int { return cmp.Compare(a.offset, b.offset) })
+	var out []tiedBatch
+	untied := 0
+	next, broken := 0, false
+	for _, w := range writes {
+		if w.partition != p {
+			continue
+		}
+		b := tiedBatch{w, -1}
+		if !broken && w.records > 0 && next+w.records <= len(recs) {
+			run := recs[next : next+w.records]
+			for i, a := range run {
+				if a.offset != run[0].offset+int64(i) || a.at.Sub(w.at).Abs() > tieSlack {
+					broken = true
+					break
+				}
+			}
+			if !broken {
+				b.first = run[0].offset
+				next += w.records
+			}
+		} else {
+			broken = true
+		}
+		if b.first < 0 {
+			untied++
+		}
+		out = append(out, b)
+	}
+	return out, untied
+}
+
+// ackKind is judgeAck's verdict on a batch a replaced leader acknowledged.
+type ackKind int
+
+const (
+	ackZombie  ackKind = iota // in a leadership the broker no longer held
+	ackNewTerm                // written in an epoch the broker was elected to again
+	ackRetried                // a retry, deduplicated against the write of a later leader
+)
+
+type ackVerdict struct {
+	kind ackKind
+	why  string
+}
+
+// judgeAck decides whether broker node, replaced at epoch replaced, held
+// the leadership in which it acknowledged a batch at time at whose records
+// carry the leader epochs stamps (a leader stamps its epoch on what it
+// appends; a deduplicated retry is answered with the records already in
+// the log). leaders maps each epoch of the partition to its leader, from
+// etcd's history. replacedAt(e) returns when a state with an epoch above e
+// and another leader was first seen, if ever.
+//
+//	records' epoch s                          | verdict
+//	------------------------------------------+--------------------------------
+//	s <= replaced                             | zombie: written in the replaced
+//	                                          | epoch (or before it)
+//	node led no epoch e >= s above replaced   | zombie
+//	every such e replaced before the ack      | zombie: it lost that leadership
+//	                                          | too (seen before the ack, so it
+//	                                          | was committed before it)
+//	s led by node                             | new term
+//	s led by another broker                   | retry: node answered from a
+//	                                          | later term of its own
+func judgeAck(node, replaced int32, stamps []int32, at time.Time, leaders map[int32]int32, replacedAt func(e int32) (time.Time, bool)) ackVerdict {
+	v := ackVerdict{kind: ackNewTerm}
+	for _, s := range stamps {
+		if s <= replaced {
+			return ackVerdict{ackZombie, fmt.Sprintf("records written at leader epoch %d, the replaced epoch %d or older", s, replaced)}
+		}
+		var held []int32
+		for e, l := range leaders {
+			if l == node && e >= s && e > replaced {
+				held = append(held, e)
+			}
+		}
+		if len(held) == 0 {
+			return ackVerdict{ackZombie, fmt.Sprintf("records written at leader epoch %d (leader %d); broker %d led no epoch from %d on", s, leaders[s], node, s)}
+		}
+		slices.Sort(held)
+		current := false
+		var lost []string
+		for _, e := range held {
+			if when, ok := replacedAt(e); ok && !when.After(at) {
+				lost = append(lost, fmt.Sprintf("epoch %d replaced (seen %s)", e, when.Format("15:04:05.000")))
+				continue
+			}
+			current = true
+			break
+		}
+		if !current {
+			return ackVerdict{ackZombie, fmt.Sprintf("records written at leader epoch %d; broker %d no longer led: %s", s, node, strings.Join(lost, ", "))}
+		}
+		if l, ok := leaders[s]; ok && l != node {
+			v = ackVerdict{ackRetried, fmt.Sprintf("a retry of records broker %d wrote at leader epoch %d, answered from broker %d's later term (epochs %v)", l, s, node, held)}
+		}
+	}
+	return v
+}
+
+// partitionVersion is one committed state of a partition, at the etcd
+// revision that wrote it.
+type partitionVersion struct {
+	rev int64
+	partitionState
+}
+
+// stateVersions returns every state topic/p has had in etcd, oldest first,
+// from etcd's multi-version history (samsa's etcd keeps an hour of it): a
+// record of every leadership, which the state poller may miss.
+func (c *testCluster) stateVersions(topic string, p int32) ([]partitionVersion, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	resp, err := c.etcdCli.Get(ctx, "/samsa/cluster-id")
+	if err != nil {
+		return nil, fmt.Errorf("get cluster id: %w", err)
+	}
+	if len(resp.Kvs) == 0 {
+		return nil, errors.New("no cluster id in etcd")
+	}
+	key := "/samsa/" + strings.TrimSpace(string(resp.Kvs[0].Value)) + "/partitions/" + topic + "/" + strconv.Itoa(int(p))
+	var out []partitionVersion
+	var opts []clientv3.OpOption
+	for {
+		resp, err := c.etcdCli.Get(ctx, key, opts...)
+		if err != nil {
+			return nil, fmt.Errorf("get %s: %w", key, err)
+		}
+		if len(resp.Kvs) == 0 {
+			break
+		}
+		kv := resp.Kvs[0]
+		var st partitionState
+		if err := json.Unmarshal(kv.Value, &st); err != nil {
+			return nil, fmt.Errorf("decode %s at revision %d: %w", key, kv.ModRevision, err)
+		}
+		out = append(out, partitionVersion{kv.ModRevision, st})
+		if kv.Version <= 1 {
+			break // the key's first version
+		}
+		opts = []clientv3.OpOption{clientv3.WithRev(kv.ModRevision - 1)}
+	}
+	slices.Reverse(out)
+	return out, nil
 }
 
 // produceDirect sends one acks=all Produce of a single record to the
@@ -149,4 +492,76 @@ func produceDirect(addr, topic string, p int32, value string) (int16, error) {
 		return 0, fmt.Errorf("produce response with %d topics", len(resp.Topics))
 	}
 	return resp.Topics[0].Partitions[0].ErrorCode, nil
+}
+
+// TestJudgeAckFlagsReplacedEpochs checks S-05's rule without a cluster:
+// broker 1 led epoch 2, was replaced by broker 0 at epoch 3, and was
+// elected again at epoch 4.
+func TestJudgeAckFlagsReplacedEpochs(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	leaders := map[int32]int32{2: 1, 3: 0, 4: 1}
+	never := func(int32) (time.Time, bool) { return time.Time{}, false }
+	replaced4 := func(e int32) (time.Time, bool) {
+		if e == 4 {
+			return t0.Add(time.Second), true
+		}
+		return time.Time{}, false
+	}
+	for _, tc := range []struct {
+		name       string
+		stamps     []int32
+		at         time.Time
+		replacedAt func(int32) (time.Time, bool)
+		want       ackKind
+	}{
+		{"written in the replaced epoch", []int32{2}, t0, never, ackZombie},
+		{"written before the replaced epoch", []int32{1}, t0, never, ackZombie},
+		{"one record of the batch in the replaced epoch", []int32{4, 2}, t0, never, ackZombie},
+		{"written in its new term", []int32{4}, t0, never, ackNewTerm},
+		{"new term, acknowledged after it ended", []int32{4}, t0.Add(2 * time.Second), replaced4, ackZombie},
+		{"new term, acknowledged before it ended", []int32{4}, t0, replaced4, ackNewTerm},
+		{"retry of the successor's write, answered in the new term", []int32{3}, t0, never, ackRetried},
+		{"epoch it never reached", []int32{5}, t0, never, ackZombie},
+	} {
+		if got := judgeAck(1, 2, tc.stamps, tc.at, leaders, tc.replacedAt); got.kind != tc.want {
+			t.Errorf("%s: got %d (%s), want %d", tc.name, got.kind, got.why, tc.want)
+		}
+	}
+}
+
+// TestTieBatchesChecksOffsetsAndTimes checks that hook batches are tied to
+// the promised records in offset order, and that a tie that does not fit
+// stops tying.
+func TestTieBatchesChecksOffsetsAndTimes(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	franz := func(seq, off int64, at time.Time) ack {
+		return ack{seq: seq, partition: 3, offset: off, at: at, stack: stackFranz}
+	}
+	acks := []ack{
+		franz(1, 10, t0), franz(2, 11, t0), // batch 1 (broker 1)
+		{seq: 0, partition: 3, offset: 12, at: t0, stack: stackRdk}, // another client's record
+		franz(3, 13, t0.Add(time.Second)),                           // batch 2 (broker 2)
+		franz(4, 20, t0.Add(5*time.Second)), franz(5, 22, t0.Add(5*time.Second)),
+		franz(6, 0, t0), // another partition's
+	}
+	acks[6].partition = 4
+	writes := []batchWrite{
+		{node: 1, partition: 3, records: 2, at: t0},
+		{node: 9, partition: 4, records: 1, at: t0},
+		{node: 2, partition: 3, records: 1, at: t0.Add(time.Second)},
+		{node: 2, partition: 3, records: 2, at: t0.Add(5 * time.Second)}, // offsets 20 and 22: not one batch
+	}
+	got, untied := tieBatches(writes, acks, 3)
+	if len(got) != 3 || untied != 1 {
+		t.Fatalf("got %d batches, %d untied; want 3, 1", len(got), untied)
+	}
+	for i, want := range []int64{10, 13, -1} {
+		if got[i].first != want {
+			t.Errorf("batch %d: first offset %d, want %d", i, got[i].first, want)
+		}
+	}
+	late := []batchWrite{{node: 1, partition: 3, records: 2, at: t0.Add(10 * time.Second)}}
+	if got, untied := tieBatches(late, acks, 3); untied != 1 || got[0].first != -1 {
+		t.Errorf("a hook 10 s after the promises was tied at %d", got[0].first)
+	}
 }
