@@ -381,10 +381,14 @@ func (r *s17mRun) quorumLoss(name string, d time.Duration, stop bool) {
 	// Entries committed before the fault may still be applied during
 	// its first second; from then on nothing may change.
 	time.Sleep(r.grace)
-	base, baseRev, err := mc.localStates(survivor, r.topic, r.partitions)
-	if err != nil {
-		r.t.Fatalf("%s: %v", ph.name, err)
-	}
+	var (
+		base    []partitionState
+		baseRev int64
+	)
+	waitFor(r.t, 10*time.Second, func() (err error) {
+		base, baseRev, err = mc.localStates(survivor, r.topic, r.partitions)
+		return err
+	})
 	for p := range r.partitions {
 		if !sameVersion(base[p], ph.before[p]) {
 			ph.notes = append(ph.notes, fmt.Sprintf("partition %d changed as the members went down: %v -> %v", p, ph.before[p], base[p]))
