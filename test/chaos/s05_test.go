@@ -24,13 +24,13 @@ import (
 
 // TestS05ZombieLeader is TESTPLAN S-05: the leader of partition 0 is
 // SIGSTOPped for 2 x T_s (its lease expires, the controller elects new
-// leaders at a higher epoch), then SIGCONTinued. From the moment a new
-// epoch of a partition is committed in etcd, the paused broker must not
-// acknowledge a write to that partition in a leadership it no longer
-// holds: the producer's hook ties every batch it acknowledged to the
-// records' leader epochs in the log, and none may carry the replaced epoch
-// (see judgeAck). Produce requests sent straight to it right after it
-// resumes get errors. Nothing acknowledged is lost.
+// leaders at a higher epoch), then SIGCONTinued. Produce requests sent
+// straight to it right after it resumes get errors. Every batch the
+// producer's hook saw it acknowledge on a partition it lost, from the new
+// epoch until the cycle ends, is tied to its records in the log and judged
+// by their leader epochs (judgeBatch): it must have acknowledged only writes
+// its successors hold, and new writes only in a term it was elected to
+// again. Nothing acknowledged is lost.
 func TestS05ZombieLeader(t *testing.T) {
 	const (
 		topic      = "s05"
@@ -110,14 +110,14 @@ func TestS05ZombieLeader(t *testing.T) {
 	w.stop(30 * time.Second)
 	hist.stop()
 	r := w.check(c)
-	z := checkZombieAcks(t, c, hist, w, r, topic, watch)
+	z := checkZombieAcks(t, c, hist, w, topic, partitions, watch)
 	t.Logf("S-05: %d pause cycles, %d fenced leaderships; %v; %v", cycles, len(watch), z, r)
 }
 
 // fenced is a leadership the paused broker lost: node led partition at
 // oldEpoch when it was stopped, and a higher epoch was first seen at
 // newAt. Batches node acknowledged on the partition from newAt until the
-// cycle ended are judged by judgeAck.
+// cycle ended are judged by judgeBatch.
 type fenced struct {
 	cycle     int
 	node      int32
@@ -155,30 +155,41 @@ func awaitEpochAbove(c *testCluster, hist *stateHistory, topic string, p, e int3
 }
 
 // zombieResult counts the batches the paused broker acknowledged on a
-// partition after it lost the leadership, by judgeAck's verdict.
+// partition after it lost the leadership, by judgeBatch's verdict.
 type zombieResult struct {
 	batches int // acknowledged by the replaced broker while watched
-	zombie  int // in a leadership it no longer held: must be zero
-	newTerm int // in a leadership it was elected to again
+	zombie  int // must be zero (see judgeBatch)
+	late    int // written before it lost the epoch, answered after
+	newTerm int // written in a term it was elected to again
 	retried int // a retry deduplicated against a later leader's write
 	untied  int // not tied to offsets (see tieBatches)
 }
 
 func (z zombieResult) String() string {
-	return fmt.Sprintf("batches acknowledged by a replaced leader %d: zombie %d, in its new term %d, deduplicated retries %d, not tied to offsets %d",
-		z.batches, z.zombie, z.newTerm, z.retried, z.untied)
+	return fmt.Sprintf("batches acknowledged by a replaced leader %d: zombie %d, late answers from the replaced epoch %d, in its new term %d, deduplicated retries %d, not tied to offsets %d",
+		z.batches, z.zombie, z.late, z.newTerm, z.retried, z.untied)
+}
+
+func (z *zombieResult) add(o zombieResult) {
+	z.batches += o.batches
+	z.zombie += o.zombie
+	z.late += o.late
+	z.newTerm += o.newTerm
+	z.retried += o.retried
+	z.untied += o.untied
 }
 
 // checkZombieAcks judges every batch the replaced broker of each fenced
 // leadership acknowledged on that partition from the new epoch until the
-// cycle ended. The leader epoch of each record comes from the log read
-// back (r.epochAt), the leader of each epoch from etcd's history of the
-// partition's state. A batch that cannot be tied to its records is judged
-// by time alone, as a zombie if it came before the broker was seen elected
-// again (less a second, for the poller's delay).
-func checkZombieAcks(t *testing.T, c *testCluster, hist *stateHistory, w *workload, r *result, topic string, watch []fenced) zombieResult {
+// cycle ended (judgeBatch), with the topic as read back now (the records'
+// values and leader epochs) and each epoch's leader from etcd's history of
+// the partition's state. A batch that cannot be tied to its records is
+// judged by time alone, as a zombie ack if it came before the broker was
+// seen elected again (less a second, for the poller's delay).
+func checkZombieAcks(t *testing.T, c *testCluster, hist *stateHistory, w *workload, topic string, partitions int32, watch []fenced) zombieResult {
 	t.Helper()
 	var z zombieResult
+	logs := readAll(t, c, topic, partitions)
 	leaders := make(map[int32]map[int32]int32) // partition -> leader epoch -> leader
 	tied := make(map[int32][]tiedBatch)
 	w.batches.mu.Lock()
@@ -201,11 +212,15 @@ func checkZombieAcks(t *testing.T, c *testCluster, hist *stateHistory, w *worklo
 					leaders[p][v.LeaderEpoch] = v.Leader
 				}
 			}
-			var untied int
-			tied[p], untied = tieBatches(writes, acks, p)
-			if untied > 0 {
-				t.Logf("partition %d: %d batches not tied to offsets", p, untied)
+			var why string
+			tied[p], why = tieBatches(writes, acks, p)
+			if why != "" {
+				t.Logf("partition %d: batches not tied to offsets from %s", p, why)
 			}
+		}
+		byOffset := make(map[int64]*kgo.Record, len(logs[p]))
+		for _, rec := range logs[p] {
+			byOffset[rec.Offset] = rec
 		}
 		var epochs []string
 		for _, e := range slices.Sorted(maps.Keys(leaders[p])) {
@@ -217,6 +232,10 @@ func checkZombieAcks(t *testing.T, c *testCluster, hist *stateHistory, w *worklo
 		if o, ok := hist.firstAfter(p, f.newAt, func(s partitionState) bool { return s.Leader == f.node }); ok {
 			reelected = o.at
 		}
+		replacedAt := func(e int32) (time.Time, bool) {
+			o, ok := hist.firstAfter(p, time.Time{}, func(s partitionState) bool { return s.LeaderEpoch > e && s.Leader != f.node })
+			return o.at, ok
+		}
 		var counts zombieResult
 		for _, b := range tied[p] {
 			if b.node != f.node || b.at.Before(f.newAt) || !b.at.Before(f.until) {
@@ -224,8 +243,7 @@ func checkZombieAcks(t *testing.T, c *testCluster, hist *stateHistory, w *worklo
 			}
 			counts.batches++
 			late := b.at.Sub(f.newAt).Round(time.Millisecond)
-			stamps, ok := b.stamps(r.epochAt)
-			if !ok {
+			if b.first < 0 {
 				counts.untied++
 				if b.at.Before(reelected.Add(-time.Second)) {
 					counts.zombie++
@@ -234,77 +252,59 @@ func checkZombieAcks(t *testing.T, c *testCluster, hist *stateHistory, w *worklo
 				}
 				continue
 			}
-			v := judgeAck(f.node, f.oldEpoch, stamps, b.at, leaders[p], func(e int32) (time.Time, bool) {
-				o, ok := hist.firstAfter(p, time.Time{}, func(s partitionState) bool { return s.LeaderEpoch > e && s.Leader != f.node })
-				return o.at, ok
-			})
+			v := judgeBatch(f.node, f.oldEpoch, b, byOffset, b.at, leaders[p], replacedAt)
 			switch v.kind {
 			case ackZombie:
 				counts.zombie++
 				t.Errorf("cycle %d: broker %d acknowledged %d records (offsets %d-%d) on partition %d at %s, %s after epoch %d was replaced: %s",
-					f.cycle, f.node, b.records, b.first, b.first+int64(b.records)-1, p, b.at.Format("15:04:05.000"), late, f.oldEpoch, v.why)
+					f.cycle, f.node, b.records, b.first, b.last(), p, b.at.Format("15:04:05.000"), late, f.oldEpoch, v.why)
+			case ackLate:
+				counts.late++
+				t.Logf("cycle %d: broker %d acknowledged offsets %d-%d of partition %d at %s, %s after epoch %d was replaced: %s",
+					f.cycle, f.node, b.first, b.last(), p, b.at.Format("15:04:05.000"), late, f.oldEpoch, v.why)
 			case ackNewTerm:
 				counts.newTerm++
 			case ackRetried:
 				counts.retried++
 				t.Logf("cycle %d: broker %d acknowledged offsets %d-%d of partition %d at %s: %s",
-					f.cycle, f.node, b.first, b.first+int64(b.records)-1, p, b.at.Format("15:04:05.000"), v.why)
+					f.cycle, f.node, b.first, b.last(), p, b.at.Format("15:04:05.000"), v.why)
 			}
 		}
 		t.Logf("cycle %d: partition %d (leader epoch:leader %s; broker %d seen elected again %s after the new epoch): %v",
 			f.cycle, p, strings.Join(epochs, " "), f.node, reelected.Sub(f.newAt).Round(time.Millisecond), counts)
-		z.batches += counts.batches
-		z.zombie += counts.zombie
-		z.newTerm += counts.newTerm
-		z.retried += counts.retried
-		z.untied += counts.untied
+		z.add(counts)
 	}
 	return z
 }
 
-// tiedBatch is a batch franz-go's hook reported, with the offset of its
-// first record (-1 when it could not be tied to records).
+// tiedBatch is a batch franz-go's hook reported, with the acknowledged
+// records it held, in offset order (first is -1 when it could not be tied
+// to records).
 type tiedBatch struct {
 	batchWrite
 	first int64
+	recs  []ack
 }
 
-// stamps returns the distinct leader epochs of the batch's records as the
-// log read back holds them, and false if the batch is not tied to offsets
-// or a record was not read back.
-func (b tiedBatch) stamps(epochAt map[[2]int64]int32) ([]int32, bool) {
-	if b.first < 0 {
-		return nil, false
-	}
-	var out []int32
-	for o := b.first; o < b.first+int64(b.records); o++ {
-		e, ok := epochAt[[2]int64{int64(b.partition), o}]
-		if !ok {
-			return nil, false
-		}
-		if !slices.Contains(out, e) {
-			out = append(out, e)
-		}
-	}
-	return out, true
-}
+func (b tiedBatch) last() int64 { return b.first + int64(b.records) - 1 }
 
 // tieSlack bounds how far apart franz-go reports a batch to the hook and
 // its records to their promises: both follow the same produce response,
 // on different goroutines.
 const tieSlack = 2 * time.Second
 
-// tieBatches ties each batch franz-go acknowledged on partition p to the
-// offsets of its records and returns them in the order acknowledged, with
-// how many could not be tied. The hook says which broker acknowledged a
-// batch and how many records it held, but not their offsets; the records'
-// promises give the offsets. franz-go acknowledges a partition's batches
-// one after the other in offset order (idempotence keeps them in order)
-// and each batch's records at consecutive offsets, so the n-th batch holds
-// the next records of the partition's acks sorted by offset. Each tie is
-// checked: consecutive offsets, and promises within tieSlack of the hook.
-// After the first check that fails, no later batch of p is tied.
-func tieBatches(writes []batchWrite, acks []ack, p int32) ([]tiedBatch, int) {
+// tieBatches ties each batch franz-go acknowledged on partition p to its
+// records and returns the partition's batches in the order acknowledged,
+// with why the first batch that could not be tied was not ("" if all
+// were). The hook says which broker acknowledged a batch and how many
+// records it held, but not their offsets; the records' promises give the
+// offsets. franz-go acknowledges a partition's batches one after the other
+// in offset order (idempotence keeps them in order) and each batch's
+// records at consecutive offsets, so the n-th batch holds the next records
+// of the partition's acks sorted by offset. Each tie is checked:
+// consecutive offsets, and promises within tieSlack of the hook. After the
+// first check that fails, no later batch of p is tied.
+func tieBatches(writes []batchWrite, acks []ack, p int32) ([]tiedBatch, string) {
 	var recs []ack
 	for _, a := range acks {
 		if a.stack == stackFranz && a.partition == p && a.seq >= 0 && a.offset >= 0 {
@@ -313,42 +313,50 @@ func tieBatches(writes []batchWrite, acks []ack, p int32) ([]tiedBatch, int) {
 	}
 	slices.SortFunc(recs, func(a, b ack) int { return cmp.Compare(a.offset, b.offset) })
 	var out []tiedBatch
-	untied := 0
-	next, broken := 0, false
+	why := ""
+	next := 0
 	for _, w := range writes {
 		if w.partition != p {
 			continue
 		}
-		b := tiedBatch{w, -1}
-		if !broken && w.records > 0 && next+w.records <= len(recs) {
-			run := recs[next : next+w.records]
-			for i, a := range run {
-				if a.offset != run[0].offset+int64(i) || a.at.Sub(w.at).Abs() > tieSlack {
-					broken = true
+		b := tiedBatch{batchWrite: w, first: -1}
+		if why == "" {
+			switch run := recs[min(next, len(recs)):min(next+w.records, len(recs))]; {
+			case w.records <= 0 || len(run) < w.records:
+				why = fmt.Sprintf("the batch of %d records broker %d acknowledged at %s: %d acknowledged records left",
+					w.records, w.node, w.at.Format("15:04:05.000"), len(recs)-next)
+			default:
+				for i, a := range run {
+					switch {
+					case a.offset != run[0].offset+int64(i):
+						why = fmt.Sprintf("the batch of %d records broker %d acknowledged at %s: offsets %d and %d are not consecutive",
+							w.records, w.node, w.at.Format("15:04:05.000"), run[0].offset, a.offset)
+					case a.at.Sub(w.at).Abs() > tieSlack:
+						why = fmt.Sprintf("the batch of %d records broker %d acknowledged at %s: offset %d was promised at %s",
+							w.records, w.node, w.at.Format("15:04:05.000"), a.offset, a.at.Format("15:04:05.000"))
+					default:
+						continue
+					}
 					break
 				}
+				if why == "" {
+					b.first, b.recs = run[0].offset, run
+					next += w.records
+				}
 			}
-			if !broken {
-				b.first = run[0].offset
-				next += w.records
-			}
-		} else {
-			broken = true
-		}
-		if b.first < 0 {
-			untied++
 		}
 		out = append(out, b)
 	}
-	return out, untied
+	return out, why
 }
 
-// ackKind is judgeAck's verdict on a batch a replaced leader acknowledged.
+// ackKind is judgeBatch's verdict on a batch a replaced leader acknowledged.
 type ackKind int
 
 const (
-	ackZombie  ackKind = iota // in a leadership the broker no longer held
-	ackNewTerm                // written in an epoch the broker was elected to again
+	ackZombie  ackKind = iota // see judgeBatch
+	ackLate                   // written in an epoch it then lost, which its successors hold
+	ackNewTerm                // written in an epoch it was elected to again
 	ackRetried                // a retry, deduplicated against the write of a later leader
 )
 
@@ -357,56 +365,70 @@ type ackVerdict struct {
 	why  string
 }
 
-// judgeAck decides whether broker node, replaced at epoch replaced, held
-// the leadership in which it acknowledged a batch at time at whose records
-// carry the leader epochs stamps (a leader stamps its epoch on what it
-// appends; a deduplicated retry is answered with the records already in
-// the log). leaders maps each epoch of the partition to its leader, from
+// judgeBatch decides what broker node, replaced at epoch replaced, did
+// when it acknowledged batch b at time at. log holds the partition as read
+// back by offset; each record carries the leader epoch of the leader that
+// appended it (a deduplicated retry is answered with the records already
+// in the log). leaders maps each epoch of the partition to its leader, from
 // etcd's history. replacedAt(e) returns when a state with an epoch above e
 // and another leader was first seen, if ever.
 //
-//	records' epoch s                          | verdict
-//	------------------------------------------+--------------------------------
-//	s <= replaced                             | zombie: written in the replaced
-//	                                          | epoch (or before it)
-//	node led no epoch e >= s above replaced   | zombie
-//	every such e replaced before the ack      | zombie: it lost that leadership
-//	                                          | too (seen before the ack, so it
-//	                                          | was committed before it)
-//	s led by node                             | new term
-//	s led by another broker                   | retry: node answered from a
-//	                                          | later term of its own
-func judgeAck(node, replaced int32, stamps []int32, at time.Time, leaders map[int32]int32, replacedAt func(e int32) (time.Time, bool)) ackVerdict {
+//	the batch's records                         | verdict
+//	--------------------------------------------+----------------------------------
+//	not in the log as acknowledged              | zombie: its successors do not hold
+//	                                            | the write it acknowledged
+//	epoch s <= replaced, or an epoch of its own | late: written while it led, held by
+//	replaced before the ack                     | the successors; the answer left it
+//	                                            | after SIGCONT (a SIGSTOP can fall
+//	                                            | between the decision and the write)
+//	epoch s of its own, not replaced before     | new term
+//	epoch s of another broker, node led a later | retry: answered from its later term
+//	epoch                                       |
+//	epoch s of another broker, node led none    | zombie: it answered as a leader it
+//	later; or an epoch etcd never held          | never was
+//
+// A leader whose stale epoch survived the replacement would have to
+// acknowledge a write its successor lacks, which the first row catches; a
+// write its successor holds was committed whoever answered for it.
+func judgeBatch(node, replaced int32, b tiedBatch, log map[int64]*kgo.Record, at time.Time, leaders map[int32]int32, replacedAt func(e int32) (time.Time, bool)) ackVerdict {
+	var stamps []int32
+	for _, a := range b.recs {
+		rec := log[a.offset]
+		switch {
+		case rec == nil:
+			return ackVerdict{ackZombie, fmt.Sprintf("offset %d (%s) is not in the log", a.offset, a.value)}
+		case string(rec.Value) != a.value:
+			return ackVerdict{ackZombie, fmt.Sprintf("offset %d holds %s, not %s", a.offset, rec.Value, a.value)}
+		}
+		if !slices.Contains(stamps, rec.LeaderEpoch) {
+			stamps = append(stamps, rec.LeaderEpoch)
+		}
+	}
 	v := ackVerdict{kind: ackNewTerm}
 	for _, s := range stamps {
 		if s <= replaced {
-			return ackVerdict{ackZombie, fmt.Sprintf("records written at leader epoch %d, the replaced epoch %d or older", s, replaced)}
+			return ackVerdict{ackLate, fmt.Sprintf("records written at leader epoch %d, before epoch %d was replaced, and held by its successors", s, replaced)}
 		}
-		var held []int32
-		for e, l := range leaders {
-			if l == node && e >= s && e > replaced {
-				held = append(held, e)
+		l, ok := leaders[s]
+		if !ok {
+			return ackVerdict{ackZombie, fmt.Sprintf("records written at leader epoch %d, which etcd never held", s)}
+		}
+		if l != node {
+			var later []int32
+			for e, l := range leaders {
+				if l == node && e > s {
+					later = append(later, e)
+				}
 			}
-		}
-		if len(held) == 0 {
-			return ackVerdict{ackZombie, fmt.Sprintf("records written at leader epoch %d (leader %d); broker %d led no epoch from %d on", s, leaders[s], node, s)}
-		}
-		slices.Sort(held)
-		current := false
-		var lost []string
-		for _, e := range held {
-			if when, ok := replacedAt(e); ok && !when.After(at) {
-				lost = append(lost, fmt.Sprintf("epoch %d replaced (seen %s)", e, when.Format("15:04:05.000")))
-				continue
+			if len(later) == 0 {
+				return ackVerdict{ackZombie, fmt.Sprintf("records written at leader epoch %d by broker %d; broker %d led no later epoch", s, l, node)}
 			}
-			current = true
-			break
+			slices.Sort(later)
+			v = ackVerdict{ackRetried, fmt.Sprintf("a retry of records broker %d wrote at leader epoch %d, answered in broker %d's later term (epochs %v)", l, s, node, later)}
+			continue
 		}
-		if !current {
-			return ackVerdict{ackZombie, fmt.Sprintf("records written at leader epoch %d; broker %d no longer led: %s", s, node, strings.Join(lost, ", "))}
-		}
-		if l, ok := leaders[s]; ok && l != node {
-			v = ackVerdict{ackRetried, fmt.Sprintf("a retry of records broker %d wrote at leader epoch %d, answered from broker %d's later term (epochs %v)", l, s, node, held)}
+		if when, ok := replacedAt(s); ok && !when.After(at) {
+			return ackVerdict{ackLate, fmt.Sprintf("records written at leader epoch %d, its own, replaced at %s before the answer, and held by its successors", s, when.Format("15:04:05.000"))}
 		}
 	}
 	return v
@@ -494,10 +516,10 @@ func produceDirect(addr, topic string, p int32, value string) (int16, error) {
 	return resp.Topics[0].Partitions[0].ErrorCode, nil
 }
 
-// TestJudgeAckFlagsReplacedEpochs checks S-05's rule without a cluster:
-// broker 1 led epoch 2, was replaced by broker 0 at epoch 3, and was
+// TestJudgeBatchVerdicts checks S-05's rule without a cluster: broker 1
+// led epoch 2 of a partition, was replaced by broker 0 at epoch 3, and was
 // elected again at epoch 4.
-func TestJudgeAckFlagsReplacedEpochs(t *testing.T) {
+func TestJudgeBatchVerdicts(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 	leaders := map[int32]int32{2: 1, 3: 0, 4: 1}
 	never := func(int32) (time.Time, bool) { return time.Time{}, false }
@@ -507,25 +529,48 @@ func TestJudgeAckFlagsReplacedEpochs(t *testing.T) {
 		}
 		return time.Time{}, false
 	}
+	log := map[int64]*kgo.Record{
+		10: {Offset: 10, Value: []byte("v10"), LeaderEpoch: 1},
+		11: {Offset: 11, Value: []byte("v11"), LeaderEpoch: 2},
+		12: {Offset: 12, Value: []byte("v12"), LeaderEpoch: 3},
+		13: {Offset: 13, Value: []byte("v13"), LeaderEpoch: 4},
+		14: {Offset: 14, Value: []byte("v14"), LeaderEpoch: 5},
+	}
+	batch := func(values map[int64]string, offsets ...int64) tiedBatch {
+		b := tiedBatch{batchWrite: batchWrite{node: 1, records: len(offsets)}, first: offsets[0]}
+		for _, o := range offsets {
+			v, ok := values[o]
+			if !ok {
+				v = fmt.Sprintf("v%d", o)
+			}
+			b.recs = append(b.recs, ack{offset: o, value: v})
+		}
+		return b
+	}
 	for _, tc := range []struct {
 		name       string
-		stamps     []int32
+		b          tiedBatch
 		at         time.Time
 		replacedAt func(int32) (time.Time, bool)
 		want       ackKind
 	}{
-		{"written in the replaced epoch", []int32{2}, t0, never, ackZombie},
-		{"written before the replaced epoch", []int32{1}, t0, never, ackZombie},
-		{"one record of the batch in the replaced epoch", []int32{4, 2}, t0, never, ackZombie},
-		{"written in its new term", []int32{4}, t0, never, ackNewTerm},
-		{"new term, acknowledged after it ended", []int32{4}, t0.Add(2 * time.Second), replaced4, ackZombie},
-		{"new term, acknowledged before it ended", []int32{4}, t0, replaced4, ackNewTerm},
-		{"retry of the successor's write, answered in the new term", []int32{3}, t0, never, ackRetried},
-		{"epoch it never reached", []int32{5}, t0, never, ackZombie},
+		{"acknowledged a write its successor lacks", batch(map[int64]string{13: "lost"}, 13), t0, never, ackZombie},
+		{"acknowledged an offset the log does not have", batch(nil, 15), t0, never, ackZombie},
+		{"written in the replaced epoch, answered late", batch(nil, 11), t0, never, ackLate},
+		{"written before the replaced epoch", batch(nil, 10), t0, never, ackLate},
+		{"written in its new term", batch(nil, 13), t0, never, ackNewTerm},
+		{"new term, answered after it was replaced", batch(nil, 13), t0.Add(2 * time.Second), replaced4, ackLate},
+		{"new term, answered before it was replaced", batch(nil, 13), t0, replaced4, ackNewTerm},
+		{"retry of the successor's write, answered in the new term", batch(nil, 12), t0, never, ackRetried},
+		{"written at an epoch etcd never held", batch(nil, 14), t0, never, ackZombie},
 	} {
-		if got := judgeAck(1, 2, tc.stamps, tc.at, leaders, tc.replacedAt); got.kind != tc.want {
+		if got := judgeBatch(1, 2, tc.b, log, tc.at, leaders, tc.replacedAt); got.kind != tc.want {
 			t.Errorf("%s: got %d (%s), want %d", tc.name, got.kind, got.why, tc.want)
 		}
+	}
+	// Epoch 3 led by broker 0 and none later by broker 1.
+	if got := judgeBatch(1, 2, batch(nil, 12), log, t0, map[int32]int32{2: 1, 3: 0}, never); got.kind != ackZombie {
+		t.Errorf("answered as a leader it never was: got %d (%s)", got.kind, got.why)
 	}
 }
 
@@ -551,17 +596,20 @@ func TestTieBatchesChecksOffsetsAndTimes(t *testing.T) {
 		{node: 2, partition: 3, records: 1, at: t0.Add(time.Second)},
 		{node: 2, partition: 3, records: 2, at: t0.Add(5 * time.Second)}, // offsets 20 and 22: not one batch
 	}
-	got, untied := tieBatches(writes, acks, 3)
-	if len(got) != 3 || untied != 1 {
-		t.Fatalf("got %d batches, %d untied; want 3, 1", len(got), untied)
+	got, why := tieBatches(writes, acks, 3)
+	if len(got) != 3 || why == "" {
+		t.Fatalf("got %d batches (%q); want 3, the last not tied", len(got), why)
 	}
 	for i, want := range []int64{10, 13, -1} {
 		if got[i].first != want {
 			t.Errorf("batch %d: first offset %d, want %d", i, got[i].first, want)
 		}
 	}
+	if len(got[0].recs) != 2 || got[0].recs[1].offset != 11 {
+		t.Errorf("batch 0 holds %v", got[0].recs)
+	}
 	late := []batchWrite{{node: 1, partition: 3, records: 2, at: t0.Add(10 * time.Second)}}
-	if got, untied := tieBatches(late, acks, 3); untied != 1 || got[0].first != -1 {
+	if got, why := tieBatches(late, acks, 3); why == "" || got[0].first != -1 {
 		t.Errorf("a hook 10 s after the promises was tied at %d", got[0].first)
 	}
 }
