@@ -400,13 +400,16 @@ func (h *offsetFetchHook) OnBrokerRead(meta kgo.BrokerMetadata, key int16, _ int
 	}
 }
 
-// isolation is a window in which a broker was cut off from etcd and the
-// other brokers, up to when it had caught up again after the heal. An
-// ex-coordinator cut off does not know that it was replaced, and answers
-// from its memory as Kafka's would.
+// isolation is a window in which a broker may answer OffsetFetch from the
+// group state it held before it was cut off: from the cut (from) to the
+// heal (healed) it cannot know that it was replaced, and after the heal it
+// goes on until it has learned from etcd that another broker leads its
+// __consumer_offsets partition and has dropped the groups (to, see
+// resignWatch). Kafka's coordinator answers from its cache in the same
+// way until it resigns.
 type isolation struct {
-	node     int32
-	from, to time.Time
+	node             int32
+	from, healed, to time.Time
 }
 
 // groupHistory is everything the members reported and the poller read.
@@ -545,11 +548,187 @@ func (h *groupHistory) zombieCommits(member string) []commitEvent {
 	return out
 }
 
-// addIsolation records that node was cut off in [from, to).
-func (h *groupHistory) addIsolation(node int32, from, to time.Time) {
+// addIsolation records that node was cut off in [from, healed) and
+// answered from its old group state until to.
+func (h *groupHistory) addIsolation(node int32, from, healed, to time.Time) {
 	h.mu.Lock()
-	h.isolated = append(h.isolated, isolation{node, from, to})
+	h.isolated = append(h.isolated, isolation{node, from, healed, to})
 	h.mu.Unlock()
+}
+
+// resignWatch follows a coordinator that is cut off, by asking it
+// directly every 50 ms (clients still reach it; no coordinator lookup):
+//
+//	request        | it notes                                        | field
+//	---------------+-------------------------------------------------+-----------
+//	Metadata       | the first answer in which the broker's own view  | observedAt
+//	               | of its __consumer_offsets partition has another  |
+//	               | leader or a higher leader epoch: it has learned  |
+//	               | from etcd that it was replaced                   |
+//	OffsetFetch    | the first answer NOT_COORDINATOR or              | resignedAt
+//	               | COORDINATOR_LOAD_IN_PROGRESS: it dropped the     |
+//	               | group state it held                              |
+//
+// Start it with watchResign before the cut; end returns the end of the
+// isolation window. Its methods are safe for concurrent use; mu guards the
+// times.
+type resignWatch struct {
+	node  int32
+	quit  chan struct{}
+	done  chan struct{}
+	once  sync.Once
+	cl    *kgo.Client
+	mu    sync.Mutex
+	seen  partitionState // the partition as the broker last described it
+	times struct{ observedAt, resignedAt time.Time }
+}
+
+// resignSlack is how long after a broker has learned that it no longer
+// leads its __consumer_offsets partition it may still answer from the
+// groups it held: resigning is a step of the broker's next reconcile pass
+// after the metadata change (Kafka's resignation is asynchronous too).
+const resignSlack = time.Second
+
+// watchResign starts watching broker b, which leads __consumer_offsets
+// partition part at epoch, as coordinator of group.
+func (g *groupRun) watchResign(b *broker, part, epoch int32) *resignWatch {
+	g.t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.addr()), kgo.RequestRetries(0))
+	if err != nil {
+		g.t.Fatal(err)
+	}
+	rw := &resignWatch{node: b.id, quit: make(chan struct{}), done: make(chan struct{}), cl: cl}
+	go rw.run(g.group, g.topic, part, epoch)
+	g.t.Cleanup(rw.stop)
+	return rw
+}
+
+func (rw *resignWatch) run(group, topic string, part, epoch int32) {
+	defer close(rw.done)
+	defer rw.cl.Close()
+	seed := rw.cl.SeedBrokers()[0]
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		rw.mu.Lock()
+		observed, resigned := !rw.times.observedAt.IsZero(), !rw.times.resignedAt.IsZero()
+		rw.mu.Unlock()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		if !observed {
+			mreq := kmsg.NewPtrMetadataRequest()
+			mt := kmsg.NewMetadataRequestTopic()
+			mt.Topic = kmsg.StringPtr(offsetsTopicName)
+			mreq.Topics = append(mreq.Topics, mt)
+			if resp, err := mreq.RequestWith(ctx, seed); err == nil {
+				for _, t := range resp.Topics {
+					for _, p := range t.Partitions {
+						if t.Topic == nil || *t.Topic != offsetsTopicName || p.Partition != part {
+							continue
+						}
+						now := time.Now()
+						rw.mu.Lock()
+						rw.seen = partitionState{Leader: p.Leader, LeaderEpoch: p.LeaderEpoch, ISR: p.ISR}
+						if p.Leader != rw.node || p.LeaderEpoch > epoch {
+							rw.times.observedAt = now
+						}
+						rw.mu.Unlock()
+					}
+				}
+			}
+		}
+		if !resigned {
+			if code, err := offsetFetchCode(ctx, seed, group, topic); err == nil &&
+				(code == kerr.NotCoordinator.Code || code == kerr.CoordinatorLoadInProgress.Code) {
+				rw.mu.Lock()
+				rw.times.resignedAt = time.Now()
+				rw.mu.Unlock()
+			}
+		}
+		cancel()
+		select {
+		case <-rw.quit:
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// offsetFetchCode sends the group's OffsetFetch of partition 0 of topic to
+// broker br itself and returns the error code of the answer (the group's,
+// or else the partition's).
+func offsetFetchCode(ctx context.Context, br *kgo.Broker, group, topic string) (int16, error) {
+	req := kmsg.NewPtrOffsetFetchRequest()
+	// Both forms: the broker reads the one of the version negotiated.
+	req.Group = group
+	rt := kmsg.NewOffsetFetchRequestTopic()
+	rt.Topic, rt.Partitions = topic, []int32{0}
+	req.Topics = append(req.Topics, rt)
+	rg := kmsg.NewOffsetFetchRequestGroup()
+	rg.Group = group
+	gt := kmsg.NewOffsetFetchRequestGroupTopic()
+	gt.Topic, gt.Partitions = topic, []int32{0}
+	rg.Topics = append(rg.Topics, gt)
+	req.Groups = append(req.Groups, rg)
+	resp, err := req.RequestWith(ctx, br)
+	if err != nil {
+		return 0, err
+	}
+	if len(resp.Groups) > 0 {
+		if c := resp.Groups[0].ErrorCode; c != 0 {
+			return c, nil
+		}
+		for _, t := range resp.Groups[0].Topics {
+			for _, p := range t.Partitions {
+				return p.ErrorCode, nil
+			}
+		}
+		return 0, nil
+	}
+	if resp.ErrorCode != 0 {
+		return resp.ErrorCode, nil
+	}
+	for _, t := range resp.Topics {
+		for _, p := range t.Partitions {
+			return p.ErrorCode, nil
+		}
+	}
+	return 0, nil
+}
+
+func (rw *resignWatch) stop() {
+	rw.once.Do(func() { close(rw.quit) })
+	<-rw.done
+}
+
+// end waits up to d until the broker has resigned, or has known for
+// resignSlack that it was replaced, stops watching, and returns the end
+// of its isolation window: when it resigned, else resignSlack after it
+// learned. It fails the test if the broker did neither within d.
+func (rw *resignWatch) end(t *testing.T, d time.Duration) time.Time {
+	t.Helper()
+	var observedAt, resignedAt time.Time
+	var seen partitionState
+	err := poll(d, func() error {
+		rw.mu.Lock()
+		observedAt, resignedAt, seen = rw.times.observedAt, rw.times.resignedAt, rw.seen
+		rw.mu.Unlock()
+		switch {
+		case !resignedAt.IsZero():
+			return nil
+		case !observedAt.IsZero() && time.Since(observedAt) >= resignSlack:
+			return nil
+		}
+		return fmt.Errorf("broker %d still describes its partition as %v and answers as coordinator", rw.node, seen)
+	})
+	rw.stop()
+	if err != nil {
+		t.Errorf("isolated coordinator after the heal: %v", err)
+		return time.Now()
+	}
+	if !resignedAt.IsZero() && (observedAt.IsZero() || resignedAt.Before(observedAt.Add(resignSlack))) {
+		return resignedAt
+	}
+	return observedAt.Add(resignSlack)
 }
 
 // startFetching polls the group's committed offsets every 200 ms until
@@ -610,16 +789,19 @@ func (h *groupHistory) stopFetching() {
 //	                 | not send (a produce error such as NOT_LEADER_FOR_PARTITION)
 //
 // duplicates (records processed more than once) are allowed: delivery is
-// at least once. A stale or regressing OffsetFetch answered by a broker
-// inside one of its isolation windows is counted apart (isolated-stale),
-// not failed: a coordinator cut off from etcd cannot know it was
-// replaced, and Kafka's answers from its cache the same way.
+// at least once. A stale or regressing OffsetFetch that a broker answered
+// inside one of its isolation windows (sent before the window's end) is
+// counted apart (isolated-stale), not failed: a coordinator cut off from
+// etcd cannot know it was replaced, and Kafka's answers from its cache
+// the same way until it resigns. A stale answer from any other broker, or
+// from the same broker after it resigned, fails.
 type groupResult struct {
 	records, distinct, duplicates int
 	commitsOK, commitsFailed      int
 	failedBy                      map[string]int
 	fetches                       int
 	isolatedStale                 int           // stale answers of an isolated ex-coordinator
+	isolatedAfterHeal             int           // those of them sent after the heal, before it resigned
 	isolatedLag                   int64         // the most it was behind
 	isolatedFor                   time.Duration // the latest such answer after the window began
 	maxGen                        int32
@@ -635,11 +817,11 @@ type groupResult struct {
 func (r *groupResult) String() string {
 	return fmt.Sprintf("processed %d records (%d distinct, %d duplicates), commits accepted %d, failed %d, %d offset fetches, generations up to %d (%d assigned), %d member rewinds; "+
 		"regression %d, stale-fetch %d, fetch-regression %d, lost-commit %d, rewind %d, skipped %d, inconsistent %d, zombie-accepted %d, unexpected-error %d; "+
-		"isolated-stale %d (at most %d behind, up to %s into the isolation)",
+		"isolated-stale %d (%d sent after the heal; at most %d behind, up to %s into the isolation)",
 		r.records, r.distinct, r.duplicates, r.commitsOK, r.commitsFailed, r.fetches, r.maxGen, r.rebalances, r.memberRewinds,
 		len(r.regression), len(r.staleFetch), len(r.fetchRegression), len(r.lostCommit),
 		len(r.rewind), len(r.skipped), len(r.inconsistent), len(r.zombieAccepted), len(r.unexpectedErr),
-		r.isolatedStale, r.isolatedLag, r.isolatedFor.Round(time.Millisecond))
+		r.isolatedStale, r.isolatedAfterHeal, r.isolatedLag, r.isolatedFor.Round(time.Millisecond))
 }
 
 // ackedBefore answers "the highest offset of a commit accepted before t"
@@ -739,6 +921,9 @@ func (h *groupHistory) check(t *testing.T, logs map[int32][]*kgo.Record, final m
 		for _, w := range isolated {
 			if w.node == f.node && !f.at.Before(w.from) && f.sent.Before(w.to) {
 				r.isolatedStale++
+				if !f.sent.Before(w.healed) {
+					r.isolatedAfterHeal++
+				}
 				r.isolatedLag = max(r.isolatedLag, behind)
 				r.isolatedFor = max(r.isolatedFor, f.at.Sub(w.from))
 				return true

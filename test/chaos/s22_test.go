@@ -45,7 +45,9 @@ import (
 // an assignment below an accepted commit, and every record below the final
 // committed offset processed with the log's value. Duplicates are counted,
 // not failed (at-least-once), and so are stale OffsetFetch answers of the
-// isolated ex-coordinator, which cannot know it was replaced. The
+// isolated ex-coordinator from the cut until it has resigned after the
+// heal (see resignWatch): cut off, it cannot know it was replaced. A stale
+// answer from any other broker, or from it after it resigned, fails. The
 // producer's log is checked as in S-02.
 func TestS22GroupCoordinatorFaults(t *testing.T) {
 	const (
@@ -70,6 +72,9 @@ func TestS22GroupCoordinatorFaults(t *testing.T) {
 	w.waitAcks(0, 50, 30*time.Second)
 	g := startGroupRun(t, c, topic, groupID, partitions)
 	part := group.Partition(groupID, offsetsPartitions)
+	// Who led the group's __consumer_offsets partition when: the context
+	// of any stale answer.
+	coord := watchStates(c, offsetsTopicName, offsetsPartitions)
 
 	static := g.startMember(instanceID)
 	g.startMember("")
@@ -321,6 +326,7 @@ func TestS22GroupCoordinatorFaults(t *testing.T) {
 		{"coordinator isolated", func(cycle int) {
 			st := c.mustState(offsetsTopicName, part)
 			victim := st.Leader
+			rw := g.watchResign(c.brokers[victim], part, st.LeaderEpoch)
 			cutAt := time.Now()
 			nc.isolate(victim)
 			next := c.waitLeaderChange(offsetsTopicName, part, victim, st.LeaderEpoch, sessionTimeout+20*time.Second)
@@ -334,7 +340,10 @@ func TestS22GroupCoordinatorFaults(t *testing.T) {
 			}
 			c.waitFullISR(offsetsTopicName, offsetsPartitions)
 			c.waitFullISR(topic, partitions)
-			g.hist.addIsolation(victim, cutAt, time.Now())
+			resigned := rw.end(t, 30*time.Second)
+			g.hist.addIsolation(victim, cutAt, healedAt, resigned)
+			t.Logf("cycle %d: broker %d answered as coordinator from the state it had before the cut until %s after the heal",
+				cycle, victim, resigned.Sub(healedAt).Round(time.Millisecond))
 			g.waitSettled(settle)
 			g.waitProgress(healedAt, 60*time.Second)
 			t.Logf("cycle %d: healed; group settled and commits accepted on every partition after %s", cycle, time.Since(healedAt).Round(time.Millisecond))
@@ -369,6 +378,14 @@ func TestS22GroupCoordinatorFaults(t *testing.T) {
 	r := w.check(c)
 	logs := readAll(t, c, topic, partitions)
 	gr := g.hist.check(t, logs, final, partitions)
+	coord.stop()
+	coord.mu.Lock()
+	var leads []string
+	for _, o := range coord.changes[part] {
+		leads = append(leads, fmt.Sprintf("%s %v", o.at.Format("15:04:05.000"), o.partitionState))
+	}
+	coord.mu.Unlock()
+	t.Logf("S-22: %s-%d as seen in etcd: %s", offsetsTopicName, part, strings.Join(leads, "; "))
 
 	var zs []string
 	for _, z := range zombies {
