@@ -95,7 +95,7 @@ func TestS05ZombieLeader(t *testing.T) {
 				t.Logf("cycle %d: partition %d moved only after the resume (%v, seen %s after it)",
 					cycle, p, o.partitionState, o.at.Sub(resumedAt).Round(time.Millisecond))
 			}
-			watch = append(watch, fenced{cycle: cycle, node: zombie.id, partition: p, oldEpoch: e, newAt: o.at})
+			watch = append(watch, fenced{cycle: cycle, node: zombie.id, partition: p, oldEpoch: e, newAt: o.at, resumedAt: resumedAt})
 		}
 		if err := zombie.exited(); err != nil {
 			t.Fatal(err)
@@ -115,15 +115,16 @@ func TestS05ZombieLeader(t *testing.T) {
 }
 
 // fenced is a leadership the paused broker lost: node led partition at
-// oldEpoch when it was stopped, and a higher epoch was first seen at
-// newAt. Batches node acknowledged on the partition from newAt until the
-// cycle ended are judged by judgeBatch.
+// oldEpoch when it was stopped, a higher epoch was first seen at newAt,
+// and the broker was continued at resumedAt. Batches node acknowledged on
+// the partition from newAt until the cycle ended are judged by judgeBatch.
 type fenced struct {
 	cycle     int
 	node      int32
 	partition int32
 	oldEpoch  int32
 	newAt     time.Time
+	resumedAt time.Time
 	until     time.Time
 }
 
@@ -242,12 +243,13 @@ func checkZombieAcks(t *testing.T, c *testCluster, hist *stateHistory, w *worklo
 				continue
 			}
 			counts.batches++
-			late := b.at.Sub(f.newAt).Round(time.Millisecond)
+			late := fmt.Sprintf("%s after the new epoch, %s after SIGCONT",
+				b.at.Sub(f.newAt).Round(time.Millisecond), b.at.Sub(f.resumedAt).Round(time.Millisecond))
 			if b.first < 0 {
 				counts.untied++
 				if b.at.Before(reelected.Add(-time.Second)) {
 					counts.zombie++
-					t.Errorf("cycle %d: broker %d acknowledged %d records on partition %d at %s, %s after epoch %d was replaced and before it was elected again (not tied to offsets)",
+					t.Errorf("cycle %d: broker %d acknowledged %d records on partition %d at %s, %s (epoch %d replaced), before it was seen elected again (not tied to offsets)",
 						f.cycle, f.node, b.records, p, b.at.Format("15:04:05.000"), late, f.oldEpoch)
 				}
 				continue
@@ -256,11 +258,11 @@ func checkZombieAcks(t *testing.T, c *testCluster, hist *stateHistory, w *worklo
 			switch v.kind {
 			case ackZombie:
 				counts.zombie++
-				t.Errorf("cycle %d: broker %d acknowledged %d records (offsets %d-%d) on partition %d at %s, %s after epoch %d was replaced: %s",
+				t.Errorf("cycle %d: broker %d acknowledged %d records (offsets %d-%d) on partition %d at %s, %s (epoch %d replaced): %s",
 					f.cycle, f.node, b.records, b.first, b.last(), p, b.at.Format("15:04:05.000"), late, f.oldEpoch, v.why)
 			case ackLate:
 				counts.late++
-				t.Logf("cycle %d: broker %d acknowledged offsets %d-%d of partition %d at %s, %s after epoch %d was replaced: %s",
+				t.Logf("cycle %d: broker %d acknowledged offsets %d-%d of partition %d at %s, %s (epoch %d replaced): %s",
 					f.cycle, f.node, b.first, b.last(), p, b.at.Format("15:04:05.000"), late, f.oldEpoch, v.why)
 			case ackNewTerm:
 				counts.newTerm++
@@ -293,17 +295,23 @@ func (b tiedBatch) last() int64 { return b.first + int64(b.records) - 1 }
 // on different goroutines.
 const tieSlack = 2 * time.Second
 
+// tieWindow is how many hook calls tieBatches considers for the next
+// records: franz-go calls the hook from a goroutine of its own per produce
+// response, so the calls of two responses may come in either order.
+const tieWindow = 4
+
 // tieBatches ties each batch franz-go acknowledged on partition p to its
-// records and returns the partition's batches in the order acknowledged,
-// with why the first batch that could not be tied was not ("" if all
-// were). The hook says which broker acknowledged a batch and how many
-// records it held, but not their offsets; the records' promises give the
-// offsets. franz-go acknowledges a partition's batches one after the other
-// in offset order (idempotence keeps them in order) and each batch's
-// records at consecutive offsets, so the n-th batch holds the next records
-// of the partition's acks sorted by offset. Each tie is checked:
-// consecutive offsets, and promises within tieSlack of the hook. After the
-// first check that fails, no later batch of p is tied.
+// records and returns the partition's batches in the order the hook saw
+// them, with why tying stopped ("" if every batch was tied). The hook says
+// which broker acknowledged a batch and how many records it held, but not
+// their offsets; the records' promises give the offsets. franz-go
+// acknowledges a partition's batches one after the other in offset order
+// (idempotence keeps them in order) and each batch's records at
+// consecutive offsets, so the next records of the partition's acks sorted
+// by offset belong to one of the next tieWindow hook calls: the one whose
+// records fit (lie at consecutive offsets, promised within tieSlack of the
+// call) and were promised closest to it. Once no call fits, no later batch
+// of p is tied.
 func tieBatches(writes []batchWrite, acks []ack, p int32) ([]tiedBatch, string) {
 	var recs []ack
 	for _, a := range acks {
@@ -313,41 +321,66 @@ func tieBatches(writes []batchWrite, acks []ack, p int32) ([]tiedBatch, string) 
 	}
 	slices.SortFunc(recs, func(a, b ack) int { return cmp.Compare(a.offset, b.offset) })
 	var out []tiedBatch
-	why := ""
-	next := 0
 	for _, w := range writes {
-		if w.partition != p {
-			continue
+		if w.partition == p {
+			out = append(out, tiedBatch{batchWrite: w, first: -1})
 		}
-		b := tiedBatch{batchWrite: w, first: -1}
-		if why == "" {
-			switch run := recs[min(next, len(recs)):min(next+w.records, len(recs))]; {
-			case w.records <= 0 || len(run) < w.records:
-				why = fmt.Sprintf("the batch of %d records broker %d acknowledged at %s: %d acknowledged records left",
-					w.records, w.node, w.at.Format("15:04:05.000"), len(recs)-next)
-			default:
-				for i, a := range run {
-					switch {
-					case a.offset != run[0].offset+int64(i):
-						why = fmt.Sprintf("the batch of %d records broker %d acknowledged at %s: offsets %d and %d are not consecutive",
-							w.records, w.node, w.at.Format("15:04:05.000"), run[0].offset, a.offset)
-					case a.at.Sub(w.at).Abs() > tieSlack:
-						why = fmt.Sprintf("the batch of %d records broker %d acknowledged at %s: offset %d was promised at %s",
-							w.records, w.node, w.at.Format("15:04:05.000"), a.offset, a.at.Format("15:04:05.000"))
-					default:
-						continue
-					}
-					break
-				}
-				if why == "" {
-					b.first, b.recs = run[0].offset, run
-					next += w.records
-				}
+	}
+	// fit returns how far from the call the records of w were promised,
+	// or false if they do not fit.
+	fit := func(w batchWrite, rest []ack) (time.Duration, bool) {
+		if w.records <= 0 || len(rest) < w.records {
+			return 0, false
+		}
+		var far time.Duration
+		for i, a := range rest[:w.records] {
+			d := a.at.Sub(w.at).Abs()
+			if a.offset != rest[0].offset+int64(i) || d > tieSlack {
+				return 0, false
+			}
+			far = max(far, d)
+		}
+		return far, true
+	}
+	next, first := 0, 0 // the next record; the first batch not tied
+	for next < len(recs) {
+		found, best := -1, time.Duration(0)
+		for j, seen := first, 0; j < len(out) && seen < tieWindow; j++ {
+			if out[j].first >= 0 {
+				continue
+			}
+			seen++
+			if d, ok := fit(out[j].batchWrite, recs[next:]); ok && (found < 0 || d < best) {
+				found, best = j, d
 			}
 		}
-		out = append(out, b)
+		if found < 0 {
+			var calls []string
+			for j, seen := first, 0; j < len(out) && seen < tieWindow; j++ {
+				if out[j].first < 0 {
+					seen++
+					calls = append(calls, fmt.Sprintf("%d from broker %d at %s", out[j].records, out[j].node, out[j].at.Format("15:04:05.000")))
+				}
+			}
+			var offs []string
+			for _, a := range recs[next:min(next+6, len(recs))] {
+				offs = append(offs, fmt.Sprintf("%d at %s", a.offset, a.at.Format("15:04:05.000")))
+			}
+			return out, fmt.Sprintf("offset %d: none of the next batches fits (records %s; offsets promised %s)",
+				recs[next].offset, strings.Join(calls, ", "), strings.Join(offs, ", "))
+		}
+		b := &out[found]
+		b.first, b.recs = recs[next].offset, recs[next:next+b.records]
+		next += b.records
+		for first < len(out) && out[first].first >= 0 {
+			first++
+		}
 	}
-	return out, why
+	if first < len(out) {
+		return out, fmt.Sprintf("the batch of %d records broker %d acknowledged at %s: no acknowledged records left",
+			out[first].records, out[first].node, out[first].at.Format("15:04:05.000"))
+	}
+	return out, ""
 }
 
 // ackKind is judgeBatch's verdict on a batch a replaced leader acknowledged.
@@ -607,6 +640,13 @@ func TestTieBatchesChecksOffsetsAndTimes(t *testing.T) {
 	}
 	if len(got[0].recs) != 2 || got[0].recs[1].offset != 11 {
 		t.Errorf("batch 0 holds %v", got[0].recs)
+	}
+	swapped := []batchWrite{
+		{node: 2, partition: 3, records: 1, at: t0.Add(time.Second)}, // the hook calls of two responses swapped
+		{node: 1, partition: 3, records: 2, at: t0},
+	}
+	if got, why := tieBatches(swapped, acks[:4], 3); why != "" || got[0].first != 13 || got[1].first != 10 {
+		t.Errorf("swapped hook calls: tied at %d and %d (%s), want 13 and 10", got[0].first, got[1].first, why)
 	}
 	late := []batchWrite{{node: 1, partition: 3, records: 2, at: t0.Add(10 * time.Second)}}
 	if got, why := tieBatches(late, acks, 3); why == "" || got[0].first != -1 {
