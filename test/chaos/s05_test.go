@@ -25,12 +25,13 @@ import (
 // TestS05ZombieLeader is TESTPLAN S-05: the leader of partition 0 is
 // SIGSTOPped for 2 x T_s (its lease expires, the controller elects new
 // leaders at a higher epoch), then SIGCONTinued. Produce requests sent
-// straight to it right after it resumes get errors. Every batch the
-// producer's hook saw it acknowledge on a partition it lost, from the new
-// epoch until the cycle ends, is tied to its records in the log and judged
-// by their leader epochs (judgeBatch): it must have acknowledged only writes
-// its successors hold, and new writes only in a term it was elected to
-// again. Nothing acknowledged is lost.
+// straight to it right after it resumes get errors once etcd has the new
+// epoch (a slow controller may not have moved a partition yet). Every
+// batch the producer's hook saw it acknowledge on a partition it lost,
+// from the new epoch until the cycle ends, is tied to its records in the
+// log and judged by their leader epochs (judgeBatch): it must have
+// acknowledged only writes its successors hold, and new writes only in a
+// term it was elected to again. Nothing acknowledged is lost.
 func TestS05ZombieLeader(t *testing.T) {
 	const (
 		topic      = "s05"
@@ -52,6 +53,7 @@ func TestS05ZombieLeader(t *testing.T) {
 	w.waitAcks(0, 50, 30*time.Second)
 
 	var watch []fenced
+	var probes []probeAck
 	began := time.Now()
 	cycles := 0
 	for cycle := 1; cycle == 1 || time.Since(began) < runFor; cycle++ {
@@ -74,13 +76,15 @@ func TestS05ZombieLeader(t *testing.T) {
 		resumedAt := time.Now()
 
 		// Straight to the resumed broker, before it has caught up with
-		// anything: it must refuse.
-		for p := range led {
-			code, err := produceDirect(zombie.addr(), topic, p, fmt.Sprintf("%s-zombie-%d-%d", topic, cycle, p))
+		// anything: it must refuse, unless etcd has it lead (still, or
+		// again: probeAck).
+		for p, e := range led {
+			value := fmt.Sprintf("%s-zombie-%d-%d", topic, cycle, p)
+			code, err := produceDirect(zombie.addr(), topic, p, value)
 			t.Logf("cycle %d: produce to resumed broker %d for partition %d: %v %v", cycle, zombie.id, p, kerr.ErrorForCode(code), err)
-			w.addProbe(p, -1, fmt.Sprintf("%s-zombie-%d-%d", topic, cycle, p), false)
+			w.addProbe(p, -1, value, false)
 			if err == nil && code == 0 {
-				t.Errorf("cycle %d: resumed broker %d acknowledged a write to partition %d after being replaced", cycle, zombie.id, p)
+				probes = append(probes, probeAck{cycle, zombie.id, p, e, value})
 			}
 		}
 		first := len(watch)
@@ -110,7 +114,7 @@ func TestS05ZombieLeader(t *testing.T) {
 	w.stop(30 * time.Second)
 	hist.stop()
 	r := w.check(c)
-	z := checkZombieAcks(t, c, hist, w, topic, partitions, watch)
+	z := checkZombieAcks(t, c, hist, w, topic, partitions, watch, probes)
 	t.Logf("S-05: %d pause cycles, %d fenced leaderships; %v; %v", cycles, len(watch), z, r)
 }
 
@@ -155,6 +159,34 @@ func awaitEpochAbove(c *testCluster, hist *stateHistory, topic string, p, e int3
 	return last, err == nil
 }
 
+// probeAck is a write sent straight to the resumed broker (value, to
+// partition, which it led at oldEpoch when it was stopped) that it
+// acknowledged.
+type probeAck struct {
+	cycle     int
+	node      int32
+	partition int32
+	oldEpoch  int32
+	value     string
+}
+
+// judge reports whether the broker acknowledged the probe in a term etcd
+// gave it: the probe must be in the log (read in offset order) with a
+// leader epoch that node led, at or above oldEpoch (the controller may not
+// have moved the partition yet when the probe came, or may have elected
+// node again by then). It also says what it found.
+func (pa probeAck) judge(log []*kgo.Record, leaders map[int32]int32) (string, bool) {
+	for _, rec := range log {
+		if string(rec.Value) != pa.value {
+			continue
+		}
+		l, ok := leaders[rec.LeaderEpoch]
+		why := fmt.Sprintf("at offset %d, written at leader epoch %d (leader %d)", rec.Offset, rec.LeaderEpoch, l)
+		return why, ok && l == pa.node && rec.LeaderEpoch >= pa.oldEpoch
+	}
+	return "not in the log", false
+}
+
 // zombieResult counts the batches the paused broker acknowledged on a
 // partition after it lost the leadership, by judgeBatch's verdict.
 type zombieResult struct {
@@ -187,11 +219,34 @@ func (z *zombieResult) add(o zombieResult) {
 // the partition's state. A batch that cannot be tied to its records is
 // judged by time alone, as a zombie ack if it came before the broker was
 // seen elected again (less a second, for the poller's delay).
-func checkZombieAcks(t *testing.T, c *testCluster, hist *stateHistory, w *workload, topic string, partitions int32, watch []fenced) zombieResult {
+func checkZombieAcks(t *testing.T, c *testCluster, hist *stateHistory, w *workload, topic string, partitions int32, watch []fenced, probes []probeAck) zombieResult {
 	t.Helper()
 	var z zombieResult
 	logs := readAll(t, c, topic, partitions)
 	leaders := make(map[int32]map[int32]int32) // partition -> leader epoch -> leader
+	leadersOf := func(p int32) map[int32]int32 {
+		if leaders[p] == nil {
+			vs, err := c.stateVersions(topic, p)
+			if err != nil {
+				t.Fatalf("partition %d: state history from etcd: %v", p, err)
+			}
+			leaders[p] = make(map[int32]int32)
+			for _, v := range vs {
+				if v.Leader >= 0 {
+					leaders[p][v.LeaderEpoch] = v.Leader
+				}
+			}
+		}
+		return leaders[p]
+	}
+	for _, pa := range probes {
+		if why, ok := pa.judge(logs[pa.partition], leadersOf(pa.partition)); ok {
+			t.Logf("cycle %d: resumed broker %d acknowledged the write sent straight to it on partition %d: %s", pa.cycle, pa.node, pa.partition, why)
+		} else {
+			z.zombie++
+			t.Errorf("cycle %d: resumed broker %d acknowledged the write sent straight to it on partition %d after epoch %d was replaced: %s", pa.cycle, pa.node, pa.partition, pa.oldEpoch, why)
+		}
+	}
 	tied := make(map[int32][]tiedBatch)
 	w.batches.mu.Lock()
 	writes := slices.Clone(w.batches.writes)
@@ -201,18 +256,8 @@ func checkZombieAcks(t *testing.T, c *testCluster, hist *stateHistory, w *worklo
 	w.mu.Unlock()
 	for _, f := range watch {
 		p := f.partition
-		if leaders[p] == nil {
-			vs, err := c.stateVersions(topic, p)
-			if err != nil {
-				t.Errorf("partition %d: state history from etcd: %v", p, err)
-				return z
-			}
-			leaders[p] = make(map[int32]int32)
-			for _, v := range vs {
-				if v.Leader >= 0 {
-					leaders[p][v.LeaderEpoch] = v.Leader
-				}
-			}
+		if tied[p] == nil {
+			leadersOf(p)
 			var why string
 			tied[p], why = tieBatches(writes, acks, p)
 			if why != "" {
@@ -302,16 +347,17 @@ const tieWindow = 4
 
 // tieBatches ties each batch franz-go acknowledged on partition p to its
 // records and returns the partition's batches in the order the hook saw
-// them, with why tying stopped ("" if every batch was tied). The hook says
-// which broker acknowledged a batch and how many records it held, but not
-// their offsets; the records' promises give the offsets. franz-go
-// acknowledges a partition's batches one after the other in offset order
-// (idempotence keeps them in order) and each batch's records at
-// consecutive offsets, so the next records of the partition's acks sorted
-// by offset belong to one of the next tieWindow hook calls: the one whose
-// records fit (lie at consecutive offsets, promised within tieSlack of the
-// call) and were promised closest to it. Once no call fits, no later batch
-// of p is tied.
+// them, with why the first batch or record was left untied ("" if none
+// was). The hook says which broker acknowledged a batch and how many
+// records it held, but not their offsets; the records' promises give the
+// offsets. franz-go acknowledges a partition's batches one after the other
+// in offset order (idempotence keeps them in order) and each batch's
+// records at consecutive offsets, so the next records of the partition's
+// acks sorted by offset belong to one of the next tieWindow hook calls:
+// the one whose records fit (lie at consecutive offsets, promised within
+// tieSlack of the call) and were promised closest to it. When none fits,
+// tying resumes at the first of the next tieWindow records that one fits,
+// and failing that the first call in the window is left untied.
 func tieBatches(writes []batchWrite, acks []ack, p int32) ([]tiedBatch, string) {
 	var recs []ack
 	for _, a := range acks {
@@ -326,6 +372,7 @@ func tieBatches(writes []batchWrite, acks []ack, p int32) ([]tiedBatch, string) 
 			out = append(out, tiedBatch{batchWrite: w, first: -1})
 		}
 	}
+	done := make([]bool, len(out)) // tied, or left untied for good
 	// fit returns how far from the call the records of w were promised,
 	// or false if they do not fit.
 	fit := func(w batchWrite, rest []ack) (time.Duration, bool) {
@@ -342,45 +389,68 @@ func tieBatches(writes []batchWrite, acks []ack, p int32) ([]tiedBatch, string) 
 		}
 		return far, true
 	}
-	next, first := 0, 0 // the next record; the first batch not tied
-	for next < len(recs) {
-		found, best := -1, time.Duration(0)
-		for j, seen := first, 0; j < len(out) && seen < tieWindow; j++ {
-			if out[j].first >= 0 {
-				continue
-			}
-			seen++
-			if d, ok := fit(out[j].batchWrite, recs[next:]); ok && (found < 0 || d < best) {
-				found, best = j, d
+	// window returns the next tieWindow calls not done.
+	window := func(first int) []int {
+		var js []int
+		for j := first; j < len(out) && len(js) < tieWindow; j++ {
+			if !done[j] {
+				js = append(js, j)
 			}
 		}
-		if found < 0 {
-			var calls []string
-			for j, seen := first, 0; j < len(out) && seen < tieWindow; j++ {
-				if out[j].first < 0 {
-					seen++
+		return js
+	}
+	// best returns the call of js that fits the records from rest.
+	best := func(js []int, rest []ack) int {
+		found, closest := -1, time.Duration(0)
+		for _, j := range js {
+			if d, ok := fit(out[j].batchWrite, rest); ok && (found < 0 || d < closest) {
+				found, closest = j, d
+			}
+		}
+		return found
+	}
+	why := ""
+	next, first := 0, 0 // the next record; the first call not done
+	for next < len(recs) && first < len(out) {
+		js := window(first)
+		found, skip := best(js, recs[next:]), 0
+		for k := 1; found < 0 && k < tieWindow && next+k < len(recs); k++ {
+			found, skip = best(js, recs[next+k:]), k
+		}
+		if found < 0 || skip > 0 {
+			if why == "" {
+				var calls, offs []string
+				for _, j := range js {
 					calls = append(calls, fmt.Sprintf("%d from broker %d at %s", out[j].records, out[j].node, out[j].at.Format("15:04:05.000")))
 				}
+				for _, a := range recs[next:min(next+6, len(recs))] {
+					offs = append(offs, fmt.Sprintf("%d at %s", a.offset, a.at.Format("15:04:05.000")))
+				}
+				why = fmt.Sprintf("offset %d: no batch fits (next hook calls: records %s; offsets promised %s)",
+					recs[next].offset, strings.Join(calls, ", "), strings.Join(offs, ", "))
 			}
-			var offs []string
-			for _, a := range recs[next:min(next+6, len(recs))] {
-				offs = append(offs, fmt.Sprintf("%d at %s", a.offset, a.at.Format("15:04:05.000")))
+			if found < 0 {
+				done[js[0]] = true // left untied
+				for first < len(out) && done[first] {
+					first++
+				}
+				continue
 			}
-			return out, fmt.Sprintf("offset %d: none of the next batches fits (records %s; offsets promised %s)",
-				recs[next].offset, strings.Join(calls, ", "), strings.Join(offs, ", "))
 		}
+		next += skip
 		b := &out[found]
 		b.first, b.recs = recs[next].offset, recs[next:next+b.records]
+		done[found] = true
 		next += b.records
-		for first < len(out) && out[first].first >= 0 {
+		for first < len(out) && done[first] {
 			first++
 		}
 	}
-	if first < len(out) {
-		return out, fmt.Sprintf("the batch of %d records broker %d acknowledged at %s: no acknowledged records left",
+	if first < len(out) && why == "" {
+		why = fmt.Sprintf("the batch of %d records broker %d acknowledged at %s: no acknowledged records left",
 			out[first].records, out[first].node, out[first].at.Format("15:04:05.000"))
 	}
-	return out, ""
+	return out, why
 }
 
 // ackKind is judgeBatch's verdict on a batch a replaced leader acknowledged.
@@ -601,6 +671,18 @@ func TestJudgeBatchVerdicts(t *testing.T) {
 			t.Errorf("%s: got %d (%s), want %d", tc.name, got.kind, got.why, tc.want)
 		}
 	}
+	// Writes sent straight to broker 1 after SIGCONT.
+	probeLog := []*kgo.Record{
+		{Offset: 20, Value: []byte("old"), LeaderEpoch: 2},
+		{Offset: 21, Value: []byte("successor"), LeaderEpoch: 3},
+		{Offset: 22, Value: []byte("again"), LeaderEpoch: 4},
+	}
+	for value, want := range map[string]bool{"old": true, "successor": false, "again": true, "gone": false} {
+		pa := probeAck{node: 1, partition: 0, oldEpoch: 2, value: value}
+		if why, ok := pa.judge(probeLog, leaders); ok != want {
+			t.Errorf("probe %s: accepted %v (%s), want %v", value, ok, why, want)
+		}
+	}
 	// Epoch 3 led by broker 0 and none later by broker 1.
 	if got := judgeBatch(1, 2, batch(nil, 12), log, t0, map[int32]int32{2: 1, 3: 0}, never); got.kind != ackZombie {
 		t.Errorf("answered as a leader it never was: got %d (%s)", got.kind, got.why)
@@ -647,6 +729,16 @@ func TestTieBatchesChecksOffsetsAndTimes(t *testing.T) {
 	}
 	if got, why := tieBatches(swapped, acks[:4], 3); why != "" || got[0].first != 13 || got[1].first != 10 {
 		t.Errorf("swapped hook calls: tied at %d and %d (%s), want 13 and 10", got[0].first, got[1].first, why)
+	}
+	// A call naming more records than were promised near it is left
+	// untied, and tying resumes with the next call that fits.
+	resync := []ack{franz(1, 30, t0), franz(2, 40, t0.Add(time.Second)), franz(3, 41, t0.Add(time.Second))}
+	calls := []batchWrite{
+		{node: 1, partition: 3, records: 3, at: t0},
+		{node: 1, partition: 3, records: 2, at: t0.Add(time.Second)},
+	}
+	if got, why := tieBatches(calls, resync, 3); why == "" || got[0].first != -1 || got[1].first != 40 {
+		t.Errorf("resync: tied at %d and %d (%q), want -1 and 40", got[0].first, got[1].first, why)
 	}
 	late := []batchWrite{{node: 1, partition: 3, records: 2, at: t0.Add(10 * time.Second)}}
 	if got, why := tieBatches(late, acks, 3); why == "" || got[0].first != -1 {
