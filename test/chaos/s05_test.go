@@ -1,15 +1,17 @@
 package chaos
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -27,9 +29,9 @@ import (
 // leaders at a higher epoch), then SIGCONTinued. Produce requests sent
 // straight to it right after it resumes get errors once etcd has the new
 // epoch (a slow controller may not have moved a partition yet). Every
-// batch the producer's hook saw it acknowledge on a partition it lost,
-// from the new epoch until the cycle ends, is tied to its records in the
-// log and judged by their leader epochs (judgeBatch): it must have
+// batch a witness producer (see witness) saw it acknowledge on a partition
+// it lost, from the new epoch until the cycle ends, is judged by the
+// leader epochs of its records in the log (judgeBatch): it must have
 // acknowledged only writes its successors hold, and new writes only in a
 // term it was elected to again. Nothing acknowledged is lost.
 func TestS05ZombieLeader(t *testing.T) {
@@ -50,6 +52,7 @@ func TestS05ZombieLeader(t *testing.T) {
 	c.createTopic(topic, partitions)
 	hist := watchStates(c, topic, partitions)
 	w := startWorkload(t, c, topic, partitions)
+	wit := startWitness(t, c, w, topic, partitions)
 	w.waitAcks(0, 50, 30*time.Second)
 
 	var watch []fenced
@@ -111,11 +114,13 @@ func TestS05ZombieLeader(t *testing.T) {
 		}
 		t.Logf("cycle %d: full ISR %s after resume", cycle, time.Since(resumedAt).Round(time.Millisecond))
 	}
+	wit.stop(30 * time.Second)
 	w.stop(30 * time.Second)
 	hist.stop()
 	r := w.check(c)
-	z := checkZombieAcks(t, c, hist, w, topic, partitions, watch, probes)
-	t.Logf("S-05: %d pause cycles, %d fenced leaderships; %v; %v", cycles, len(watch), z, r)
+	z := checkZombieAcks(t, c, hist, wit, topic, partitions, watch, probes)
+	t.Logf("S-05: %d pause cycles, %d fenced leaderships; witness sent %d, acked %d (in the checker's acks); %v; %v",
+		cycles, len(watch), wit.sent.Load(), wit.acked.Load(), z, r)
 }
 
 // fenced is a leadership the paused broker lost: node led partition at
@@ -187,20 +192,21 @@ func (pa probeAck) judge(log []*kgo.Record, leaders map[int32]int32) (string, bo
 	return "not in the log", false
 }
 
-// zombieResult counts the batches the paused broker acknowledged on a
-// partition after it lost the leadership, by judgeBatch's verdict.
+// zombieResult counts the batches the paused broker acknowledged to the
+// witness on a partition after it lost the leadership, by judgeBatch's
+// verdict, and the writes sent straight to it that it acknowledged in a
+// leadership it no longer held (zombie).
 type zombieResult struct {
 	batches int // acknowledged by the replaced broker while watched
 	zombie  int // must be zero (see judgeBatch)
 	late    int // written before it lost the epoch, answered after
 	newTerm int // written in a term it was elected to again
 	retried int // a retry deduplicated against a later leader's write
-	untied  int // not tied to offsets (see tieBatches)
 }
 
 func (z zombieResult) String() string {
-	return fmt.Sprintf("batches acknowledged by a replaced leader %d: zombie %d, late answers from the replaced epoch %d, in its new term %d, deduplicated retries %d, not tied to offsets %d",
-		z.batches, z.zombie, z.late, z.newTerm, z.retried, z.untied)
+	return fmt.Sprintf("witness batches acknowledged by a replaced leader %d: zombie %d, late answers from the replaced epoch %d, in its new term %d, deduplicated retries %d",
+		z.batches, z.zombie, z.late, z.newTerm, z.retried)
 }
 
 func (z *zombieResult) add(o zombieResult) {
@@ -209,17 +215,15 @@ func (z *zombieResult) add(o zombieResult) {
 	z.late += o.late
 	z.newTerm += o.newTerm
 	z.retried += o.retried
-	z.untied += o.untied
 }
 
-// checkZombieAcks judges every batch the replaced broker of each fenced
-// leadership acknowledged on that partition from the new epoch until the
-// cycle ended (judgeBatch), with the topic as read back now (the records'
-// values and leader epochs) and each epoch's leader from etcd's history of
-// the partition's state. A batch that cannot be tied to its records is
-// judged by time alone, as a zombie ack if it came before the broker was
-// seen elected again (less a second, for the poller's delay).
-func checkZombieAcks(t *testing.T, c *testCluster, hist *stateHistory, w *workload, topic string, partitions int32, watch []fenced, probes []probeAck) zombieResult {
+// checkZombieAcks judges every batch the witness saw the replaced broker
+// of each fenced leadership acknowledge on that partition, from the new
+// epoch until the cycle ended (judgeBatch), and every write sent straight
+// to a resumed broker that it acknowledged (probeAck), with the topic as
+// read back now and each epoch's leader from etcd's history of the
+// partition's state.
+func checkZombieAcks(t *testing.T, c *testCluster, hist *stateHistory, wit *witness, topic string, partitions int32, watch []fenced, probes []probeAck) zombieResult {
 	t.Helper()
 	var z zombieResult
 	logs := readAll(t, c, topic, partitions)
@@ -247,210 +251,214 @@ func checkZombieAcks(t *testing.T, c *testCluster, hist *stateHistory, w *worklo
 			t.Errorf("cycle %d: resumed broker %d acknowledged the write sent straight to it on partition %d after epoch %d was replaced: %s", pa.cycle, pa.node, pa.partition, pa.oldEpoch, why)
 		}
 	}
-	tied := make(map[int32][]tiedBatch)
-	w.batches.mu.Lock()
-	writes := slices.Clone(w.batches.writes)
-	w.batches.mu.Unlock()
-	w.mu.Lock()
-	acks := slices.Clone(w.mu.acks)
-	w.mu.Unlock()
+	wit.mu.Lock()
+	batches := slices.Clone(wit.mu.batches)
+	wit.mu.Unlock()
 	for _, f := range watch {
 		p := f.partition
-		if tied[p] == nil {
-			leadersOf(p)
-			var why string
-			tied[p], why = tieBatches(writes, acks, p)
-			if why != "" {
-				t.Logf("partition %d: batches not tied to offsets from %s", p, why)
-			}
-		}
 		byOffset := make(map[int64]*kgo.Record, len(logs[p]))
 		for _, rec := range logs[p] {
 			byOffset[rec.Offset] = rec
 		}
 		var epochs []string
-		for _, e := range slices.Sorted(maps.Keys(leaders[p])) {
+		for _, e := range slices.Sorted(maps.Keys(leadersOf(p))) {
 			if e >= f.oldEpoch {
 				epochs = append(epochs, fmt.Sprintf("%d:%d", e, leaders[p][e]))
 			}
 		}
-		reelected := f.until
+		reelected := "not seen"
 		if o, ok := hist.firstAfter(p, f.newAt, func(s partitionState) bool { return s.Leader == f.node }); ok {
-			reelected = o.at
+			reelected = o.at.Sub(f.newAt).Round(time.Millisecond).String()
 		}
 		replacedAt := func(e int32) (time.Time, bool) {
 			o, ok := hist.firstAfter(p, time.Time{}, func(s partitionState) bool { return s.LeaderEpoch > e && s.Leader != f.node })
 			return o.at, ok
 		}
 		var counts zombieResult
-		for _, b := range tied[p] {
-			if b.node != f.node || b.at.Before(f.newAt) || !b.at.Before(f.until) {
+		for _, b := range batches {
+			if b.node != f.node || b.partition != p || b.at.Before(f.newAt) || !b.at.Before(f.until) {
 				continue
 			}
 			counts.batches++
-			late := fmt.Sprintf("%s after the new epoch, %s after SIGCONT",
+			when := fmt.Sprintf("%s after the new epoch, %s after SIGCONT",
 				b.at.Sub(f.newAt).Round(time.Millisecond), b.at.Sub(f.resumedAt).Round(time.Millisecond))
-			if b.first < 0 {
-				counts.untied++
-				if b.at.Before(reelected.Add(-time.Second)) {
-					counts.zombie++
-					t.Errorf("cycle %d: broker %d acknowledged %d records on partition %d at %s, %s (epoch %d replaced), before it was seen elected again (not tied to offsets)",
-						f.cycle, f.node, b.records, p, b.at.Format("15:04:05.000"), late, f.oldEpoch)
-				}
-				continue
-			}
-			v := judgeBatch(f.node, f.oldEpoch, b, byOffset, b.at, leaders[p], replacedAt)
+			v := judgeBatch(f.node, f.oldEpoch, b, byOffset, leaders[p], replacedAt)
 			switch v.kind {
 			case ackZombie:
 				counts.zombie++
-				t.Errorf("cycle %d: broker %d acknowledged %d records (offsets %d-%d) on partition %d at %s, %s (epoch %d replaced): %s",
-					f.cycle, f.node, b.records, b.first, b.last(), p, b.at.Format("15:04:05.000"), late, f.oldEpoch, v.why)
+				t.Errorf("cycle %d: broker %d acknowledged offsets %d-%d of partition %d at %s, %s (epoch %d replaced): %s",
+					f.cycle, f.node, b.first, b.end-1, p, b.at.Format("15:04:05.000"), when, f.oldEpoch, v.why)
 			case ackLate:
 				counts.late++
 				t.Logf("cycle %d: broker %d acknowledged offsets %d-%d of partition %d at %s, %s (epoch %d replaced): %s",
-					f.cycle, f.node, b.first, b.last(), p, b.at.Format("15:04:05.000"), late, f.oldEpoch, v.why)
+					f.cycle, f.node, b.first, b.end-1, p, b.at.Format("15:04:05.000"), when, f.oldEpoch, v.why)
 			case ackNewTerm:
 				counts.newTerm++
 			case ackRetried:
 				counts.retried++
 				t.Logf("cycle %d: broker %d acknowledged offsets %d-%d of partition %d at %s: %s",
-					f.cycle, f.node, b.first, b.last(), p, b.at.Format("15:04:05.000"), v.why)
+					f.cycle, f.node, b.first, b.end-1, p, b.at.Format("15:04:05.000"), v.why)
 			}
 		}
 		t.Logf("cycle %d: partition %d (leader epoch:leader %s; broker %d seen elected again %s after the new epoch): %v",
-			f.cycle, p, strings.Join(epochs, " "), f.node, reelected.Sub(f.newAt).Round(time.Millisecond), counts)
+			f.cycle, p, strings.Join(epochs, " "), f.node, reelected, counts)
 		z.add(counts)
 	}
 	return z
 }
 
-// tiedBatch is a batch franz-go's hook reported, with the acknowledged
-// records it held, in offset order (first is -1 when it could not be tied
-// to records).
-type tiedBatch struct {
-	batchWrite
-	first int64
-	recs  []ack
+// witness is a second producer of the safe profile (franz-go, 10 records/s
+// per partition, values <topic>-witness-p<partition>-<seq>) whose debug
+// log says, for every batch a broker acknowledged, which broker did and at
+// which offsets: franz-go logs each produce response as "produced" with
+// the broker and partition{base=>end} per batch. The workload's hook names
+// the broker but not the offsets, and tying its batches to records by
+// time does not hold on a loaded machine. Its values are probes of the
+// workload (acknowledged ones are checked like acks). Start it with
+// startWitness, end it with stop before the workload's stop; mu guards
+// the fields in it.
+type witness struct {
+	t        *testing.T
+	topic    string
+	cl       *kgo.Client
+	cancel   context.CancelFunc
+	sendDone chan struct{}
+	inflight sync.WaitGroup
+	sent     atomic.Int64
+	acked    atomic.Int64
+	mu       struct {
+		sync.Mutex
+		batches []witnessBatch
+	}
 }
 
-func (b tiedBatch) last() int64 { return b.first + int64(b.records) - 1 }
+// witnessBatch is one batch a broker acknowledged to the witness: offsets
+// [first, end) of partition, logged at at.
+type witnessBatch struct {
+	node      int32
+	partition int32
+	first     int64
+	end       int64
+	at        time.Time
+}
 
-// tieSlack bounds how far apart franz-go reports a batch to the hook and
-// its records to their promises: both follow the same produce response,
-// on different goroutines.
-const tieSlack = 2 * time.Second
+// witnessInterval spreads 10 records/s per partition over the topic.
+const witnessInterval = 100 * time.Millisecond
 
-// tieWindow is how many hook calls tieBatches considers for the next
-// records: franz-go calls the hook from a goroutine of its own per produce
-// response, so the calls of two responses may come in either order.
-const tieWindow = 4
+func startWitness(t *testing.T, c *testCluster, w *workload, topic string, partitions int32) *witness {
+	t.Helper()
+	wit := &witness{t: t, topic: topic, sendDone: make(chan struct{})}
+	opts := append(safeProducerOpts(c.addrs()), kgo.WithLogger(wit))
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wit.cl = cl
+	ctx, cancel := context.WithCancel(context.Background())
+	wit.cancel = cancel
+	go func() {
+		defer close(wit.sendDone)
+		tick := time.NewTicker(witnessInterval / time.Duration(partitions))
+		defer tick.Stop()
+		for seq := int64(0); ; seq++ {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			p := int32(seq % int64(partitions))
+			value := fmt.Sprintf("%s-witness-p%d-%08d", topic, p, seq)
+			wit.inflight.Add(1)
+			wit.sent.Add(1)
+			cl.Produce(context.Background(), &kgo.Record{Topic: topic, Partition: p, Value: []byte(value)}, func(r *kgo.Record, err error) {
+				defer wit.inflight.Done()
+				if err == nil {
+					wit.acked.Add(1)
+				}
+				w.addProbe(r.Partition, r.Offset, value, err == nil)
+			})
+		}
+	}()
+	t.Cleanup(wit.stopNow)
+	return wit
+}
 
-// tieBatches ties each batch franz-go acknowledged on partition p to its
-// records and returns the partition's batches in the order the hook saw
-// them, with why the first batch or record was left untied ("" if none
-// was). The hook says which broker acknowledged a batch and how many
-// records it held, but not their offsets; the records' promises give the
-// offsets. franz-go acknowledges a partition's batches one after the other
-// in offset order (idempotence keeps them in order) and each batch's
-// records at consecutive offsets, so the next records of the partition's
-// acks sorted by offset belong to one of the next tieWindow hook calls:
-// the one whose records fit (lie at consecutive offsets, promised within
-// tieSlack of the call) and were promised closest to it. When none fits,
-// tying resumes at the first of the next tieWindow records that one fits,
-// and failing that the first call in the window is left untied.
-func tieBatches(writes []batchWrite, acks []ack, p int32) ([]tiedBatch, string) {
-	var recs []ack
-	for _, a := range acks {
-		if a.stack == stackFranz && a.partition == p && a.seq >= 0 && a.offset >= 0 {
-			recs = append(recs, a)
+// stop ends the witness: no new sends, up to d for those outstanding,
+// then the client closes (failing the rest, which the workload then takes
+// as probes of unknown outcome). It ties every batch to its records.
+func (wit *witness) stop(d time.Duration) {
+	wit.cancel()
+	<-wit.sendDone
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	if err := wit.cl.Flush(ctx); err != nil {
+		wit.t.Logf("witness: flush after %s: %v", d, err)
+	}
+	wit.stopNow()
+}
+
+// stopNow ends the witness at once; it is idempotent.
+func (wit *witness) stopNow() {
+	wit.cancel()
+	<-wit.sendDone
+	wit.cl.Close()
+	wit.inflight.Wait()
+}
+
+// Level implements kgo.Logger: debug, for the "produced" lines.
+func (wit *witness) Level() kgo.LogLevel { return kgo.LogLevelDebug }
+
+// Log implements kgo.Logger: it keeps the batches of "produced" lines.
+func (wit *witness) Log(_ kgo.LogLevel, msg string, keyvals ...any) {
+	if msg != "produced" {
+		return
+	}
+	var broker, to string
+	for i := 0; i+1 < len(keyvals); i += 2 {
+		switch keyvals[i] {
+		case "broker":
+			broker, _ = keyvals[i+1].(string)
+		case "to":
+			to, _ = keyvals[i+1].(string)
 		}
 	}
-	slices.SortFunc(recs, func(a, b ack) int { return cmp.Compare(a.offset, b.offset) })
-	var out []tiedBatch
-	for _, w := range writes {
-		if w.partition == p {
-			out = append(out, tiedBatch{batchWrite: w, first: -1})
-		}
+	bs := parseProduced(wit.topic, broker, to, time.Now())
+	wit.mu.Lock()
+	wit.mu.batches = append(wit.mu.batches, bs...)
+	wit.mu.Unlock()
+}
+
+var (
+	producedTopic = regexp.MustCompile(`([^\s\[\],]+)\[([^\]]*)\]`)
+	producedBatch = regexp.MustCompile(`(\d+)\{(\d+)=>(\d+)\}`)
+)
+
+// parseProduced reads the batches of topic a broker acknowledged from
+// franz-go's "produced" debug line: broker is the node id ("seed_<n>" for a seed
+// broker, skipped), to lists topic[partition{base=>end}, ...] for every
+// topic; a batch that failed or was retried has another form
+// (partition{err@base,n(...)}, partition{retrying@...}) and is skipped.
+func parseProduced(topic, broker, to string, at time.Time) []witnessBatch {
+	node, err := strconv.ParseInt(broker, 10, 32)
+	if err != nil {
+		return nil
 	}
-	done := make([]bool, len(out)) // tied, or left untied for good
-	// fit returns how far from the call the records of w were promised,
-	// or false if they do not fit.
-	fit := func(w batchWrite, rest []ack) (time.Duration, bool) {
-		if w.records <= 0 || len(rest) < w.records {
-			return 0, false
+	var out []witnessBatch
+	for _, tm := range producedTopic.FindAllStringSubmatch(to, -1) {
+		if tm[1] != topic {
+			continue
 		}
-		var far time.Duration
-		for i, a := range rest[:w.records] {
-			d := a.at.Sub(w.at).Abs()
-			if a.offset != rest[0].offset+int64(i) || d > tieSlack {
-				return 0, false
-			}
-			far = max(far, d)
-		}
-		return far, true
-	}
-	// window returns the next tieWindow calls not done.
-	window := func(first int) []int {
-		var js []int
-		for j := first; j < len(out) && len(js) < tieWindow; j++ {
-			if !done[j] {
-				js = append(js, j)
-			}
-		}
-		return js
-	}
-	// best returns the call of js that fits the records from rest.
-	best := func(js []int, rest []ack) int {
-		found, closest := -1, time.Duration(0)
-		for _, j := range js {
-			if d, ok := fit(out[j].batchWrite, rest); ok && (found < 0 || d < closest) {
-				found, closest = j, d
-			}
-		}
-		return found
-	}
-	why := ""
-	next, first := 0, 0 // the next record; the first call not done
-	for next < len(recs) && first < len(out) {
-		js := window(first)
-		found, skip := best(js, recs[next:]), 0
-		for k := 1; found < 0 && k < tieWindow && next+k < len(recs); k++ {
-			found, skip = best(js, recs[next+k:]), k
-		}
-		if found < 0 || skip > 0 {
-			if why == "" {
-				var calls, offs []string
-				for _, j := range js {
-					calls = append(calls, fmt.Sprintf("%d from broker %d at %s", out[j].records, out[j].node, out[j].at.Format("15:04:05.000")))
-				}
-				for _, a := range recs[next:min(next+6, len(recs))] {
-					offs = append(offs, fmt.Sprintf("%d at %s", a.offset, a.at.Format("15:04:05.000")))
-				}
-				why = fmt.Sprintf("offset %d: no batch fits (next hook calls: records %s; offsets promised %s)",
-					recs[next].offset, strings.Join(calls, ", "), strings.Join(offs, ", "))
-			}
-			if found < 0 {
-				done[js[0]] = true // left untied
-				for first < len(out) && done[first] {
-					first++
-				}
+		for _, bm := range producedBatch.FindAllStringSubmatch(tm[2], -1) {
+			p, err1 := strconv.ParseInt(bm[1], 10, 32)
+			first, err2 := strconv.ParseInt(bm[2], 10, 64)
+			end, err3 := strconv.ParseInt(bm[3], 10, 64)
+			if err1 != nil || err2 != nil || err3 != nil || end <= first {
 				continue
 			}
-		}
-		next += skip
-		b := &out[found]
-		b.first, b.recs = recs[next].offset, recs[next:next+b.records]
-		done[found] = true
-		next += b.records
-		for first < len(out) && done[first] {
-			first++
+			out = append(out, witnessBatch{node: int32(node), partition: int32(p), first: first, end: end, at: at})
 		}
 	}
-	if first < len(out) && why == "" {
-		why = fmt.Sprintf("the batch of %d records broker %d acknowledged at %s: no acknowledged records left",
-			out[first].records, out[first].node, out[first].at.Format("15:04:05.000"))
-	}
-	return out, why
+	return out
 }
 
 // ackKind is judgeBatch's verdict on a batch a replaced leader acknowledged.
@@ -469,8 +477,8 @@ type ackVerdict struct {
 }
 
 // judgeBatch decides what broker node, replaced at epoch replaced, did
-// when it acknowledged batch b at time at. log holds the partition as read
-// back by offset; each record carries the leader epoch of the leader that
+// when it acknowledged the witness's batch b. log holds the partition as
+// read back by offset; each record carries the leader epoch of the leader that
 // appended it (a deduplicated retry is answered with the records already
 // in the log). leaders maps each epoch of the partition to its leader, from
 // etcd's history. replacedAt(e) returns when a state with an epoch above e
@@ -493,15 +501,16 @@ type ackVerdict struct {
 // A leader whose stale epoch survived the replacement would have to
 // acknowledge a write its successor lacks, which the first row catches; a
 // write its successor holds was committed whoever answered for it.
-func judgeBatch(node, replaced int32, b tiedBatch, log map[int64]*kgo.Record, at time.Time, leaders map[int32]int32, replacedAt func(e int32) (time.Time, bool)) ackVerdict {
+func judgeBatch(node, replaced int32, b witnessBatch, log map[int64]*kgo.Record, leaders map[int32]int32, replacedAt func(e int32) (time.Time, bool)) ackVerdict {
+	at := b.at
 	var stamps []int32
-	for _, a := range b.recs {
-		rec := log[a.offset]
+	for o := b.first; o < b.end; o++ {
+		rec := log[o]
 		switch {
 		case rec == nil:
-			return ackVerdict{ackZombie, fmt.Sprintf("offset %d (%s) is not in the log", a.offset, a.value)}
-		case string(rec.Value) != a.value:
-			return ackVerdict{ackZombie, fmt.Sprintf("offset %d holds %s, not %s", a.offset, rec.Value, a.value)}
+			return ackVerdict{ackZombie, fmt.Sprintf("offset %d is not in the log", o)}
+		case !strings.Contains(string(rec.Value), "-witness-"):
+			return ackVerdict{ackZombie, fmt.Sprintf("offset %d holds %s, not a write of the witness", o, rec.Value)}
 		}
 		if !slices.Contains(stamps, rec.LeaderEpoch) {
 			stamps = append(stamps, rec.LeaderEpoch)
@@ -633,43 +642,40 @@ func TestJudgeBatchVerdicts(t *testing.T) {
 		return time.Time{}, false
 	}
 	log := map[int64]*kgo.Record{
-		10: {Offset: 10, Value: []byte("v10"), LeaderEpoch: 1},
-		11: {Offset: 11, Value: []byte("v11"), LeaderEpoch: 2},
-		12: {Offset: 12, Value: []byte("v12"), LeaderEpoch: 3},
-		13: {Offset: 13, Value: []byte("v13"), LeaderEpoch: 4},
-		14: {Offset: 14, Value: []byte("v14"), LeaderEpoch: 5},
+		10: {Offset: 10, Value: []byte("s05-witness-p0-1"), LeaderEpoch: 1},
+		11: {Offset: 11, Value: []byte("s05-witness-p0-2"), LeaderEpoch: 2},
+		12: {Offset: 12, Value: []byte("s05-witness-p0-3"), LeaderEpoch: 3},
+		13: {Offset: 13, Value: []byte("s05-witness-p0-4"), LeaderEpoch: 4},
+		14: {Offset: 14, Value: []byte("s05-witness-p0-5"), LeaderEpoch: 5},
+		15: {Offset: 15, Value: []byte("s05-p0-00000001"), LeaderEpoch: 4},
 	}
-	batch := func(values map[int64]string, offsets ...int64) tiedBatch {
-		b := tiedBatch{batchWrite: batchWrite{node: 1, records: len(offsets)}, first: offsets[0]}
-		for _, o := range offsets {
-			v, ok := values[o]
-			if !ok {
-				v = fmt.Sprintf("v%d", o)
-			}
-			b.recs = append(b.recs, ack{offset: o, value: v})
-		}
-		return b
+	batch := func(first, end int64, at time.Time) witnessBatch {
+		return witnessBatch{node: 1, first: first, end: end, at: at}
 	}
 	for _, tc := range []struct {
 		name       string
-		b          tiedBatch
-		at         time.Time
+		b          witnessBatch
 		replacedAt func(int32) (time.Time, bool)
 		want       ackKind
 	}{
-		{"acknowledged a write its successor lacks", batch(map[int64]string{13: "lost"}, 13), t0, never, ackZombie},
-		{"acknowledged an offset the log does not have", batch(nil, 15), t0, never, ackZombie},
-		{"written in the replaced epoch, answered late", batch(nil, 11), t0, never, ackLate},
-		{"written before the replaced epoch", batch(nil, 10), t0, never, ackLate},
-		{"written in its new term", batch(nil, 13), t0, never, ackNewTerm},
-		{"new term, answered after it was replaced", batch(nil, 13), t0.Add(2 * time.Second), replaced4, ackLate},
-		{"new term, answered before it was replaced", batch(nil, 13), t0, replaced4, ackNewTerm},
-		{"retry of the successor's write, answered in the new term", batch(nil, 12), t0, never, ackRetried},
-		{"written at an epoch etcd never held", batch(nil, 14), t0, never, ackZombie},
+		{"acknowledged offsets holding another write", batch(15, 16, t0), never, ackZombie},
+		{"acknowledged an offset the log does not have", batch(16, 17, t0), never, ackZombie},
+		{"written in the replaced epoch, answered late", batch(11, 12, t0), never, ackLate},
+		{"written before the replaced epoch", batch(10, 11, t0), never, ackLate},
+		{"written in its new term", batch(13, 14, t0), never, ackNewTerm},
+		{"new term, answered after it was replaced", batch(13, 14, t0.Add(2*time.Second)), replaced4, ackLate},
+		{"new term, answered before it was replaced", batch(13, 14, t0), replaced4, ackNewTerm},
+		{"retry of the successor's write, answered in the new term", batch(12, 13, t0), never, ackRetried},
+		{"one record in the replaced epoch", batch(11, 14, t0), never, ackLate},
+		{"written at an epoch etcd never held", batch(14, 15, t0), never, ackZombie},
 	} {
-		if got := judgeBatch(1, 2, tc.b, log, tc.at, leaders, tc.replacedAt); got.kind != tc.want {
+		if got := judgeBatch(1, 2, tc.b, log, leaders, tc.replacedAt); got.kind != tc.want {
 			t.Errorf("%s: got %d (%s), want %d", tc.name, got.kind, got.why, tc.want)
 		}
+	}
+	// Epoch 3 led by broker 0 and none later by broker 1.
+	if got := judgeBatch(1, 2, batch(12, 13, t0), log, map[int32]int32{2: 1, 3: 0}, never); got.kind != ackZombie {
+		t.Errorf("answered as a leader it never was: got %d (%s)", got.kind, got.why)
 	}
 	// Writes sent straight to broker 1 after SIGCONT.
 	probeLog := []*kgo.Record{
@@ -683,65 +689,21 @@ func TestJudgeBatchVerdicts(t *testing.T) {
 			t.Errorf("probe %s: accepted %v (%s), want %v", value, ok, why, want)
 		}
 	}
-	// Epoch 3 led by broker 0 and none later by broker 1.
-	if got := judgeBatch(1, 2, batch(nil, 12), log, t0, map[int32]int32{2: 1, 3: 0}, never); got.kind != ackZombie {
-		t.Errorf("answered as a leader it never was: got %d (%s)", got.kind, got.why)
-	}
 }
 
-// TestTieBatchesChecksOffsetsAndTimes checks that hook batches are tied to
-// the promised records in offset order, and that a tie that does not fit
-// stops tying.
-func TestTieBatchesChecksOffsetsAndTimes(t *testing.T) {
-	t0 := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
-	franz := func(seq, off int64, at time.Time) ack {
-		return ack{seq: seq, partition: 3, offset: off, at: at, stack: stackFranz}
+// TestParseProducedReadsAcknowledgedBatches checks the reading of
+// franz-go's "produced" debug line.
+func TestParseProducedReadsAcknowledgedBatches(t *testing.T) {
+	at := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	got := parseProduced("s05", "1", "s05[0{873=>999}, 3{err@5,2(NOT_LEADER_FOR_PARTITION)}, 4{retrying@7,1(REQUEST_TIMED_OUT)}, 2{12=>14}], other[1{skipped@3=>4}, 0{0=>1}]", at)
+	want := []witnessBatch{
+		{node: 1, partition: 0, first: 873, end: 999, at: at},
+		{node: 1, partition: 2, first: 12, end: 14, at: at},
 	}
-	acks := []ack{
-		franz(1, 10, t0), franz(2, 11, t0), // batch 1 (broker 1)
-		{seq: 0, partition: 3, offset: 12, at: t0, stack: stackRdk}, // another client's record
-		franz(3, 13, t0.Add(time.Second)),                           // batch 2 (broker 2)
-		franz(4, 20, t0.Add(5*time.Second)), franz(5, 22, t0.Add(5*time.Second)),
-		franz(6, 0, t0), // another partition's
+	if !slices.Equal(got, want) {
+		t.Errorf("got %+v, want %+v", got, want)
 	}
-	acks[6].partition = 4
-	writes := []batchWrite{
-		{node: 1, partition: 3, records: 2, at: t0},
-		{node: 9, partition: 4, records: 1, at: t0},
-		{node: 2, partition: 3, records: 1, at: t0.Add(time.Second)},
-		{node: 2, partition: 3, records: 2, at: t0.Add(5 * time.Second)}, // offsets 20 and 22: not one batch
-	}
-	got, why := tieBatches(writes, acks, 3)
-	if len(got) != 3 || why == "" {
-		t.Fatalf("got %d batches (%q); want 3, the last not tied", len(got), why)
-	}
-	for i, want := range []int64{10, 13, -1} {
-		if got[i].first != want {
-			t.Errorf("batch %d: first offset %d, want %d", i, got[i].first, want)
-		}
-	}
-	if len(got[0].recs) != 2 || got[0].recs[1].offset != 11 {
-		t.Errorf("batch 0 holds %v", got[0].recs)
-	}
-	swapped := []batchWrite{
-		{node: 2, partition: 3, records: 1, at: t0.Add(time.Second)}, // the hook calls of two responses swapped
-		{node: 1, partition: 3, records: 2, at: t0},
-	}
-	if got, why := tieBatches(swapped, acks[:4], 3); why != "" || got[0].first != 13 || got[1].first != 10 {
-		t.Errorf("swapped hook calls: tied at %d and %d (%s), want 13 and 10", got[0].first, got[1].first, why)
-	}
-	// A call naming more records than were promised near it is left
-	// untied, and tying resumes with the next call that fits.
-	resync := []ack{franz(1, 30, t0), franz(2, 40, t0.Add(time.Second)), franz(3, 41, t0.Add(time.Second))}
-	calls := []batchWrite{
-		{node: 1, partition: 3, records: 3, at: t0},
-		{node: 1, partition: 3, records: 2, at: t0.Add(time.Second)},
-	}
-	if got, why := tieBatches(calls, resync, 3); why == "" || got[0].first != -1 || got[1].first != 40 {
-		t.Errorf("resync: tied at %d and %d (%q), want -1 and 40", got[0].first, got[1].first, why)
-	}
-	late := []batchWrite{{node: 1, partition: 3, records: 2, at: t0.Add(10 * time.Second)}}
-	if got, why := tieBatches(late, acks, 3); why == "" || got[0].first != -1 {
-		t.Errorf("a hook 10 s after the promises was tied at %d", got[0].first)
+	if got := parseProduced("s05", "seed_0", "s05[0{1=>2}]", at); len(got) != 0 {
+		t.Errorf("a seed broker's line gave %+v", got)
 	}
 }
