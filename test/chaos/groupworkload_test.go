@@ -559,19 +559,19 @@ func (h *groupHistory) addIsolation(node int32, from, healed, to time.Time) {
 // resignWatch follows a coordinator that is cut off, by asking it
 // directly every 50 ms (clients still reach it; no coordinator lookup):
 //
-//	request        | it notes                                        | field
-//	---------------+-------------------------------------------------+-----------
-//	Metadata       | the first answer in which the broker's own view  | observedAt
-//	               | of its __consumer_offsets partition has another  |
-//	               | leader or a higher leader epoch: it has learned  |
-//	               | from etcd that it was replaced                   |
-//	OffsetFetch    | the first answer NOT_COORDINATOR or              | resignedAt
-//	               | COORDINATOR_LOAD_IN_PROGRESS: it dropped the     |
-//	               | group state it held                              |
+//	request     | it notes                                        | field
+//	------------+-------------------------------------------------+-----------
+//	Metadata    | the first answer in which the broker's own view | observedAt
+//	            | of its __consumer_offsets partition has another |
+//	            | leader or a higher leader epoch: it has learned |
+//	            | from etcd that it was replaced                  |
+//	OffsetFetch | the first answer NOT_COORDINATOR or             | resignedAt
+//	            | COORDINATOR_LOAD_IN_PROGRESS: it dropped the    |
+//	            | group state it held                             |
 //
 // Start it with watchResign before the cut; end returns the end of the
-// isolation window. Its methods are safe for concurrent use; mu guards the
-// times.
+// isolation window. Its methods are safe for concurrent use; mu guards seen
+// and times.
 type resignWatch struct {
 	node  int32
 	quit  chan struct{}
