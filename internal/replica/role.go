@@ -122,7 +122,20 @@ func (p *Partition) WaitCommitted(ctx context.Context, end int64, epoch int32) e
 		}
 		if p.Log.DurableOffset() < end {
 			// Surface a failed log (ErrLogDirOffline) rather than wait.
-			if err := p.Log.WaitDurable(ctx, end); err != nil {
+			// A role change (hwCh) also ends the wait: a leader that
+			// resigned and truncated below end would otherwise hold the
+			// request until its timeout.
+			wctx, cancel := context.WithCancel(ctx)
+			go func() {
+				select {
+				case <-hwCh:
+					cancel()
+				case <-wctx.Done():
+				}
+			}()
+			err := p.Log.WaitDurable(wctx, end)
+			cancel()
+			if err != nil && (ctx.Err() != nil || wctx.Err() == nil) {
 				return err
 			}
 			continue
