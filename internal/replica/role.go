@@ -125,18 +125,17 @@ func (p *Partition) WaitCommitted(ctx context.Context, end int64, epoch int32) e
 			// A role change (hwCh) also ends the wait: a leader that
 			// resigned and truncated below end would otherwise hold the
 			// request until its timeout.
-			wctx, cancel := context.WithCancel(ctx)
-			go func() {
-				select {
-				case <-hwCh:
-					cancel()
-				case <-wctx.Done():
-				}
-			}()
-			err := p.Log.WaitDurable(wctx, end)
-			cancel()
-			if err != nil && (ctx.Err() != nil || wctx.Err() == nil) {
+			durable := p.Log.DurableChanged()
+			if err := p.Log.DurableErr(); err != nil {
 				return err
+			}
+			if p.Log.DurableOffset() < end {
+				select {
+				case <-ctx.Done():
+					return ctx.Err()
+				case <-durable:
+				case <-hwCh:
+				}
 			}
 			continue
 		}

@@ -179,8 +179,8 @@ func (l *Log) WaitDurable(ctx context.Context, offset int64) error {
 		if l.DurableOffset() >= offset {
 			return nil
 		}
-		if l.closed.Load() {
-			return ErrClosed
+		if err := l.DurableErr(); err != nil {
+			return err
 		}
 		select {
 		case <-ch:
@@ -188,6 +188,23 @@ func (l *Log) WaitDurable(ctx context.Context, offset int64) error {
 			return ctx.Err()
 		}
 	}
+}
+
+// DurableChanged returns a channel closed the next time the durable offset
+// may have moved; with DurableOffset and DurableErr it lets a caller wait
+// for durability together with other events.
+func (l *Log) DurableChanged() <-chan struct{} { return l.durableChan() }
+
+// DurableErr reports why the durable offset can no longer move:
+// ErrLogDirOffline or ErrClosed; nil otherwise.
+func (l *Log) DurableErr() error {
+	if l.offline.Load() || (l.m != nil && l.m.offline.Load()) {
+		return ErrLogDirOffline
+	}
+	if l.closed.Load() {
+		return ErrClosed
+	}
+	return nil
 }
 
 func (l *Log) checkWritable() error {
