@@ -15,21 +15,25 @@ import (
 // docs/architecture.md gives the reason for every edge beyond STYLE.md's
 // diagram. testutil and the e2e tests may import anything.
 var allowed = map[string][]string{
-	"cmd/samsa":         {"cli"},
-	"internal/cli":      {"server", "broker", "cluster", "admin", "config", "storage", "vfs", "record"},
-	"internal/server":   {"config"},
-	"internal/broker":   {"cluster", "replica", "group", "txn", "record", "config", "server", "storage", "vfs"},
-	"internal/group":    {"replica", "record", "config", "storage"},
-	"internal/txn":      {"record", "vfs", "config"},
-	"internal/replica":  {"storage", "record", "config", "txn", "vfs"},
-	"internal/cluster":  {"config"},
-	"internal/storage":  {"record", "vfs", "config"},
-	"internal/record":   {},
-	"internal/vfs":      {},
-	"internal/config":   {},
-	"internal/admin":    {},
-	"internal/lint":     {},
-	"internal/testutil": nil, // anything
+	"cmd/samsa":          {"cli"},
+	"internal/cli":       {"server", "broker", "cluster", "admin", "config", "storage", "vfs", "record"},
+	"internal/server":    {"config"},
+	"internal/broker":    {"cluster", "replica", "group", "txn", "record", "config", "server", "storage", "vfs"},
+	"internal/group":     {"replica", "record", "config", "storage"},
+	"internal/txn":       {"record", "vfs", "config"},
+	"internal/replica":   {"storage", "record", "config", "txn", "vfs"},
+	"internal/cluster":   {"config"},
+	"internal/storage":   {"record", "vfs", "config"},
+	"internal/record":    {},
+	"internal/vfs":       {},
+	"internal/config":    {},
+	"internal/admin":     {},
+	"internal/sasl":      {},
+	"internal/acl":       {},
+	"internal/quota":     {},
+	"internal/tlsconfig": {},
+	"internal/lint":      {},
+	"internal/testutil":  nil, // anything
 }
 
 // TestForbiddenImports fails on an import between samsa packages that the
