@@ -69,84 +69,95 @@ func ParseListeners(v string) ([]Listener, error) {
 // Broker is the typed broker configuration. Fields carry Kafka's config
 // names in their comments; see BrokerDefs for defaults and meaning.
 type Broker struct {
-	NodeID                        int32      // node.id (alias broker.id)
-	Listeners                     []Listener // listeners
-	AdvertisedListeners           []Listener // advertised.listeners, default listeners
-	InterBrokerListenerName       string     // inter.broker.listener.name, default first listener's name
-	LogDirs                       []string   // log.dirs (alias log.dir)
-	NumPartitions                 int32      // num.partitions
-	DefaultReplicationFactor      int16      // default.replication.factor
-	AutoCreateTopics              bool       // auto.create.topics.enable
-	DeleteTopicEnable             bool       // delete.topic.enable
-	MessageMaxBytes               int32      // message.max.bytes
-	FetchMaxBytes                 int32      // fetch.max.bytes
-	SocketRequestMaxBytes         int32      // socket.request.max.bytes
-	SocketSendBufferBytes         int32      // socket.send.buffer.bytes
-	SocketReceiveBufferBytes      int32      // socket.receive.buffer.bytes
-	ConnectionsMaxIdleMs          int64      // connections.max.idle.ms
-	QueuedMaxRequests             int32      // queued.max.requests
-	LogSegmentBytes               int64      // log.segment.bytes
-	LogRollMs                     int64      // log.roll.ms, else log.roll.hours
-	LogRollJitterMs               int64      // log.roll.jitter.ms, else log.roll.jitter.hours
-	LogRetentionMs                int64      // log.retention.ms, else .minutes, else .hours; -1 unlimited
-	LogRetentionBytes             int64      // log.retention.bytes
-	LogRetentionCheckIntervalMs   int64      // log.retention.check.interval.ms
-	LogIndexIntervalBytes         int32      // log.index.interval.bytes
-	LogIndexSizeMaxBytes          int32      // log.index.size.max.bytes
-	LogFlushIntervalMessages      int64      // log.flush.interval.messages
-	LogFlushIntervalMs            int64      // log.flush.interval.ms; -1 when null
-	LogCleanupPolicy              string     // log.cleanup.policy
-	LogCleanerEnable              bool       // log.cleaner.enable
-	LogCleanerThreads             int32      // log.cleaner.threads
-	LogMessageTimestampType       string     // log.message.timestamp.type
-	LogSegmentDeleteDelayMs       int64      // log.segment.delete.delay.ms
-	NumRecoveryThreadsPerDataDir  int32      // num.recovery.threads.per.data.dir
-	CompressionType               string     // compression.type
-	MinInsyncReplicas             int32      // min.insync.replicas
-	UncleanLeaderElectionEnable   bool       // unclean.leader.election.enable
-	OffsetsTopicNumPartitions     int32      // offsets.topic.num.partitions
-	OffsetsTopicReplicationFactor int16      // offsets.topic.replication.factor
-	OffsetsTopicSegmentBytes      int32      // offsets.topic.segment.bytes
-	OffsetsRetentionMinutes       int32      // offsets.retention.minutes
-	GroupInitialRebalanceDelayMs  int32      // group.initial.rebalance.delay.ms
-	GroupMinSessionTimeoutMs      int32      // group.min.session.timeout.ms
-	GroupMaxSessionTimeoutMs      int32      // group.max.session.timeout.ms
-	GroupMaxSize                  int32      // group.max.size
-	TransactionStateLogNumParts   int32      // transaction.state.log.num.partitions
-	TransactionStateLogRF         int16      // transaction.state.log.replication.factor
-	TransactionStateLogMinISR     int32      // transaction.state.log.min.isr
-	TransactionMaxTimeoutMs       int32      // transaction.max.timeout.ms
-	TransactionalIDExpirationMs   int32      // transactional.id.expiration.ms
-	ProducerIDExpirationMs        int32      // producer.id.expiration.ms
-	ReplicaLagTimeMaxMs           int64      // replica.lag.time.max.ms
-	ReplicaFetchMaxBytes          int32      // replica.fetch.max.bytes
-	ReplicaFetchMinBytes          int32      // replica.fetch.min.bytes
-	ReplicaFetchResponseMaxBytes  int32      // replica.fetch.response.max.bytes
-	ReplicaFetchWaitMaxMs         int32      // replica.fetch.wait.max.ms
-	NumReplicaFetchers            int32      // num.replica.fetchers
-	AutoLeaderRebalanceEnable     bool       // auto.leader.rebalance.enable
-	LeaderImbalanceCheckIntervalS int64      // leader.imbalance.check.interval.seconds
-	LeaderImbalancePerBrokerPct   int32      // leader.imbalance.per.broker.percentage
-	ControlledShutdownEnable      bool       // controlled.shutdown.enable
-	BrokerRack                    string     // broker.rack; "" when unset
-	BrokerSessionTimeoutMs        int64      // broker.session.timeout.ms
-	BrokerHeartbeatIntervalMs     int64      // broker.heartbeat.interval.ms
-	EtcdEndpoints                 []string   // etcd.endpoints; empty runs an embedded etcd
-	EtcdName                      string     // etcd.name; "" is samsa-<node.id>
-	EtcdInitialCluster            string     // etcd.initial.cluster; "" is a single member
-	EtcdInitialClusterState       string     // etcd.initial.cluster.state: new or existing
-	EtcdListenPeerURLs            []string   // etcd.listen.peer.urls
-	EtcdAdvertisePeerURLs         []string   // etcd.advertise.peer.urls
-	EtcdListenClientURLs          []string   // etcd.listen.client.urls
-	EtcdAdvertiseClientURLs       []string   // etcd.advertise.client.urls
-	EtcdSSLCAFile                 string     // etcd.ssl.ca.file; see EtcdTLS
-	EtcdSSLCertFile               string     // etcd.ssl.cert.file
-	EtcdSSLKeyFile                string     // etcd.ssl.key.file
-	EtcdSSLServerName             string     // etcd.ssl.server.name
-	EtcdUsername                  string     // etcd.username; "" without etcd authentication
-	EtcdPassword                  string     // etcd.password (sensitive)
-	EtcdConnectionTimeoutMs       int32      // etcd.connection.timeout.ms
-	AdminListener                 string     // admin.listener; "" disables it
+	NodeID                  int32      // node.id (alias broker.id)
+	Listeners               []Listener // listeners
+	AdvertisedListeners     []Listener // advertised.listeners, default listeners
+	InterBrokerListenerName string     // inter.broker.listener.name, else security.inter.broker.protocol, else the first listener's name
+	// SecureListeners are Listeners with their security protocol from
+	// listener.security.protocol.map (ListenerProtocols).
+	SecureListeners               []ListenerSecurity
+	ListenerProtocols             map[string]string // listener.security.protocol.map
+	SecurityInterBrokerProtocol   string            // security.inter.broker.protocol; "" if unset
+	SASLMechanismInterBroker      string            // sasl.mechanism.inter.broker.protocol
+	ConnectionsMaxReauthMs        int64             // connections.max.reauth.ms
+	ConnectionFailedAuthDelayMs   int32             // connection.failed.authentication.delay.ms
+	AuthorizerClassName           string            // authorizer.class.name
+	SuperUsers                    []string          // super.users
+	AllowEveryoneIfNoACLFound     bool              // allow.everyone.if.no.acl.found
+	LogDirs                       []string          // log.dirs (alias log.dir)
+	NumPartitions                 int32             // num.partitions
+	DefaultReplicationFactor      int16             // default.replication.factor
+	AutoCreateTopics              bool              // auto.create.topics.enable
+	DeleteTopicEnable             bool              // delete.topic.enable
+	MessageMaxBytes               int32             // message.max.bytes
+	FetchMaxBytes                 int32             // fetch.max.bytes
+	SocketRequestMaxBytes         int32             // socket.request.max.bytes
+	SocketSendBufferBytes         int32             // socket.send.buffer.bytes
+	SocketReceiveBufferBytes      int32             // socket.receive.buffer.bytes
+	ConnectionsMaxIdleMs          int64             // connections.max.idle.ms
+	QueuedMaxRequests             int32             // queued.max.requests
+	LogSegmentBytes               int64             // log.segment.bytes
+	LogRollMs                     int64             // log.roll.ms, else log.roll.hours
+	LogRollJitterMs               int64             // log.roll.jitter.ms, else log.roll.jitter.hours
+	LogRetentionMs                int64             // log.retention.ms, else .minutes, else .hours; -1 unlimited
+	LogRetentionBytes             int64             // log.retention.bytes
+	LogRetentionCheckIntervalMs   int64             // log.retention.check.interval.ms
+	LogIndexIntervalBytes         int32             // log.index.interval.bytes
+	LogIndexSizeMaxBytes          int32             // log.index.size.max.bytes
+	LogFlushIntervalMessages      int64             // log.flush.interval.messages
+	LogFlushIntervalMs            int64             // log.flush.interval.ms; -1 when null
+	LogCleanupPolicy              string            // log.cleanup.policy
+	LogCleanerEnable              bool              // log.cleaner.enable
+	LogCleanerThreads             int32             // log.cleaner.threads
+	LogMessageTimestampType       string            // log.message.timestamp.type
+	LogSegmentDeleteDelayMs       int64             // log.segment.delete.delay.ms
+	NumRecoveryThreadsPerDataDir  int32             // num.recovery.threads.per.data.dir
+	CompressionType               string            // compression.type
+	MinInsyncReplicas             int32             // min.insync.replicas
+	UncleanLeaderElectionEnable   bool              // unclean.leader.election.enable
+	OffsetsTopicNumPartitions     int32             // offsets.topic.num.partitions
+	OffsetsTopicReplicationFactor int16             // offsets.topic.replication.factor
+	OffsetsTopicSegmentBytes      int32             // offsets.topic.segment.bytes
+	OffsetsRetentionMinutes       int32             // offsets.retention.minutes
+	GroupInitialRebalanceDelayMs  int32             // group.initial.rebalance.delay.ms
+	GroupMinSessionTimeoutMs      int32             // group.min.session.timeout.ms
+	GroupMaxSessionTimeoutMs      int32             // group.max.session.timeout.ms
+	GroupMaxSize                  int32             // group.max.size
+	TransactionStateLogNumParts   int32             // transaction.state.log.num.partitions
+	TransactionStateLogRF         int16             // transaction.state.log.replication.factor
+	TransactionStateLogMinISR     int32             // transaction.state.log.min.isr
+	TransactionMaxTimeoutMs       int32             // transaction.max.timeout.ms
+	TransactionalIDExpirationMs   int32             // transactional.id.expiration.ms
+	ProducerIDExpirationMs        int32             // producer.id.expiration.ms
+	ReplicaLagTimeMaxMs           int64             // replica.lag.time.max.ms
+	ReplicaFetchMaxBytes          int32             // replica.fetch.max.bytes
+	ReplicaFetchMinBytes          int32             // replica.fetch.min.bytes
+	ReplicaFetchResponseMaxBytes  int32             // replica.fetch.response.max.bytes
+	ReplicaFetchWaitMaxMs         int32             // replica.fetch.wait.max.ms
+	NumReplicaFetchers            int32             // num.replica.fetchers
+	AutoLeaderRebalanceEnable     bool              // auto.leader.rebalance.enable
+	LeaderImbalanceCheckIntervalS int64             // leader.imbalance.check.interval.seconds
+	LeaderImbalancePerBrokerPct   int32             // leader.imbalance.per.broker.percentage
+	ControlledShutdownEnable      bool              // controlled.shutdown.enable
+	BrokerRack                    string            // broker.rack; "" when unset
+	BrokerSessionTimeoutMs        int64             // broker.session.timeout.ms
+	BrokerHeartbeatIntervalMs     int64             // broker.heartbeat.interval.ms
+	EtcdEndpoints                 []string          // etcd.endpoints; empty runs an embedded etcd
+	EtcdName                      string            // etcd.name; "" is samsa-<node.id>
+	EtcdInitialCluster            string            // etcd.initial.cluster; "" is a single member
+	EtcdInitialClusterState       string            // etcd.initial.cluster.state: new or existing
+	EtcdListenPeerURLs            []string          // etcd.listen.peer.urls
+	EtcdAdvertisePeerURLs         []string          // etcd.advertise.peer.urls
+	EtcdListenClientURLs          []string          // etcd.listen.client.urls
+	EtcdAdvertiseClientURLs       []string          // etcd.advertise.client.urls
+	EtcdSSLCAFile                 string            // etcd.ssl.ca.file; see EtcdTLS
+	EtcdSSLCertFile               string            // etcd.ssl.cert.file
+	EtcdSSLKeyFile                string            // etcd.ssl.key.file
+	EtcdSSLServerName             string            // etcd.ssl.server.name
+	EtcdUsername                  string            // etcd.username; "" without etcd authentication
+	EtcdPassword                  string            // etcd.password (sensitive)
+	EtcdConnectionTimeoutMs       int32             // etcd.connection.timeout.ms
+	AdminListener                 string            // admin.listener; "" disables it
 
 	// Raw holds every value set explicitly (file, then overrides), by
 	// canonical name.
@@ -197,6 +208,13 @@ func Load(path string, overrides []string) (*Broker, error) {
 func setRaw(raw map[string]string, name, value string) error {
 	d, ok := LookupBroker(name)
 	if !ok {
+		if d, ok = lookupScoped(name); ok {
+			if err := d.Check(value); err != nil {
+				return fmt.Errorf("%s: %w", name, err)
+			}
+			raw[name] = value
+			return nil
+		}
 		return fmt.Errorf("%w: %s", ErrUnknownConfig, name)
 	}
 	if err := d.Check(value); err != nil {
@@ -225,6 +243,9 @@ func FromRaw(set map[string]string) (*Broker, error) {
 		b.AdvertisedListeners = r.listeners("advertised.listeners")
 	}
 	b.InterBrokerListenerName = strings.ToUpper(r.str("inter.broker.listener.name"))
+	if b.InterBrokerListenerName == "" {
+		b.InterBrokerListenerName = strings.ToUpper(strings.TrimSpace(r.str("security.inter.broker.protocol")))
+	}
 	if b.InterBrokerListenerName == "" && len(b.Listeners) > 0 {
 		b.InterBrokerListenerName = b.Listeners[0].Name
 	}
@@ -308,6 +329,7 @@ func FromRaw(set map[string]string) (*Broker, error) {
 	b.EtcdPassword = r.str("etcd.password")
 	b.EtcdConnectionTimeoutMs = r.int32("etcd.connection.timeout.ms")
 	b.AdminListener = strings.TrimSpace(r.str("admin.listener"))
+	b.resolveSecurity(&r)
 	if r.err != nil {
 		return nil, r.err
 	}
@@ -348,7 +370,7 @@ func (b *Broker) check() error {
 	if !names[b.InterBrokerListenerName] {
 		return fmt.Errorf("%w: inter.broker.listener.name: %s is not in listeners", ErrInvalidConfig, b.InterBrokerListenerName)
 	}
-	return nil
+	return b.checkSecurity()
 }
 
 // resolver reads typed values from explicitly set values and defaults.

@@ -55,6 +55,7 @@ func TestLoadFileAndOverrides(t *testing.T) {
 # a broker
 broker.id=3
 listeners=PLAINTEXT://0.0.0.0:19092,internal://[::1]:19093
+listener.security.protocol.map=PLAINTEXT:PLAINTEXT,INTERNAL:PLAINTEXT
 advertised.listeners=PLAINTEXT://kafka.example:19092
 log.dir=/var/lib/samsa
 num.partitions=4
@@ -95,7 +96,7 @@ etcd.endpoints=http://e1:2379, http://e2:2379
 		"node.id": "5", "listeners": "PLAINTEXT://0.0.0.0:19092,internal://[::1]:19093",
 		"advertised.listeners": "PLAINTEXT://kafka.example:19092", "log.dirs": "/var/lib/samsa",
 		"num.partitions": "8", "auto.create.topics.enable": "FALSE", "log.retention.bytes": "1000",
-		"etcd.endpoints": "http://e1:2379, http://e2:2379", "broker.rack": "r1",
+		"etcd.endpoints": "http://e1:2379, http://e2:2379", "broker.rack": "r1", "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,INTERNAL:PLAINTEXT",
 	}
 	if !reflect.DeepEqual(b.Raw, wantRaw) {
 		t.Errorf("Raw %v", b.Raw)

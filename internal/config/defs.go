@@ -530,9 +530,15 @@ var aliases = map[string]string{
 }
 
 var (
-	brokerIndex = index(brokerDefs)
+	brokerIndex = indexBroker()
 	topicIndex  = index(topicDefs)
 )
+
+// indexBroker adds the security configs to brokerDefs and indexes them.
+func indexBroker() map[string]int {
+	brokerDefs = append(brokerDefs, securityDefs...)
+	return index(brokerDefs)
+}
 
 func index(defs []Def) map[string]int {
 	sort.Slice(defs, func(i, j int) bool { return defs[i].Name < defs[j].Name })
