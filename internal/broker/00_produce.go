@@ -54,7 +54,7 @@ type pendingAck struct {
 	epoch            int32 // the leader epoch of the append
 }
 
-func (b *Broker) handleProduce(ctx context.Context, req *kmsg.ProduceRequest) server.Reply {
+func (b *Broker) handleProduce(ctx context.Context, c *server.Conn, req *kmsg.ProduceRequest) server.Reply {
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
 	var waits []pendingAck
 
@@ -129,9 +129,10 @@ func (b *Broker) handleProduce(ctx context.Context, req *kmsg.ProduceRequest) se
 		resp.Topics = append(resp.Topics, st)
 	}
 	for _, id := range img.BrokerIDs() {
-		if br := img.Brokers[id]; hinted[id] {
+		br := img.Brokers[id]
+		if host, port, ok := br.Endpoint(c.Listener); ok && hinted[id] {
 			rb := kmsg.NewProduceResponseBroker()
-			rb.NodeID, rb.Host, rb.Port, rb.Rack = br.NodeID, br.Host, br.Port, br.Rack
+			rb.NodeID, rb.Host, rb.Port, rb.Rack = br.NodeID, host, port, br.Rack
 			resp.Brokers = append(resp.Brokers, rb)
 		}
 	}

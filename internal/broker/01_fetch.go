@@ -50,13 +50,13 @@ import (
 // fetchMaxBytes is Kafka's fetch.max.bytes default, the cap on a response.
 const fetchMaxBytes = 55 << 20
 
-func (b *Broker) handleFetch(ctx context.Context, req *kmsg.FetchRequest) server.Reply {
+func (b *Broker) handleFetch(ctx context.Context, c *server.Conn, req *kmsg.FetchRequest) server.Reply {
 	if req.Version >= 7 && req.SessionID != 0 {
 		resp := req.ResponseKind().(*kmsg.FetchResponse)
 		resp.ErrorCode = kerr.FetchSessionIDNotFound.Code
 		return server.Reply{Msg: resp}
 	}
-	f := b.fetchOnce(req)
+	f := b.fetchOnce(req, c.Listener)
 	if f.done || f.n >= int64(req.MinBytes) || req.MaxWaitMillis <= 0 {
 		return f.reply()
 	}
@@ -64,9 +64,9 @@ func (b *Broker) handleFetch(ctx context.Context, req *kmsg.FetchRequest) server
 	return server.Reply{Wait: func(ctx context.Context) server.Reply {
 		for {
 			if !waitAny(ctx, b.draining, f.wake, deadline.Sub(b.now())) {
-				return b.fetchOnce(req).reply()
+				return b.fetchOnce(req, c.Listener).reply()
 			}
-			f = b.fetchOnce(req)
+			f = b.fetchOnce(req, c.Listener)
 			if f.done || f.n >= int64(req.MinBytes) {
 				return f.reply()
 			}
@@ -88,6 +88,9 @@ type fetchResult struct {
 	// hinted are leaders named in CurrentLeader hints (KIP-951).
 	hinted []int32
 	img    *cluster.Image
+	// listener is the listener the request arrived on; leader hints
+	// name brokers by their address there.
+	listener string
 }
 
 // reply lays the response out with its file regions for sendfile. A
@@ -98,8 +101,12 @@ func (f *fetchResult) reply() server.Reply {
 		for _, id := range f.img.BrokerIDs() {
 			if slices.Contains(f.hinted, id) {
 				br := f.img.Brokers[id]
+				host, port, ok := br.Endpoint(f.listener)
+				if !ok {
+					continue
+				}
 				rb := kmsg.NewFetchResponseBroker()
-				rb.NodeID, rb.Host, rb.Port, rb.Rack = br.NodeID, br.Host, br.Port, br.Rack
+				rb.NodeID, rb.Host, rb.Port, rb.Rack = br.NodeID, host, port, br.Rack
 				f.resp.Brokers = append(f.resp.Brokers, rb)
 			}
 		}
@@ -136,8 +143,8 @@ func (f *fetchResult) materialize() {
 }
 
 // fetchOnce builds a response from what the logs hold now.
-func (b *Broker) fetchOnce(req *kmsg.FetchRequest) *fetchResult {
-	f := &fetchResult{resp: req.ResponseKind().(*kmsg.FetchResponse)}
+func (b *Broker) fetchOnce(req *kmsg.FetchRequest, listener string) *fetchResult {
+	f := &fetchResult{resp: req.ResponseKind().(*kmsg.FetchResponse), listener: listener}
 	follower := fetchReplicaID(req)
 	f.resp.SetVersion(req.Version)
 	img := b.cluster.Image()

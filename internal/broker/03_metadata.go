@@ -25,9 +25,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"samsa/internal/cluster"
+	"samsa/internal/server"
 )
 
-func (b *Broker) handleMetadata(ctx context.Context, req *kmsg.MetadataRequest) kmsg.Response {
+func (b *Broker) handleMetadata(ctx context.Context, c *server.Conn, req *kmsg.MetadataRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
 	img := b.cluster.Image()
 
@@ -59,8 +60,12 @@ func (b *Broker) handleMetadata(ctx context.Context, req *kmsg.MetadataRequest) 
 
 	for _, id := range img.BrokerIDs() {
 		br := img.Brokers[id]
+		host, port, ok := br.Endpoint(c.Listener)
+		if !ok {
+			continue // Kafka leaves out brokers without the request's listener
+		}
 		mb := kmsg.NewMetadataResponseBroker()
-		mb.NodeID, mb.Host, mb.Port, mb.Rack = br.NodeID, br.Host, br.Port, br.Rack
+		mb.NodeID, mb.Host, mb.Port, mb.Rack = br.NodeID, host, port, br.Rack
 		resp.Brokers = append(resp.Brokers, mb)
 	}
 	cid := img.ClusterID

@@ -21,9 +21,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"samsa/internal/group"
+	"samsa/internal/server"
 )
 
-func (b *Broker) handleFindCoordinator(ctx context.Context, req *kmsg.FindCoordinatorRequest) kmsg.Response {
+func (b *Broker) handleFindCoordinator(ctx context.Context, conn *server.Conn, req *kmsg.FindCoordinatorRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
 	keys := req.CoordinatorKeys
 	if req.Version < 4 {
@@ -33,7 +34,7 @@ func (b *Broker) handleFindCoordinator(ctx context.Context, req *kmsg.FindCoordi
 		c := kmsg.NewFindCoordinatorResponseCoordinator()
 		c.Key = key
 		c.NodeID, c.Port = -1, -1
-		code, err := b.findCoordinator(ctx, req.CoordinatorType, key, &c)
+		code, err := b.findCoordinator(ctx, conn.Listener, req.CoordinatorType, key, &c)
 		c.ErrorCode = errorCode(code)
 		c.ErrorMessage = errMessage(err)
 		resp.Coordinators = append(resp.Coordinators, c)
@@ -47,7 +48,7 @@ func (b *Broker) handleFindCoordinator(ctx context.Context, req *kmsg.FindCoordi
 	return resp
 }
 
-func (b *Broker) findCoordinator(ctx context.Context, typ int8, key string, c *kmsg.FindCoordinatorResponseCoordinator) (*kerr.Error, error) {
+func (b *Broker) findCoordinator(ctx context.Context, listener string, typ int8, key string, c *kmsg.FindCoordinatorResponseCoordinator) (*kerr.Error, error) {
 	if typ != 0 {
 		return kerr.InvalidRequest, fmt.Errorf("coordinator type %d is not served: samsa has no transaction coordinator yet", typ)
 	}
@@ -68,6 +69,10 @@ func (b *Broker) findCoordinator(ctx context.Context, typ int8, key string, c *k
 	if !ok {
 		return kerr.CoordinatorNotAvailable, nil
 	}
-	c.NodeID, c.Host, c.Port = br.NodeID, br.Host, br.Port
+	host, port, ok := br.Endpoint(listener)
+	if !ok {
+		return kerr.CoordinatorNotAvailable, fmt.Errorf("the coordinator, broker %d, has no listener %s", br.NodeID, listener)
+	}
+	c.NodeID, c.Host, c.Port = br.NodeID, host, port
 	return nil, nil
 }

@@ -8,9 +8,11 @@ package broker
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"samsa/internal/server"
 )
 
-func (b *Broker) handleDescribeCluster(req *kmsg.DescribeClusterRequest) kmsg.Response {
+func (b *Broker) handleDescribeCluster(c *server.Conn, req *kmsg.DescribeClusterRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.DescribeClusterResponse)
 	if req.Version >= 1 && req.EndpointType != 1 {
 		resp.ErrorCode = kerr.UnsupportedEndpointType.Code
@@ -23,8 +25,12 @@ func (b *Broker) handleDescribeCluster(req *kmsg.DescribeClusterRequest) kmsg.Re
 	resp.ClusterAuthorizedOperations = -2147483648
 	for _, id := range img.BrokerIDs() {
 		br := img.Brokers[id]
+		host, port, ok := br.Endpoint(c.Listener)
+		if !ok {
+			continue
+		}
 		rb := kmsg.NewDescribeClusterResponseBroker()
-		rb.NodeID, rb.Host, rb.Port, rb.Rack = br.NodeID, br.Host, br.Port, br.Rack
+		rb.NodeID, rb.Host, rb.Port, rb.Rack = br.NodeID, host, port, br.Rack
 		resp.Brokers = append(resp.Brokers, rb)
 	}
 	return resp

@@ -276,13 +276,13 @@ func (b *Broker) reconcile() error {
 func (b *Broker) Handle(ctx context.Context, c *server.Conn, req *server.Request) server.Reply {
 	switch r := req.Body.(type) {
 	case *kmsg.ProduceRequest:
-		return b.handleProduce(ctx, r)
+		return b.handleProduce(ctx, c, r)
 	case *kmsg.FetchRequest:
-		return b.handleFetch(ctx, r)
+		return b.handleFetch(ctx, c, r)
 	case *kmsg.ListOffsetsRequest:
 		return msg(b.handleListOffsets(r))
 	case *kmsg.MetadataRequest:
-		return msg(b.handleMetadata(ctx, r))
+		return msg(b.handleMetadata(ctx, c, r))
 	case *kmsg.ApiVersionsRequest:
 		return msg(b.handleApiVersions(r, req.UnsupportedVersion))
 	case *kmsg.CreateTopicsRequest:
@@ -308,7 +308,7 @@ func (b *Broker) Handle(ctx context.Context, c *server.Conn, req *server.Request
 	case *kmsg.IncrementalAlterConfigsRequest:
 		return msg(b.handleIncrementalAlterConfigs(ctx, r))
 	case *kmsg.DescribeClusterRequest:
-		return msg(b.handleDescribeCluster(r))
+		return msg(b.handleDescribeCluster(c, r))
 	case *kmsg.OffsetForLeaderEpochRequest:
 		return msg(b.handleOffsetForLeaderEpoch(r))
 	case *kmsg.InitProducerIDRequest:
@@ -316,7 +316,7 @@ func (b *Broker) Handle(ctx context.Context, c *server.Conn, req *server.Request
 	case *kmsg.DescribeProducersRequest:
 		return msg(b.handleDescribeProducers(r))
 	case *kmsg.FindCoordinatorRequest:
-		return msg(b.handleFindCoordinator(ctx, r))
+		return msg(b.handleFindCoordinator(ctx, c, r))
 	case *kmsg.JoinGroupRequest:
 		return b.handleJoinGroup(c, req.ClientID, r)
 	case *kmsg.SyncGroupRequest:

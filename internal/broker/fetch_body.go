@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"sync"
 	"syscall"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -202,6 +203,16 @@ func (b *fetchBody) AppendTo(dst []byte) ([]byte, error) {
 	return dst, nil
 }
 
+// copyBuffers are the buffers of region copies that cannot use sendfile
+// (TLS listeners). 64 KiB is four TLS records.
+var copyBuffers = sync.Pool{New: func() any { b := make([]byte, 64<<10); return &b }}
+
+// onlyWriter hides a writer's ReadFrom, so that io.CopyBuffer uses the
+// pooled buffer instead of the writer's own copy loop.
+type onlyWriter struct{ w io.Writer }
+
+func (o onlyWriter) Write(p []byte) (int, error) { return o.w.Write(p) }
+
 var errShortRegion = errors.New("broker: segment file shorter than the region read")
 
 // writeRegion copies a file region to w, with sendfile(2) when possible.
@@ -215,7 +226,11 @@ func writeRegion(w io.Writer, r storage.Region) (int64, error) {
 	tc, ok := w.(*net.TCPConn)
 	fc, fok := r.File.(syscallConner)
 	if !ok || !fok || r.File.Fd() == ^uintptr(0) {
-		return io.Copy(w, io.NewSectionReader(r.File, r.Pos, r.Size))
+		// TLS connections and files without a descriptor: a copy through
+		// a pooled buffer (io.Copy would allocate one per region).
+		bp := copyBuffers.Get().(*[]byte)
+		defer copyBuffers.Put(bp)
+		return io.CopyBuffer(onlyWriter{w}, io.NewSectionReader(r.File, r.Pos, r.Size), *bp)
 	}
 	sock, err := tc.SyscallConn()
 	if err != nil {

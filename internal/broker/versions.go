@@ -21,6 +21,7 @@ var versions = map[int16]apiRange{
 	14: {0, 5},  // SyncGroup
 	15: {0, 5},  // DescribeGroups
 	16: {0, 5},  // ListGroups
+	17: {0, 1},  // SaslHandshake (answered by the server's connection layer)
 	18: {0, 3},  // ApiVersions
 	19: {2, 7},  // CreateTopics
 	20: {1, 6},  // DeleteTopics
@@ -30,6 +31,7 @@ var versions = map[int16]apiRange{
 	32: {1, 4},  // DescribeConfigs
 	33: {0, 2},  // AlterConfigs
 	35: {1, 4},  // DescribeLogDirs
+	36: {0, 2},  // SaslAuthenticate (answered by the server's connection layer)
 	37: {0, 3},  // CreatePartitions
 	42: {0, 2},  // DeleteGroups
 	43: {0, 2},  // ElectLeaders

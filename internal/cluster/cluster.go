@@ -46,10 +46,15 @@ type Config struct {
 	// Embedded configures the embedded etcd member; ignored with
 	// EtcdEndpoints. The zero value is a single member of its own.
 	Embedded EmbeddedConfig
-	// AdvertisedHost/Port is what clients are told to connect to.
+	// AdvertisedHost/Port is what clients are told to connect to when a
+	// request names no listener (the first advertised listener).
 	AdvertisedHost string
 	AdvertisedPort int32
-	Rack           *string
+	// Endpoints are the broker's advertised listeners, each with its
+	// name and security protocol. Metadata answers a client with the
+	// endpoint of the listener its request arrived on.
+	Endpoints []Endpoint
+	Rack      *string
 	// SessionTimeout is broker.session.timeout.ms: the TTL of the
 	// registration lease, rounded up to whole seconds. Zero means
 	// DefaultSessionTimeout.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -431,7 +432,7 @@ func TestLostLeaseRegistersAgain(t *testing.T) {
 		_, ok := img.Brokers[0]
 		return ok && img.Revision > rr.Header.Revision
 	})
-	if b := img.Brokers[0]; b != before {
+	if b := img.Brokers[0]; !reflect.DeepEqual(b, before) {
 		t.Fatalf("registration after lease loss %+v, before %+v", b, before)
 	}
 	resp, err := c.cli.Get(ctx, c.keys.broker(0))

@@ -239,6 +239,7 @@ func (c *Cluster) BeginControlledShutdown(ctx context.Context) error {
 		Port:         c.cfg.AdvertisedPort,
 		Rack:         c.cfg.Rack,
 		Incarnation:  c.incarnation,
+		Endpoints:    c.cfg.Endpoints,
 		ShuttingDown: true,
 	})
 	resp, err := c.cli.Put(ctx, c.keys.broker(c.cfg.NodeID), val, clientv3.WithLease(clientv3.LeaseID(c.leaseID.Load())))

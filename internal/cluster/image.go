@@ -16,8 +16,35 @@ type Broker struct {
 	Port        int32
 	Rack        *string
 	Incarnation string // unique per process start
+	// Endpoints are the broker's advertised listeners (see Endpoint).
+	Endpoints []Endpoint
 	// ShuttingDown: the broker is in controlled shutdown.
 	ShuttingDown bool
+}
+
+// Endpoint is one advertised listener of a broker.
+type Endpoint struct {
+	Listener         string `json:"listener"`
+	Host             string `json:"host"`
+	Port             int32  `json:"port"`
+	SecurityProtocol string `json:"security_protocol"`
+}
+
+// Endpoint returns the broker's address on listener. A broker registered
+// without endpoints (before named listeners) has its one address on every
+// listener. ok is false when the broker lacks the listener: Kafka leaves
+// such a broker out of the answer. An empty listener names the first
+// advertised listener (Host, Port).
+func (b Broker) Endpoint(listener string) (host string, port int32, ok bool) {
+	if len(b.Endpoints) == 0 || listener == "" {
+		return b.Host, b.Port, true
+	}
+	for _, e := range b.Endpoints {
+		if e.Listener == listener {
+			return e.Host, e.Port, true
+		}
+	}
+	return "", 0, false
 }
 
 // PartitionState is the replicated state of one partition
@@ -84,6 +111,11 @@ type Image struct {
 	// BrokerConfigs holds dynamic broker configs: key "" is cluster-wide
 	// default, otherwise the node id in decimal.
 	BrokerConfigs map[string]map[string]string
+	// ScramCredentials maps user -> mechanism -> credential.
+	ScramCredentials map[string]map[string]ScramCredential
+	// ACLs is every ACL binding; replaced (a new pointer) only when an
+	// ACL key changes.
+	ACLs *ACLSet
 }
 
 // BrokerIDs returns the ids of the registered brokers in increasing order.
@@ -139,6 +171,9 @@ func (b *builder) reset(clusterID string) {
 		Topics:        map[string]*Topic{},
 		TopicIDs:      map[[16]byte]*Topic{},
 		BrokerConfigs: map[string]map[string]string{},
+
+		ScramCredentials: map[string]map[string]ScramCredential{},
+		ACLs:             &ACLSet{Bindings: map[string][]byte{}},
 	}
 	b.topicVals = map[string]topicValue{}
 	b.topicRevs = map[string]int64{}
@@ -163,7 +198,7 @@ func (b *builder) load(kvs []*mvccpb.KeyValue, rev int64) *Image {
 func (b *builder) apply(evs []*mvccpb.Event, rev int64) *Image {
 	prev := b.cur
 	next := *prev
-	var brokersCloned, configsCloned, electionChanged bool
+	var brokersCloned, configsCloned, electionChanged, scramCloned, aclsCloned bool
 	dirty := map[string]bool{}
 	for _, ev := range evs {
 		kv := ev.Kv
@@ -182,7 +217,7 @@ func (b *builder) apply(evs []*mvccpb.Event, rev int64) *Image {
 				delete(next.Brokers, pk.broker)
 				continue
 			}
-			next.Brokers[pk.broker] = Broker{NodeID: pk.broker, Host: v.Host, Port: v.Port, Rack: v.Rack, Incarnation: v.Incarnation, ShuttingDown: v.ShuttingDown}
+			next.Brokers[pk.broker] = Broker{NodeID: pk.broker, Host: v.Host, Port: v.Port, Rack: v.Rack, Incarnation: v.Incarnation, ShuttingDown: v.ShuttingDown, Endpoints: v.Endpoints}
 		case kindController:
 			electionChanged = true
 			if del {
@@ -237,6 +272,8 @@ func (b *builder) apply(evs []*mvccpb.Event, rev int64) *Image {
 				continue
 			}
 			next.BrokerConfigs[pk.node] = v.Configs
+		case kindScram, kindACL:
+			b.applySecurity(&next, prev, pk, kv, del, &scramCloned, &aclsCloned)
 		}
 	}
 	if len(dirty) > 0 {

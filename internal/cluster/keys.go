@@ -66,6 +66,9 @@ type brokerValue struct {
 	Port        int32   `json:"port"`
 	Rack        *string `json:"rack,omitempty"`
 	Incarnation string  `json:"incarnation"`
+	// Endpoints are the advertised listeners; absent in registrations
+	// written before named listeners, which had only host and port.
+	Endpoints []Endpoint `json:"endpoints,omitempty"`
 	// ShuttingDown is set by a broker in controlled shutdown: the
 	// controller moves its leaderships away and elects no leader on it.
 	ShuttingDown bool `json:"shutting_down,omitempty"`
@@ -117,6 +120,8 @@ const (
 	kindPartition
 	kindBrokerConfig
 	kindController
+	kindScram
+	kindACL
 )
 
 // parsedKey is a key under the cluster prefix, split into its parts.
@@ -126,6 +131,9 @@ type parsedKey struct {
 	topic     string // kindTopic, kindPartition
 	partition int32  // kindPartition
 	node      string // kindBrokerConfig: "" for the default
+	user      string // kindScram
+	mechanism string // kindScram
+	aclID     string // kindACL
 }
 
 // parse splits a full etcd key. Keys it does not know (producer ids,
@@ -173,6 +181,9 @@ func (k keys) parse(key string) parsedKey {
 			node = ""
 		}
 		return parsedKey{kind: kindBrokerConfig, node: node}
+	}
+	if kind, user, mech, id := k.parseSecurity(rest); kind != kindUnknown {
+		return parsedKey{kind: kind, user: user, mechanism: mech, aclID: id}
 	}
 	return parsedKey{}
 }

@@ -26,6 +26,7 @@ func (c *Cluster) register(ctx context.Context) (int64, clientv3.LeaseID, error)
 		Port:        c.cfg.AdvertisedPort,
 		Rack:        c.cfg.Rack,
 		Incarnation: c.incarnation,
+		Endpoints:   c.cfg.Endpoints,
 	})
 	// The election candidate shares the lease, so it goes with the
 	// registration. Putting it again over an earlier process's key keeps

@@ -3,6 +3,7 @@ package server
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -34,6 +35,8 @@ var errEmptyReply = errors.New("server: handler returned an empty Reply")
 type pending struct {
 	req   *Request
 	reply Reply
+	// after closes the connection once this reply is written.
+	after closeAfter
 }
 
 // conn is one client connection. The read goroutine (readLoop) owns
@@ -43,8 +46,11 @@ type pending struct {
 // has exited too, removes the connection from the server.
 type conn struct {
 	s   *Server
-	nc  net.Conn
+	nc  net.Conn // a *tls.Conn on TLS listeners
 	pub *Conn
+	lc  *ListenerConfig
+	// auth is the authentication state; only the reader touches it.
+	auth auth
 
 	// ctx is passed to Handle and Wait; it ends when the connection closes.
 	ctx    context.Context
@@ -59,13 +65,27 @@ type conn struct {
 	closeOnce   sync.Once
 }
 
-func newConn(s *Server, nc net.Conn) *conn {
+func newConn(s *Server, nc net.Conn, lc *ListenerConfig) *conn {
+	proto := lc.SecurityProtocol
+	if proto == "" {
+		proto = ProtocolPlaintext
+	}
+	pub := &Conn{Remote: nc.RemoteAddr(), Local: nc.LocalAddr(), Listener: lc.Name, SecurityProtocol: proto, Principal: Anonymous}
+	if lc.tls() {
+		// No IO yet: the reader runs the handshake under a timeout.
+		nc = tls.Server(nc, lc.TLS)
+	}
 	c := &conn{
 		s:          s,
 		nc:         nc,
-		pub:        &Conn{Remote: nc.RemoteAddr(), Local: nc.LocalAddr()},
+		pub:        pub,
+		lc:         lc,
 		replies:    make(chan pending, s.cfg.QueuedMaxRequests),
 		readerDone: make(chan struct{}),
+	}
+	c.auth.lc = lc
+	if lc.sasl() {
+		c.auth.state = stateHandshake
 	}
 	c.ctx, c.cancel = context.WithCancel(s.ctx)
 	return c
@@ -111,6 +131,10 @@ func isTimeout(err error) bool {
 func (c *conn) readLoop() {
 	defer close(c.readerDone)
 	defer close(c.replies)
+	if err := c.handshakeTLS(); err != nil {
+		c.close()
+		return
+	}
 	// Pipelined small requests are read with one syscall; a large frame
 	// bypasses the buffer.
 	br := bufio.NewReaderSize(c.nc, readBufferSize)
@@ -125,7 +149,7 @@ func (c *conn) readLoop() {
 		if c.readStopped.Load() {
 			return
 		}
-		frame, started, err := readFrame(br, c.s.cfg.MaxRequestBytes)
+		frame, started, err := readFrame(br, c.auth.maxFrame(c.s.cfg.MaxRequestBytes))
 		if err != nil {
 			if c.readStopped.Load() {
 				return
@@ -204,6 +228,10 @@ func (c *conn) serve(frame []byte) (ok bool) {
 			ok = false
 		}
 	}()
+	if c.auth.state == stateRawToken {
+		reply, after := c.serveRawToken(frame)
+		return c.queue(pending{req: &Request{APIKey: saslHandshakeKey}, reply: reply, after: after})
+	}
 	req, err := DecodeRequest(frame, c.s.h.Versions)
 	if err != nil {
 		c.debug("decode", err)
@@ -211,14 +239,28 @@ func (c *conn) serve(frame []byte) (ok bool) {
 		return false
 	}
 	c.s.countRequest(req.APIKey)
-	reply := c.s.h.Handle(c.ctx, c.pub, req)
-	if req.APIKey == produceKey {
-		putFrame(frame)
+	reply, handled, after, err := c.serveAuth(req)
+	if err != nil {
+		c.s.log.Info("server: closing connection", "listener", c.lc.Name, "remote", c.pub.Remote, "err", err)
+		c.close()
+		return false
 	}
+	if !handled {
+		reply = c.s.h.Handle(c.ctx, c.pub, req)
+		if req.APIKey == produceKey {
+			putFrame(frame)
+		}
+	}
+	return c.queue(pending{req: req, reply: reply, after: after})
+}
+
+// queue hands a reply to the writer. It reports whether the reader
+// should go on: not once a reply that closes the connection is queued.
+func (c *conn) queue(p pending) bool {
 	c.inflight.Add(1)
 	select {
-	case c.replies <- pending{req: req, reply: reply}:
-		return true
+	case c.replies <- p:
+		return !p.after.close
 	case <-c.ctx.Done():
 		return false
 	}
@@ -334,11 +376,24 @@ func (c *conn) writeLoop() {
 				return
 			}
 		}
+		if d := p.after.delay; d > 0 {
+			t := time.NewTimer(d)
+			select {
+			case <-t.C:
+			case <-c.ctx.Done():
+				t.Stop()
+				return
+			}
+		}
 		deadline.extend(c.nc.SetWriteDeadline, c.s.cfg.IdleTimeout)
 		err := c.writeReply(bw, p.req, r, &scratch)
 		c.inflight.Add(-1)
 		if err != nil {
 			c.debug("write", err)
+			return
+		}
+		if p.after.close {
+			c.flush(bw, &deadline)
 			return
 		}
 		if len(c.replies) == 0 {
@@ -377,6 +432,12 @@ func (c *conn) wait(req *Request, f func(context.Context) Reply) (r Reply, ok bo
 func (c *conn) writeReply(bw *bufio.Writer, req *Request, r Reply, scratch *[]byte) error {
 	if r.None {
 		return nil
+	}
+	if r.raw != nil {
+		buf := binary.BigEndian.AppendUint32((*scratch)[:0], uint32(len(r.raw)))
+		buf = append(buf, r.raw...)
+		_, err := bw.Write(buf)
+		return err
 	}
 	version := req.APIVersion
 	flexible := req.Body.IsFlexible()

@@ -34,6 +34,10 @@ type Reply struct {
 	Wait func(ctx context.Context) Reply
 	// None means no response is sent (Produce with acks=0).
 	None bool
+
+	// raw is a bare SASL token written with only a size prefix (the
+	// exchange after SaslHandshake v0).
+	raw []byte
 }
 
 // Body is a pre-encoded response body.
@@ -46,10 +50,20 @@ type Body interface {
 	WriteTo(w io.Writer) (int64, error)
 }
 
-// Conn is one client connection, as handlers see it.
+// Conn is one client connection, as handlers see it. Its fields are set
+// before the first request is handed to Handle and do not change after.
 type Conn struct {
 	// Remote is the client's address.
 	Remote net.Addr
 	// Local is the listener address the client connected to.
 	Local net.Addr
+	// Listener is the name of the listener the client connected to
+	// (PLAINTEXT, EXTERNAL, ...); "" for a listener served with Serve.
+	Listener string
+	// SecurityProtocol is the listener's protocol: PLAINTEXT, SSL,
+	// SASL_PLAINTEXT or SASL_SSL.
+	SecurityProtocol string
+	// Principal is the authenticated principal ("User:alice"), or
+	// User:ANONYMOUS on a listener that authenticates nobody.
+	Principal string
 }

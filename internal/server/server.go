@@ -63,12 +63,14 @@ type Server struct {
 	// so that Shutdown can re-check whether all are gone.
 	drained chan struct{}
 
-	panics    atomic.Int64
-	connsOpen atomic.Int64
-	connsAll  atomic.Int64
-	bytesIn   atomic.Int64
-	bytesOut  atomic.Int64
-	requests  [maxTrackedKey + 1]atomic.Int64
+	panics atomic.Int64
+	// authFailures counts failed TLS handshakes and SASL exchanges.
+	authFailures atomic.Int64
+	connsOpen    atomic.Int64
+	connsAll     atomic.Int64
+	bytesIn      atomic.Int64
+	bytesOut     atomic.Int64
+	requests     [maxTrackedKey + 1]atomic.Int64
 }
 
 // New returns a server; it starts nothing. Zero Config fields take their
@@ -103,10 +105,23 @@ func (s *Server) goFunc(f func()) {
 	}()
 }
 
-// Serve accepts connections on ln until Shutdown or Close. It returns
-// nil after Shutdown/Close, or the accept error. ln is closed when Serve
-// returns.
+// Serve accepts plaintext connections on ln until Shutdown or Close. It
+// returns nil after Shutdown/Close, or the accept error. ln is closed when
+// Serve returns.
 func (s *Server) Serve(ln net.Listener) error {
+	return s.ServeListener(ln, ListenerConfig{})
+}
+
+// ServeListener is Serve for a listener secured as lc says: a TLS
+// handshake first on SSL and SASL_SSL listeners, SASL authentication
+// before any other request on SASL_PLAINTEXT and SASL_SSL listeners. It
+// returns an error at once, and serves nothing, if lc lacks what its
+// protocol needs.
+func (s *Server) ServeListener(ln net.Listener, lc ListenerConfig) error {
+	if err := lc.check(); err != nil {
+		ln.Close()
+		return err
+	}
 	s.mu.Lock()
 	if s.mu.stopping {
 		s.mu.Unlock()
@@ -145,7 +160,7 @@ func (s *Server) Serve(ln net.Listener) error {
 			return err
 		}
 		backoff = 0
-		s.startConn(nc)
+		s.startConn(nc, &lc)
 	}
 }
 
@@ -156,8 +171,8 @@ func (s *Server) isStopping() bool {
 }
 
 // startConn registers nc and starts its read and write goroutines.
-func (s *Server) startConn(nc net.Conn) {
-	c := newConn(s, nc)
+func (s *Server) startConn(nc net.Conn, lc *ListenerConfig) {
+	c := newConn(s, nc, lc)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.mu.stopping {
@@ -268,6 +283,9 @@ type Stats struct {
 	BytesOut int64
 	// Panics counts recovered handler panics.
 	Panics int64
+	// AuthenticationFailures counts failed TLS handshakes and SASL
+	// authentications.
+	AuthenticationFailures int64
 }
 
 // Stats returns a snapshot of the counters. The caller owns the map.
@@ -279,6 +297,8 @@ func (s *Server) Stats() Stats {
 		BytesIn:             s.bytesIn.Load(),
 		BytesOut:            s.bytesOut.Load(),
 		Panics:              s.panics.Load(),
+
+		AuthenticationFailures: s.authFailures.Load(),
 	}
 	for k := range s.requests {
 		if n := s.requests[k].Load(); n > 0 {
