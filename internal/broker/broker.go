@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"samsa/internal/cluster"
@@ -33,6 +34,9 @@ type Config struct {
 	Logger *slog.Logger
 	// Now returns the current time; nil means time.Now.
 	Now func() time.Time
+	// InterBrokerOpts secure this broker's connections to other brokers
+	// (TLS, SASL) on the inter-broker listener.
+	InterBrokerOpts []kgo.Opt
 }
 
 // Broker serves Kafka requests. Create it with New and stop it with Close.
@@ -102,7 +106,7 @@ func New(cfg Config) (*Broker, error) {
 	if fs == nil {
 		fs = vfs.Default
 	}
-	b.leaders = newLeaderClient(cfg.Cluster, cfg.Broker.NodeID, b.log)
+	b.leaders = newLeaderClient(cfg.Cluster, cfg.Broker.NodeID, cfg.Broker.InterBrokerListenerName, cfg.InterBrokerOpts, b.log)
 	b.replicas = replica.NewManager(replica.Config{
 		Logs:   cfg.Logs,
 		FS:     fs,

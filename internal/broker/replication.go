@@ -26,6 +26,10 @@ type leaderClient struct {
 	cluster *cluster.Cluster
 	self    int32
 	log     *slog.Logger
+	// listener is the inter-broker listener, and opts secure connections
+	// to it (TLS, SASL).
+	listener string
+	opts     []kgo.Opt
 
 	mu      sync.Mutex
 	clients map[int32]*leaderConn // guarded by mu
@@ -36,8 +40,8 @@ type leaderConn struct {
 	cl   *kgo.Client
 }
 
-func newLeaderClient(c *cluster.Cluster, self int32, log *slog.Logger) *leaderClient {
-	return &leaderClient{cluster: c, self: self, log: log, clients: make(map[int32]*leaderConn)}
+func newLeaderClient(c *cluster.Cluster, self int32, listener string, opts []kgo.Opt, log *slog.Logger) *leaderClient {
+	return &leaderClient{cluster: c, self: self, log: log, listener: listener, opts: opts, clients: make(map[int32]*leaderConn)}
 }
 
 // broker returns a connection to the leader's current address.
@@ -46,7 +50,11 @@ func (lc *leaderClient) broker(leader int32) (*kgo.Broker, error) {
 	if !ok {
 		return nil, fmt.Errorf("broker: leader %d is not registered", leader)
 	}
-	addr := net.JoinHostPort(br.Host, strconv.Itoa(int(br.Port)))
+	host, port, ok := br.Endpoint(lc.listener)
+	if !ok {
+		return nil, fmt.Errorf("broker: leader %d has no listener %s (inter.broker.listener.name)", leader, lc.listener)
+	}
+	addr := net.JoinHostPort(host, strconv.Itoa(int(port)))
 	lc.mu.Lock()
 	defer lc.mu.Unlock()
 	c := lc.clients[leader]
@@ -55,11 +63,11 @@ func (lc *leaderClient) broker(leader int32) (*kgo.Broker, error) {
 		c = nil
 	}
 	if c == nil {
-		cl, err := kgo.NewClient(
+		cl, err := kgo.NewClient(append([]kgo.Opt{
 			kgo.SeedBrokers(addr),
-			kgo.ClientID("samsa-replica-"+strconv.Itoa(int(lc.self))),
+			kgo.ClientID("samsa-replica-" + strconv.Itoa(int(lc.self))),
 			kgo.RequestRetries(0),
-		)
+		}, lc.opts...)...)
 		if err != nil {
 			return nil, err
 		}

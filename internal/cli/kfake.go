@@ -21,6 +21,7 @@ func newDevCmd(e env) *cobra.Command {
 	}
 	cmd.AddCommand(newDevKfakeCmd(e))
 	cmd.AddCommand(newDevEtcdCmd(e))
+	cmd.AddCommand(newDevCertsCmd(e))
 	return cmd
 }
 

@@ -69,19 +69,31 @@ func StartNode(ctx context.Context, cfg *config.Broker, log *slog.Logger) (_ *No
 		}
 		n.lns = append(n.lns, ln)
 	}
-	adv := cfg.Listeners[0]
-	if len(cfg.AdvertisedListeners) > 0 {
-		adv = cfg.AdvertisedListeners[0]
-	}
-	host, port := adv.Host, adv.Port
-	if port == 0 {
-		port = n.lns[0].Addr().(*net.TCPAddr).Port
-	}
-	if host == "" || host == "0.0.0.0" || host == "::" {
-		if h, err := os.Hostname(); err == nil {
-			host = h
+	// Every advertised listener is registered; a port of 0 is the port
+	// its listener was bound to, and an unspecified host the host name.
+	var endpoints []cluster.Endpoint
+	for _, adv := range cfg.AdvertisedListeners {
+		host, port := adv.Host, adv.Port
+		if port == 0 {
+			for i, l := range cfg.Listeners {
+				if l.Name == adv.Name {
+					port = n.lns[i].Addr().(*net.TCPAddr).Port
+				}
+			}
 		}
+		if host == "" || host == "0.0.0.0" || host == "::" {
+			if h, err := os.Hostname(); err == nil {
+				host = h
+			}
+		}
+		endpoints = append(endpoints, cluster.Endpoint{
+			Listener: adv.Name, Host: host, Port: int32(port), SecurityProtocol: cfg.ListenerProtocols[adv.Name],
+		})
 	}
+	if len(endpoints) == 0 {
+		return nil, errors.New("advertised.listeners: empty")
+	}
+	host, port := endpoints[0].Host, endpoints[0].Port
 	var rack *string
 	if cfg.BrokerRack != "" {
 		r := cfg.BrokerRack
@@ -109,7 +121,8 @@ func StartNode(ctx context.Context, cfg *config.Broker, log *slog.Logger) (_ *No
 			AdvertiseClientURLs: cfg.EtcdAdvertiseClientURLs,
 		},
 		AdvertisedHost: host,
-		AdvertisedPort: int32(port),
+		AdvertisedPort: port,
+		Endpoints:      endpoints,
 		Rack:           rack,
 		SessionTimeout: time.Duration(cfg.BrokerSessionTimeoutMs) * time.Millisecond,
 		Logger:         log,
@@ -135,8 +148,22 @@ func StartNode(ctx context.Context, cfg *config.Broker, log *slog.Logger) (_ *No
 	if err != nil {
 		return nil, fmt.Errorf("storage: %w", err)
 	}
+	ibOpts, err := interBrokerOpts(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := ensureInterBrokerCredential(ctx, cfg, n.cluster); err != nil {
+		return nil, err
+	}
+	lcs := make([]server.ListenerConfig, len(cfg.SecureListeners))
+	for i, l := range cfg.SecureListeners {
+		if lcs[i], err = listenerConfig(cfg, l, n.cluster, log); err != nil {
+			return nil, err
+		}
+	}
 	n.broker, err = broker.New(broker.Config{
 		Broker: cfg, Cluster: n.cluster, Logs: n.logs, LogDir: dir, Logger: log,
+		InterBrokerOpts: ibOpts,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("broker: %w", err)
@@ -147,14 +174,14 @@ func StartNode(ctx context.Context, cfg *config.Broker, log *slog.Logger) (_ *No
 		QueuedMaxRequests: int(cfg.QueuedMaxRequests),
 		Logger:            log,
 	}, n.broker)
-	for _, ln := range n.lns {
+	for i, ln := range n.lns {
 		n.wg.Add(1)
-		go func(ln net.Listener) {
+		go func(ln net.Listener, lc server.ListenerConfig) {
 			defer n.wg.Done()
-			if err := n.server.Serve(ln); err != nil {
-				log.Error("kafka listener stopped", "addr", ln.Addr(), "err", err)
+			if err := n.server.ServeListener(ln, lc); err != nil {
+				log.Error("kafka listener stopped", "listener", lc.Name, "addr", ln.Addr(), "err", err)
 			}
-		}(ln)
+		}(ln, lcs[i])
 	}
 	if cfg.AdminListener != "" {
 		reg := prometheus.NewRegistry()

@@ -146,6 +146,7 @@ type scramSession struct {
 	clientBare  string
 	serverFirst string
 	nonce       string // client nonce + server nonce
+	cnonce      string // client nonce
 	cred        ScramCredential
 	mock        bool   // unknown user or unusable credential: always fails
 	fixedNonce  string // tests only: the server nonce to use
@@ -294,6 +295,7 @@ func (s *scramSession) clientFirst(in []byte) ([]byte, error) {
 		}
 	}
 	s.nonce = cnonce + snonce
+	s.cnonce = cnonce
 	s.serverFirst = "r=" + s.nonce + ",s=" + base64.StdEncoding.EncodeToString(cred.Salt) +
 		",i=" + strconv.Itoa(cred.Iterations)
 	return []byte(s.serverFirst), nil
@@ -328,7 +330,13 @@ func (s *scramSession) clientFinal(in []byte) ([]byte, error) {
 	// NB: the nonce is public but compared in constant time like
 	// everything else here, so no comparison on this path leaks timing.
 	// Reference: CVE-2024-56128 (Kafka did not check this nonce).
-	if !hmac.Equal([]byte(nonce), []byte(s.nonce)) {
+	//
+	// librdkafka before 2.6.1 sends its own nonce again in front of the
+	// combined one (client nonce + client nonce + server nonce), and
+	// Kafka 3.8.1 to 3.9 accept that; so does samsa, since Debian and
+	// many images ship such a librdkafka. Either form proves the client
+	// saw this exchange's server nonce, which is what the check is for.
+	if !hmac.Equal([]byte(nonce), []byte(s.nonce)) && !hmac.Equal([]byte(nonce), []byte(s.cnonce+s.nonce)) {
 		return nil, errorf(ErrAuthenticationFailed, "invalid nonce")
 	}
 	if !hmac.Equal(cbData, []byte(s.gs2Header)) {

@@ -1,0 +1,297 @@
+package cli
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
+
+	"samsa/internal/cluster"
+	"samsa/internal/config"
+	"samsa/internal/sasl"
+	"samsa/internal/server"
+	"samsa/internal/tlsconfig"
+)
+
+// listenerTLS returns the tlsconfig settings of listener from cfg, with
+// listener.name.<l>. overrides applied.
+func listenerTLS(cfg *config.Broker, listener string) tlsconfig.Config {
+	v := func(name string) string { return cfg.ListenerValue(listener, name) }
+	return tlsconfig.Config{
+		KeystoreType:                    v("ssl.keystore.type"),
+		KeystoreLocation:                v("ssl.keystore.location"),
+		KeystoreCertificateChain:        v("ssl.keystore.certificate.chain"),
+		KeystoreKey:                     v("ssl.keystore.key"),
+		KeyPassword:                     v("ssl.key.password"),
+		TruststoreType:                  v("ssl.truststore.type"),
+		TruststoreLocation:              v("ssl.truststore.location"),
+		TruststoreCertificates:          v("ssl.truststore.certificates"),
+		ClientAuth:                      v("ssl.client.auth"),
+		EnabledProtocols:                splitCSV(v("ssl.enabled.protocols")),
+		CipherSuites:                    splitCSV(v("ssl.cipher.suites")),
+		EndpointIdentificationAlgorithm: v("ssl.endpoint.identification.algorithm"),
+		PrincipalMappingRules:           v("ssl.principal.mapping.rules"),
+	}
+}
+
+func splitCSV(s string) []string {
+	var out []string
+	for _, it := range strings.Split(s, ",") {
+		if it = strings.TrimSpace(it); it != "" {
+			out = append(out, it)
+		}
+	}
+	return out
+}
+
+// listenerConfig builds the server's view of one listener: its TLS setup
+// and SASL mechanisms. Any setting that is missing or does not load is
+// an error naming the listener: a listener never serves with less
+// security than it was configured for.
+func listenerConfig(cfg *config.Broker, l config.ListenerSecurity, cl *cluster.Cluster, log *slog.Logger) (server.ListenerConfig, error) {
+	lc := server.ListenerConfig{
+		Name:             l.Name,
+		SecurityProtocol: l.SecurityProtocol,
+		MaxReauth:        time.Duration(cfg.ListenerInt64(l.Name, "connections.max.reauth.ms", 0)) * time.Millisecond,
+		FailedAuthDelay:  time.Duration(cfg.ConnectionFailedAuthDelayMs) * time.Millisecond,
+	}
+	if l.TLS() {
+		ts, err := tlsconfig.NewServer(listenerTLS(cfg, l.Name), log.With("listener", l.Name))
+		if err != nil {
+			return lc, fmt.Errorf("listener %s: %w", l.Name, err)
+		}
+		lc.TLS = ts.TLSConfig()
+		lc.TLSPrincipal = ts.Principal
+	}
+	if l.SASL() {
+		a, err := newAuthenticator(cfg, l.Name, cl)
+		if err != nil {
+			return lc, fmt.Errorf("listener %s: %w", l.Name, err)
+		}
+		lc.SASL = a
+	}
+	return lc, nil
+}
+
+// authenticator serves one listener's SASL mechanisms: PLAIN users from
+// the listener's JAAS config, SCRAM credentials from etcd (the cluster
+// image), OAUTHBEARER tokens checked against a JWKS file.
+type authenticator struct {
+	mechanisms []string
+	plain      *sasl.PlainUsers
+	scram      scramStore
+	jwks       *jwksFile
+	oauth      sasl.OAuthConfig
+}
+
+func newAuthenticator(cfg *config.Broker, listener string, cl *cluster.Cluster) (*authenticator, error) {
+	a := &authenticator{mechanisms: cfg.SASLMechanisms(listener), scram: scramStore{cl}}
+	for _, m := range a.mechanisms {
+		switch m {
+		case sasl.PLAIN:
+			users, err := sasl.ParsePlainJAAS(cfg.MechanismValue(listener, m, "sasl.jaas.config"))
+			if err != nil {
+				return nil, fmt.Errorf("listener.name.%s.plain.sasl.jaas.config: %w", strings.ToLower(listener), err)
+			}
+			a.plain = users
+		case sasl.OAuthBearer:
+			v := func(name string) string { return cfg.MechanismValue(listener, m, name) }
+			j, err := openJWKS(v("sasl.oauthbearer.jwks.endpoint.url"))
+			if err != nil {
+				return nil, fmt.Errorf("sasl.oauthbearer.jwks.endpoint.url: %w", err)
+			}
+			a.jwks = j
+			skew := time.Duration(cfg.ListenerInt64(listener, "sasl.oauthbearer.clock.skew.seconds", 30)) * time.Second
+			if skew == 0 {
+				skew = -1 // OAuthConfig: zero is the default 30 s, negative none
+			}
+			a.oauth = sasl.OAuthConfig{
+				ExpectedAudience: splitCSV(v("sasl.oauthbearer.expected.audience")),
+				ExpectedIssuer:   v("sasl.oauthbearer.expected.issuer"),
+				SubClaimName:     v("sasl.oauthbearer.sub.claim.name"),
+				ScopeClaimName:   v("sasl.oauthbearer.scope.claim.name"),
+				ClockSkew:        skew,
+			}
+		}
+	}
+	return a, nil
+}
+
+// Mechanisms implements server.Authenticator.
+func (a *authenticator) Mechanisms() []string { return a.mechanisms }
+
+// NewSession implements server.Authenticator.
+func (a *authenticator) NewSession(mechanism string) (server.SASLSession, bool) {
+	enabled := false
+	for _, m := range a.mechanisms {
+		enabled = enabled || m == mechanism
+	}
+	if !enabled {
+		return nil, false
+	}
+	switch mechanism {
+	case sasl.PLAIN:
+		return sasl.NewPlain(a.plain), true
+	case sasl.ScramSHA256, sasl.ScramSHA512:
+		return sasl.NewScram(mechanism, a.scram, sasl.Config{}), true
+	case sasl.OAuthBearer:
+		return sasl.NewOAuthBearer(a.jwks.keys, a.oauth), true
+	}
+	return nil, false
+}
+
+// scramStore reads SCRAM credentials from the cluster image.
+type scramStore struct{ cl *cluster.Cluster }
+
+func (s scramStore) ScramCredential(mechanism, user string) (sasl.ScramCredential, bool) {
+	c, ok := s.cl.Image().ScramCredentials[user][mechanism]
+	if !ok {
+		return sasl.ScramCredential{}, false
+	}
+	return sasl.ScramCredential{Salt: c.Salt, Iterations: c.Iterations, StoredKey: c.StoredKey, ServerKey: c.ServerKey}, true
+}
+
+// jwksFile is a JWKS file, read again when it changes (checked at most
+// once a second).
+type jwksFile struct {
+	path string
+	mu   sync.Mutex
+	// guarded by mu:
+	set     *sasl.KeySet
+	mod     time.Time
+	size    int64
+	checked time.Time
+}
+
+// openJWKS loads a JWKS from a path or file:// URL. Remote (http/https)
+// key sets are not fetched: a broker config naming a URL to load at run
+// time is refused (TESTPLAN X-15); serve the JWKS from a file that an
+// operator's tooling keeps current instead.
+func openJWKS(loc string) (*jwksFile, error) {
+	path := loc
+	if rest, ok := strings.CutPrefix(loc, "file://"); ok {
+		path = rest
+	} else if strings.Contains(loc, "://") {
+		return nil, fmt.Errorf("%q: only files (a path or file:// URL) are read", loc)
+	}
+	j := &jwksFile{path: path}
+	if err := j.load(); err != nil {
+		return nil, err
+	}
+	return j, nil
+}
+
+func (j *jwksFile) load() error {
+	st, err := os.Stat(j.path)
+	if err != nil {
+		return err
+	}
+	data, err := os.ReadFile(j.path)
+	if err != nil {
+		return err
+	}
+	set, err := sasl.ParseJWKS(data)
+	if err != nil {
+		return fmt.Errorf("%s: %w", j.path, err)
+	}
+	j.set, j.mod, j.size = set, st.ModTime(), st.Size()
+	return nil
+}
+
+// keys returns the current key set, rereading the file if it changed. A
+// file that no longer parses keeps the last good set.
+func (j *jwksFile) keys() *sasl.KeySet {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	now := time.Now()
+	if now.Sub(j.checked) >= time.Second {
+		j.checked = now
+		if st, err := os.Stat(j.path); err == nil && (!st.ModTime().Equal(j.mod) || st.Size() != j.size) {
+			_ = j.load()
+		}
+	}
+	return j.set
+}
+
+// interBrokerOpts returns the client options brokers use on the
+// inter-broker listener: TLS with the listener's trust store (and its key
+// store as client certificate), SASL with the listener's JAAS username and
+// password for sasl.mechanism.inter.broker.protocol.
+func interBrokerOpts(cfg *config.Broker) ([]kgo.Opt, error) {
+	ib := cfg.InterBrokerListener()
+	var opts []kgo.Opt
+	if ib.TLS() {
+		tc := listenerTLS(cfg, ib.Name)
+		tc.ClientAuth = ""
+		tlsCfg, err := tlsconfig.NewClient(tc, "")
+		if err != nil {
+			return nil, fmt.Errorf("inter-broker listener %s: %w", ib.Name, err)
+		}
+		opts = append(opts, kgo.DialTLSConfig(tlsCfg))
+	}
+	if ib.SASL() {
+		m := cfg.SASLMechanismInterBroker
+		_, o, err := sasl.ParseJAAS(cfg.MechanismValue(ib.Name, m, "sasl.jaas.config"))
+		if err != nil {
+			return nil, fmt.Errorf("listener.name.%s.%s.sasl.jaas.config: %w", strings.ToLower(ib.Name), strings.ToLower(m), err)
+		}
+		user, pass := o["username"], o["password"]
+		if user == "" || pass == "" {
+			return nil, fmt.Errorf("listener.name.%s.%s.sasl.jaas.config: needs username and password for inter-broker connections",
+				strings.ToLower(ib.Name), strings.ToLower(m))
+		}
+		switch m {
+		case sasl.PLAIN:
+			opts = append(opts, kgo.SASL(plain.Auth{User: user, Pass: pass}.AsMechanism()))
+		case sasl.ScramSHA256:
+			opts = append(opts, kgo.SASL(scram.Auth{User: user, Pass: pass}.AsSha256Mechanism()))
+		case sasl.ScramSHA512:
+			opts = append(opts, kgo.SASL(scram.Auth{User: user, Pass: pass}.AsSha512Mechanism()))
+		default:
+			return nil, errors.New("sasl.mechanism.inter.broker.protocol: " + m + " cannot be used between brokers")
+		}
+	}
+	return opts, nil
+}
+
+// ensureInterBrokerCredential stores the SCRAM credential of the
+// inter-broker user (the username and password of the inter-broker
+// listener's JAAS config) when etcd has none, so that brokers can
+// authenticate to each other on first start without a separate step. An
+// existing credential is never replaced: change it with
+// AlterUserScramCredentials (samsa user create).
+func ensureInterBrokerCredential(ctx context.Context, cfg *config.Broker, cl *cluster.Cluster) error {
+	ib := cfg.InterBrokerListener()
+	m := cfg.SASLMechanismInterBroker
+	if !ib.SASL() || (m != sasl.ScramSHA256 && m != sasl.ScramSHA512) {
+		return nil
+	}
+	_, o, err := sasl.ParseJAAS(cfg.MechanismValue(ib.Name, m, "sasl.jaas.config"))
+	if err != nil {
+		return err
+	}
+	user := o["username"]
+	if _, ok := cl.Image().ScramCredentials[user][m]; ok {
+		return nil
+	}
+	salt := make([]byte, 32)
+	if _, err := rand.Read(salt); err != nil {
+		return err
+	}
+	c, err := sasl.NewScramCredential(m, o["password"], salt, sasl.MinScramIterations)
+	if err != nil {
+		return err
+	}
+	return cl.UpsertScramCredential(ctx, user, m, cluster.ScramCredential{
+		Salt: c.Salt, Iterations: c.Iterations, StoredKey: c.StoredKey, ServerKey: c.ServerKey,
+	})
+}
