@@ -191,6 +191,10 @@ var ruleSplit = regexp.MustCompile(`^\s*(?:(DEFAULT)|RULE:((?:\\.|[^\\/])*)/((?:
 // syntax that mapping rules use (groups, classes, lazy quantifiers), and
 // must match the whole DN. The replacement is Java's: $n is group n, \x is
 // a literal x.
+//
+// Kafka rewrites the DN with String.replaceAll, which for a pattern that
+// can also match the empty string (such as .*) appends the replacement a
+// second time; here the replacement is applied once, to the whole match.
 func NewMapper(rules string) (*Mapper, error) {
 	rest := strings.TrimSpace(rules)
 	if rest == "" {
