@@ -59,7 +59,7 @@ type Config struct {
 	KeystoreLocation         string   // ssl.keystore.location: PEM file holding the private key and the certificate chain
 	KeystoreCertificateChain string   // ssl.keystore.certificate.chain: inline PEM certificate chain, leaf first
 	KeystoreKey              string   // ssl.keystore.key: inline PEM private key (PKCS#8, encrypted or not)
-	KeyPassword              string   // ssl.key.password: password of an encrypted private key
+	KeyPassword              string   // ssl.key.password: password of an encrypted private key; ignored for an unencrypted one
 	TruststoreType           string   // ssl.truststore.type: "PEM" (default)
 	TruststoreLocation       string   // ssl.truststore.location: PEM file of CA certificates
 	TruststoreCertificates   string   // ssl.truststore.certificates: inline PEM CA certificates

@@ -2,13 +2,14 @@ package tlsconfig
 
 import (
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/asn1"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"regexp"
 	"strconv"
 	"strings"
+	"unicode/utf16"
 )
 
 // Anonymous is the principal of a connection without a client certificate,
@@ -43,13 +44,13 @@ var rfc2253Keywords = map[string]string{
 // keywords (SERIALNUMBER, POSTALCODE) and not DC or UID, and escapes a
 // different set of characters.
 func DistinguishedName(cert *x509.Certificate) (string, error) {
-	var seq pkix.RDNSequence
+	var seq rawRDNSequence
 	rest, err := asn1.Unmarshal(cert.RawSubject, &seq)
 	if err != nil {
 		return "", fmt.Errorf("tlsconfig: subject of certificate %s: %w", cert.SerialNumber, err)
 	}
 	if len(rest) != 0 {
-		return "", fmt.Errorf("tlsconfig: subject of certificate %s: trailing data", cert.SerialNumber)
+		return "", fmt.Errorf("tlsconfig: subject of certificate %s: %w", cert.SerialNumber, errTrailingData)
 	}
 	var b strings.Builder
 	for i := len(seq) - 1; i >= 0; i-- {
@@ -66,30 +67,67 @@ func DistinguishedName(cert *x509.Certificate) (string, error) {
 	return b.String(), nil
 }
 
+var errTrailingData = errors.New("tlsconfig: trailing data after the subject")
+
+// rawRDNSequence is a Name with each value kept as encoded: Java prints
+// the DER of a value it does not print as a string, so the tag matters.
+// (encoding/asn1 treats a slice type whose name ends in SET as a SET OF.)
+type rawRDNSequence []rawRDNSET
+
+type rawRDNSET []rawAttribute
+
+type rawAttribute struct {
+	Type  asn1.ObjectIdentifier
+	Value asn1.RawValue
+}
+
 // writeAttribute writes one type=value pair in Java's RFC 2253 form.
-func writeAttribute(b *strings.Builder, atv pkix.AttributeTypeAndValue) {
+func writeAttribute(b *strings.Builder, atv rawAttribute) {
 	oid := atv.Type.String()
 	kw, known := rfc2253Keywords[oid]
-	s, isString := atv.Value.(string)
+	s, isString := directoryString(atv.Value)
 	if !known || !isString {
-		// Java writes unknown types, and values that are not strings, as
-		// the DER encoding in hex.
+		// Java writes values of types without an RFC 2253 keyword, and
+		// values that are not strings, as their DER encoding in hex.
 		if kw == "" {
 			kw = oid
 		}
 		b.WriteString(kw)
 		b.WriteString("=#")
-		der, err := asn1.Marshal(atv.Value)
-		if err != nil {
-			// NB: asn1.Unmarshal produced this value, so it encodes back.
-			panic(fmt.Sprintf("tlsconfig: re-encode attribute %s: %v", oid, err))
-		}
-		b.WriteString(hex.EncodeToString(der))
+		b.WriteString(hex.EncodeToString(atv.Value.FullBytes))
 		return
 	}
 	b.WriteString(kw)
 	b.WriteByte('=')
 	b.WriteString(escapeDNValue(s))
+}
+
+// directoryString decodes the string types Java prints as text.
+func directoryString(v asn1.RawValue) (string, bool) {
+	if v.Class != asn1.ClassUniversal {
+		return "", false
+	}
+	switch v.Tag {
+	case asn1.TagPrintableString, asn1.TagIA5String, asn1.TagUTF8String, asn1.TagGeneralString:
+		return string(v.Bytes), true
+	case asn1.TagT61String:
+		// Read as ISO 8859-1, as Java does.
+		r := make([]rune, len(v.Bytes))
+		for i, c := range v.Bytes {
+			r[i] = rune(c)
+		}
+		return string(r), true
+	case asn1.TagBMPString:
+		if len(v.Bytes)%2 != 0 {
+			return "", false
+		}
+		u := make([]uint16, len(v.Bytes)/2)
+		for i := range u {
+			u[i] = uint16(v.Bytes[2*i])<<8 | uint16(v.Bytes[2*i+1])
+		}
+		return string(utf16.Decode(u)), true
+	}
+	return "", false
 }
 
 // escapeDNValue escapes a string value as Java's RFC 2253 writer does: a
@@ -153,6 +191,10 @@ var ruleSplit = regexp.MustCompile(`^\s*(?:(DEFAULT)|RULE:((?:\\.|[^\\/])*)/((?:
 // syntax that mapping rules use (groups, classes, lazy quantifiers), and
 // must match the whole DN. The replacement is Java's: $n is group n, \x is
 // a literal x.
+//
+// Kafka rewrites the DN with String.replaceAll, which for a pattern that
+// can also match the empty string (such as .*) appends the replacement a
+// second time; here the replacement is applied once, to the whole match.
 func NewMapper(rules string) (*Mapper, error) {
 	rest := strings.TrimSpace(rules)
 	if rest == "" {
