@@ -106,13 +106,9 @@ func jwkJSON(kid string, key crypto.Signer) map[string]any {
 	return m
 }
 
-func jwksOf(t *testing.T, keys ...map[string]any) *KeySet {
+func jwksOf(t testing.TB, keys ...map[string]any) *KeySet {
 	t.Helper()
-	data, err := json.Marshal(map[string]any{"keys": keys})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ks, err := ParseJWKS(data)
+	ks, err := ParseJWKS(mustJSON(map[string]any{"keys": keys}))
 	if err != nil {
 		t.Fatalf("ParseJWKS: %v", err)
 	}
@@ -192,4 +188,12 @@ func oauthTestConfig() OAuthConfig {
 
 func oauthMsg(token string) []byte {
 	return []byte("n,,\x01auth=Bearer " + token + "\x01\x01")
+}
+
+func mustJSON(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return b
 }
