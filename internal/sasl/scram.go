@@ -80,7 +80,7 @@ func NewScramCredential(mechanism, password string, salt []byte, iterations int)
 	if err := checkIterations(iterations); err != nil {
 		return ScramCredential{}, err
 	}
-	if password == "" || len(salt) == 0 {
+	if len(password) == 0 || len(salt) == 0 {
 		return ScramCredential{}, errorf(ErrInvalidCredential, "empty password or salt")
 	}
 	salted, err := pbkdf2.Key(h, password, salt, iterations, h().Size())
