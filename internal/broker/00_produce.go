@@ -62,6 +62,10 @@ func (b *Broker) handleProduce(ctx context.Context, c *server.Conn, req *kmsg.Pr
 	hinted := make(map[int32]bool) // leaders named in CurrentLeader hints
 	img := b.cluster.Image()
 	nowMs := b.now().UnixMilli()
+	// Reference: KafkaApis.handleProduceRequest: WRITE on the
+	// transactional id of a transactional produce, WRITE on each topic.
+	z := b.authzFor(c)
+	txnDenied := req.TransactionID != nil && !z.transactionalID(opWrite, *req.TransactionID)
 
 	for i := range req.Topics {
 		rt := &req.Topics[i]
@@ -69,6 +73,7 @@ func (b *Broker) handleProduce(ctx context.Context, c *server.Conn, req *kmsg.Pr
 		st.Topic = rt.Topic
 		st.TopicID = rt.TopicID
 		t := img.Topics[rt.Topic]
+		topicDenied := !z.topic(opWrite, rt.Topic)
 		for j := range rt.Partitions {
 			rp := &rt.Partitions[j]
 			sp := kmsg.NewProduceResponseTopicPartition()
@@ -77,6 +82,10 @@ func (b *Broker) handleProduce(ctx context.Context, c *server.Conn, req *kmsg.Pr
 			sp.LogAppendTime = -1
 			sp.LogStartOffset = -1
 			switch {
+			case txnDenied:
+				sp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+			case topicDenied:
+				sp.ErrorCode = kerr.TopicAuthorizationFailed.Code
 			case !acksValid:
 				sp.ErrorCode = kerr.InvalidRequiredAcks.Code
 			case t == nil || rp.Partition < 0 || int(rp.Partition) >= len(t.Replicas):

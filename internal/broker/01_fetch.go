@@ -56,7 +56,28 @@ func (b *Broker) handleFetch(ctx context.Context, c *server.Conn, req *kmsg.Fetc
 		resp.ErrorCode = kerr.FetchSessionIDNotFound.Code
 		return server.Reply{Msg: resp}
 	}
-	f := b.fetchOnce(req, c.Listener)
+	// Reference: KafkaApis.handleFetchRequest: a follower's fetch needs
+	// CLUSTER_ACTION (else every partition fails, CVE-2018-1288), a
+	// consumer's READ on each topic.
+	z := b.authzFor(c)
+	var allowed func(topic string) bool
+	if z.on() {
+		if fetchReplicaID(req) >= 0 {
+			ok := z.cluster(opClusterAction)
+			allowed = func(string) bool { return ok }
+		} else {
+			seen := make(map[string]bool)
+			allowed = func(topic string) bool {
+				ok, done := seen[topic]
+				if !done {
+					ok = z.topic(opRead, topic)
+					seen[topic] = ok
+				}
+				return ok
+			}
+		}
+	}
+	f := b.fetchOnce(req, c.Listener, allowed)
 	if f.done || f.n >= int64(req.MinBytes) || req.MaxWaitMillis <= 0 {
 		return f.reply()
 	}
@@ -64,9 +85,9 @@ func (b *Broker) handleFetch(ctx context.Context, c *server.Conn, req *kmsg.Fetc
 	return server.Reply{Wait: func(ctx context.Context) server.Reply {
 		for {
 			if !waitAny(ctx, b.draining, f.wake, deadline.Sub(b.now())) {
-				return b.fetchOnce(req, c.Listener).reply()
+				return b.fetchOnce(req, c.Listener, allowed).reply()
 			}
-			f = b.fetchOnce(req, c.Listener)
+			f = b.fetchOnce(req, c.Listener, allowed)
 			if f.done || f.n >= int64(req.MinBytes) {
 				return f.reply()
 			}
@@ -143,7 +164,8 @@ func (f *fetchResult) materialize() {
 }
 
 // fetchOnce builds a response from what the logs hold now.
-func (b *Broker) fetchOnce(req *kmsg.FetchRequest, listener string) *fetchResult {
+// allowed, if not nil, says whether the request may read a topic.
+func (b *Broker) fetchOnce(req *kmsg.FetchRequest, listener string, allowed func(topic string) bool) *fetchResult {
 	f := &fetchResult{resp: req.ResponseKind().(*kmsg.FetchResponse), listener: listener}
 	follower := fetchReplicaID(req)
 	f.resp.SetVersion(req.Version)
@@ -182,6 +204,11 @@ func (b *Broker) fetchOnce(req *kmsg.FetchRequest, listener string) *fetchResult
 			tp := storage.TopicPartition{Topic: name, Partition: rp.Partition}
 			p, err := b.replicas.Leader(tp)
 			switch {
+			case allowed != nil && (name == "" || !allowed(name)):
+				// An unknown topic id is answered as unauthorized too:
+				// existence is not revealed to who may not read it.
+				sp.ErrorCode = kerr.TopicAuthorizationFailed.Code
+				f.done = true
 			case name == "" || img.Topics[name] == nil:
 				sp.ErrorCode = unknownCode
 				f.done = true

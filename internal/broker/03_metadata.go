@@ -34,10 +34,17 @@ func (b *Broker) handleMetadata(ctx context.Context, c *server.Conn, req *kmsg.M
 
 	all := req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0)
 	autoCreate := b.cfg.AutoCreateTopics && (req.Version < 4 || req.AllowAutoTopicCreation)
+	// Reference: KafkaApis.handleTopicMetadataRequest: a topic is shown
+	// only to who may DESCRIBE it (named topics get
+	// TOPIC_AUTHORIZATION_FAILED, whether they exist or not); creating one
+	// needs CREATE on the cluster or the topic.
+	z := b.authzFor(c)
+	describe := func(name string) bool { return z.topic(opDescribe, name) }
+	canCreate := func(name string) bool { return z.cluster(opCreate) || z.topic(opCreate, name) }
 	if !all && autoCreate {
 		created := false
 		for _, rt := range req.Topics {
-			if rt.Topic == nil || img.Topics[*rt.Topic] != nil {
+			if rt.Topic == nil || img.Topics[*rt.Topic] != nil || !describe(*rt.Topic) || !canCreate(*rt.Topic) {
 				continue
 			}
 			if err := validateTopicName(img, *rt.Topic); err != nil {
@@ -72,6 +79,14 @@ func (b *Broker) handleMetadata(ctx context.Context, c *server.Conn, req *kmsg.M
 	resp.ClusterID = &cid
 	resp.ControllerID = img.ControllerID
 	resp.AuthorizedOperations = -2147483648
+	if req.IncludeClusterAuthorizedOperations && req.Version >= 8 && req.Version <= 10 {
+		resp.AuthorizedOperations = z.authorizedOperations(kmsg.ACLResourceTypeCluster, "kafka-cluster", clusterOps...)
+	}
+	topicOpsOf := func(mt *kmsg.MetadataResponseTopic) {
+		if req.IncludeTopicAuthorizedOperations && req.Version >= 8 && mt.Topic != nil {
+			mt.AuthorizedOperations = z.authorizedOperations(kmsg.ACLResourceTypeTopic, *mt.Topic, topicOps...)
+		}
+	}
 
 	if all {
 		names := make([]string, 0, len(img.Topics))
@@ -80,7 +95,12 @@ func (b *Broker) handleMetadata(ctx context.Context, c *server.Conn, req *kmsg.M
 		}
 		sort.Strings(names)
 		for _, name := range names {
-			resp.Topics = append(resp.Topics, metadataTopic(img, img.Topics[name]))
+			if !describe(name) {
+				continue
+			}
+			mt := metadataTopic(img, img.Topics[name])
+			topicOpsOf(&mt)
+			resp.Topics = append(resp.Topics, mt)
 		}
 		return resp
 	}
@@ -90,6 +110,14 @@ func (b *Broker) handleMetadata(ctx context.Context, c *server.Conn, req *kmsg.M
 			t = img.Topics[*rt.Topic]
 		} else {
 			t = img.TopicIDs[rt.TopicID]
+		}
+		if (t != nil && !describe(t.Name)) || (t == nil && rt.Topic != nil && z.on() && (!describe(*rt.Topic) || autoCreate && !canCreate(*rt.Topic))) {
+			mt := kmsg.NewMetadataResponseTopic()
+			mt.Topic, mt.TopicID = rt.Topic, rt.TopicID
+			mt.ErrorCode = kerr.TopicAuthorizationFailed.Code
+			mt.AuthorizedOperations = -2147483648
+			resp.Topics = append(resp.Topics, mt)
+			continue
 		}
 		if t == nil {
 			mt := kmsg.NewMetadataResponseTopic()
@@ -104,7 +132,9 @@ func (b *Broker) handleMetadata(ctx context.Context, c *server.Conn, req *kmsg.M
 			resp.Topics = append(resp.Topics, mt)
 			continue
 		}
-		resp.Topics = append(resp.Topics, metadataTopic(img, t))
+		mt := metadataTopic(img, t)
+		topicOpsOf(&mt)
+		resp.Topics = append(resp.Topics, mt)
 	}
 	return resp
 }

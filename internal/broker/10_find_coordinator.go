@@ -34,7 +34,19 @@ func (b *Broker) handleFindCoordinator(ctx context.Context, conn *server.Conn, r
 		c := kmsg.NewFindCoordinatorResponseCoordinator()
 		c.Key = key
 		c.NodeID, c.Port = -1, -1
-		code, err := b.findCoordinator(ctx, conn.Listener, req.CoordinatorType, key, &c)
+		// Reference: KafkaApis.handleFindCoordinatorRequest: DESCRIBE on
+		// the group (or transactional id).
+		var code *kerr.Error
+		var err error
+		z := b.authzFor(conn)
+		switch {
+		case req.CoordinatorType == 0 && !z.group(opDescribe, key):
+			code = kerr.GroupAuthorizationFailed
+		case req.CoordinatorType == 1 && !z.transactionalID(opDescribe, key):
+			code = kerr.TransactionalIDAuthorizationFailed
+		default:
+			code, err = b.findCoordinator(ctx, conn.Listener, req.CoordinatorType, key, &c)
+		}
 		c.ErrorCode = errorCode(code)
 		c.ErrorMessage = errMessage(err)
 		resp.Coordinators = append(resp.Coordinators, c)

@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"samsa/internal/acl"
 	"samsa/internal/cluster"
 	"samsa/internal/config"
 	"samsa/internal/group"
@@ -55,6 +56,8 @@ type Broker struct {
 	topicConfigs atomic.Pointer[topicConfigCache]
 
 	groups *group.Coordinator
+	// acls is the authorizer and the ACL set it was built from.
+	acls *aclState
 	// groupsLoaded is the __consumer_offsets partitions whose groups the
 	// coordinator loaded (or is loading), guarded by reconcileMu.
 	groupsLoaded map[int32]*replica.Partition
@@ -120,6 +123,8 @@ func New(cfg Config) (*Broker, error) {
 		Client:    b.leaders,
 		ISRWriter: isrWriter{cfg.Cluster, cfg.Broker.NodeID},
 	})
+	b.acls = newACLState(acl.Config{SuperUsers: cfg.Broker.SuperUsers, AllowEveryoneIfNoACLFound: cfg.Broker.AllowEveryoneIfNoACLFound},
+		authorizerEnabled(cfg.Broker.AuthorizerClassName))
 	b.producerIDs.cluster = cfg.Cluster
 	gcfg := group.ConfigFromBroker(cfg.Broker)
 	gcfg.Logger, gcfg.Now = b.log, b.now
@@ -276,8 +281,25 @@ func (b *Broker) reconcile() error {
 	return firstErr
 }
 
-// Handle implements server.Handler.
+// Handle implements server.Handler. With an authorizer, guard checks the
+// request first (authz_apis.go).
 func (b *Broker) Handle(ctx context.Context, c *server.Conn, req *server.Request) server.Reply {
+	var fix func(kmsg.Response)
+	if z := b.authzFor(c); z.on() {
+		var deny kmsg.Response
+		if deny, fix = b.guard(z, req.Body); deny != nil {
+			return msg(deny)
+		}
+	}
+	reply := b.dispatch(ctx, c, req)
+	if fix != nil {
+		reply = patchReply(reply, fix)
+	}
+	return reply
+}
+
+// dispatch hands a request to its handler.
+func (b *Broker) dispatch(ctx context.Context, c *server.Conn, req *server.Request) server.Reply {
 	switch r := req.Body.(type) {
 	case *kmsg.ProduceRequest:
 		return b.handleProduce(ctx, c, r)

@@ -214,6 +214,20 @@ func (n *Node) Image() *cluster.Image { return n.cluster.Image() }
 // Addr returns the address of the first Kafka listener.
 func (n *Node) Addr() string { return n.lns[0].Addr().String() }
 
+// ListenerAddr returns the bound address of the listener named name, or
+// "" if there is none.
+func (n *Node) ListenerAddr(name string) string {
+	for i, l := range n.cfg.Listeners {
+		if l.Name == name && i < len(n.lns) {
+			return n.lns[i].Addr().String()
+		}
+	}
+	return ""
+}
+
+// Cluster returns the node's cluster membership (etcd, metadata image).
+func (n *Node) Cluster() *cluster.Cluster { return n.cluster }
+
 // AdminAddr returns the admin HTTP address, or "".
 func (n *Node) AdminAddr() string {
 	if n.admin == nil {
