@@ -3,6 +3,7 @@ package broker
 import (
 	"net"
 	"sync"
+	"sync/atomic"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -22,12 +23,21 @@ import (
 // X-13), and an ACL change applies on a broker as soon as its etcd watch
 // delivers it.
 
-// aclState holds the authorizer and the ACL set its image was built from.
+// aclState caches the authorizer built for the newest ACL set seen. Each
+// request uses the authorizer built for the ACL set of the image it read,
+// never one that another request built for an older set.
 type aclState struct {
-	// authorizer is nil when authorization is off.
-	authorizer *acl.Authorizer
-	mu         sync.Mutex
-	src        *cluster.ACLSet // guarded by mu
+	cfg     acl.Config
+	enabled bool
+	// mu serialises builds; built is read without it.
+	mu    sync.Mutex
+	built atomic.Pointer[builtACLs]
+}
+
+// builtACLs is an authorizer over the ACLs of src.
+type builtACLs struct {
+	src *cluster.ACLSet
+	a   *acl.Authorizer
 }
 
 // authorizerEnabled reports whether authorizer.class.name names an
@@ -35,37 +45,38 @@ type aclState struct {
 func authorizerEnabled(name string) bool { return name != "" }
 
 func newACLState(cfg acl.Config, enabled bool) *aclState {
-	s := &aclState{}
-	if enabled {
-		s.authorizer = acl.NewAuthorizer(cfg, acl.NewImage(nil))
-	}
-	return s
+	return &aclState{cfg: cfg, enabled: enabled}
 }
 
-// current returns the authorizer with the image's ACLs, rebuilding its
-// index if the image holds a new ACL set. nil means authorization is off.
+// currentAuthorizer returns the authorizer over the ACLs of the broker's
+// current image, building its index if this set is new. nil means
+// authorization is off.
 func (b *Broker) currentAuthorizer() *acl.Authorizer {
 	s := b.acls
-	if s.authorizer == nil {
+	if !s.enabled {
 		return nil
 	}
 	set := b.cluster.Image().ACLs
+	if cur := s.built.Load(); cur != nil && cur.src == set {
+		return cur.a
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.src != set {
-		bindings := make([]acl.Binding, 0, len(set.Bindings))
-		for id, v := range set.Bindings {
-			bd, err := acl.Unmarshal(v)
-			if err != nil {
-				b.log.Error("acl: ignoring a stored binding that does not decode", "id", id, "err", err)
-				continue
-			}
-			bindings = append(bindings, bd)
-		}
-		s.authorizer.SetImage(acl.NewImage(bindings))
-		s.src = set
+	if cur := s.built.Load(); cur != nil && cur.src == set {
+		return cur.a
 	}
-	return s.authorizer
+	bindings := make([]acl.Binding, 0, len(set.Bindings))
+	for id, v := range set.Bindings {
+		bd, err := acl.Unmarshal(v)
+		if err != nil {
+			b.log.Error("acl: ignoring a stored binding that does not decode", "id", id, "err", err)
+			continue
+		}
+		bindings = append(bindings, bd)
+	}
+	a := acl.NewAuthorizer(s.cfg, acl.NewImage(bindings))
+	s.built.Store(&builtACLs{src: set, a: a})
+	return a
 }
 
 // authz answers authorization questions for one request. The zero value
