@@ -16,9 +16,9 @@ import (
 // diagram. testutil and the e2e tests may import anything.
 var allowed = map[string][]string{
 	"cmd/samsa":          {"cli"},
-	"internal/cli":       {"server", "broker", "cluster", "admin", "config", "storage", "vfs", "record"},
+	"internal/cli":       {"server", "broker", "cluster", "admin", "config", "storage", "vfs", "record", "acl", "sasl", "tlsconfig"},
 	"internal/server":    {"config"},
-	"internal/broker":    {"cluster", "replica", "group", "txn", "record", "config", "server", "storage", "vfs"},
+	"internal/broker":    {"cluster", "replica", "group", "txn", "record", "config", "server", "storage", "vfs", "acl", "sasl"},
 	"internal/group":     {"replica", "record", "config", "storage"},
 	"internal/txn":       {"record", "vfs", "config"},
 	"internal/replica":   {"storage", "record", "config", "txn", "vfs"},
