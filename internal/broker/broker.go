@@ -363,6 +363,16 @@ func (b *Broker) dispatch(ctx context.Context, c *server.Conn, req *server.Reque
 		return inOrder(func(ctx context.Context) kmsg.Response { return b.handleListGroups(ctx, r) })
 	case *kmsg.DeleteGroupsRequest:
 		return b.handleDeleteGroups(r)
+	case *kmsg.DescribeACLsRequest:
+		return inOrder(func(context.Context) kmsg.Response { return b.handleDescribeACLs(c, r) })
+	case *kmsg.CreateACLsRequest:
+		return inOrder(func(ctx context.Context) kmsg.Response { return b.handleCreateACLs(ctx, c, r) })
+	case *kmsg.DeleteACLsRequest:
+		return inOrder(func(ctx context.Context) kmsg.Response { return b.handleDeleteACLs(ctx, c, r) })
+	case *kmsg.DescribeUserSCRAMCredentialsRequest:
+		return inOrder(func(context.Context) kmsg.Response { return b.handleDescribeUserSCRAMCredentials(c, r) })
+	case *kmsg.AlterUserSCRAMCredentialsRequest:
+		return inOrder(func(ctx context.Context) kmsg.Response { return b.handleAlterUserSCRAMCredentials(ctx, c, r) })
 	}
 	// The server only passes keys that Versions accepts, so this is a
 	// broken invariant.

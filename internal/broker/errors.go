@@ -10,11 +10,13 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"samsa/internal/acl"
 	"samsa/internal/cluster"
 	"samsa/internal/config"
 	"samsa/internal/group"
 	"samsa/internal/record"
 	"samsa/internal/replica"
+	"samsa/internal/sasl"
 	"samsa/internal/storage"
 	"samsa/internal/txn"
 )
@@ -99,6 +101,16 @@ func errCode(err error) *kerr.Error {
 		return kerr.InvalidRecord
 	case errors.Is(err, errTopicName):
 		return kerr.InvalidTopicException
+	case errors.Is(err, errSecurityDisabled):
+		return kerr.SecurityDisabled
+	case errors.Is(err, acl.ErrInvalidBinding), errors.Is(err, acl.ErrInvalidFilter):
+		return kerr.InvalidRequest
+	case errors.Is(err, cluster.ErrNotFound):
+		return kerr.ResourceNotFound
+	case errors.Is(err, sasl.ErrUnsupportedMechanism):
+		return kerr.UnsupportedSaslMechanism
+	case errors.Is(err, sasl.ErrIterations), errors.Is(err, sasl.ErrInvalidCredential), errors.Is(err, errEmptyUser):
+		return kerr.UnacceptableCredential
 	case errors.Is(err, group.ErrUnknownMemberID):
 		return kerr.UnknownMemberID
 	case errors.Is(err, group.ErrIllegalGeneration):

@@ -8,10 +8,12 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"samsa/internal/acl"
 	"samsa/internal/cluster"
 	"samsa/internal/config"
 	"samsa/internal/record"
 	"samsa/internal/replica"
+	"samsa/internal/sasl"
 	"samsa/internal/storage"
 	"samsa/internal/txn"
 )
@@ -58,6 +60,14 @@ func TestErrCodeMapsEverySentinel(t *testing.T) {
 		{errTopicName, kerr.InvalidTopicException},
 		{errMessageTooLarge, kerr.MessageTooLarge},
 		{errTransactional, kerr.InvalidTxnState},
+		{errSecurityDisabled, kerr.SecurityDisabled},
+		{acl.ErrInvalidBinding, kerr.InvalidRequest},
+		{acl.ErrInvalidFilter, kerr.InvalidRequest},
+		{cluster.ErrNotFound, kerr.ResourceNotFound},
+		{sasl.ErrUnsupportedMechanism, kerr.UnsupportedSaslMechanism},
+		{sasl.ErrIterations, kerr.UnacceptableCredential},
+		{sasl.ErrInvalidCredential, kerr.UnacceptableCredential},
+		{errEmptyUser, kerr.UnacceptableCredential},
 		{errUnknownProducer, kerr.UnknownProducerID},
 		{context.DeadlineExceeded, kerr.RequestTimedOut},
 		{errors.New("anything else"), kerr.UnknownServerError},

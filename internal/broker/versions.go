@@ -28,6 +28,9 @@ var versions = map[int16]apiRange{
 	21: {0, 2},  // DeleteRecords
 	22: {0, 4},  // InitProducerId
 	23: {0, 4},  // OffsetForLeaderEpoch
+	29: {0, 3},  // DescribeAcls
+	30: {0, 3},  // CreateAcls
+	31: {0, 3},  // DeleteAcls
 	32: {1, 4},  // DescribeConfigs
 	33: {0, 2},  // AlterConfigs
 	35: {1, 4},  // DescribeLogDirs
@@ -39,6 +42,8 @@ var versions = map[int16]apiRange{
 	45: {0, 1},  // AlterPartitionReassignments
 	46: {0, 0},  // ListPartitionReassignments
 	47: {0, 0},  // OffsetDelete
+	50: {0, 0},  // DescribeUserScramCredentials
+	51: {0, 0},  // AlterUserScramCredentials
 	60: {0, 1},  // DescribeCluster
 	61: {0, 0},  // DescribeProducers
 }

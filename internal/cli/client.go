@@ -28,19 +28,24 @@ func seedBrokers(s string) ([]string, error) {
 	return out, nil
 }
 
-// newClient returns a kgo client for the brokers in g, with opts applied
-// after the defaults. The caller closes it.
+// newClient returns a kgo client for the brokers in g, secured as the
+// --tls* and --sasl-mechanism flags say, with opts applied after the
+// defaults. The caller closes it.
 func newClient(g *globals, opts ...kgo.Opt) (*kgo.Client, error) {
 	seeds, err := seedBrokers(g.bootstrap)
 	if err != nil {
 		return nil, err
 	}
-	base := []kgo.Opt{
+	sec, err := g.security.opts()
+	if err != nil {
+		return nil, err
+	}
+	base := append([]kgo.Opt{
 		kgo.SeedBrokers(seeds...),
 		kgo.ClientID(clientID),
 		kgo.DialTimeout(5 * time.Second),
 		kgo.RetryTimeout(30 * time.Second),
-	}
+	}, sec...)
 	cl, err := kgo.NewClient(append(base, opts...)...)
 	if err != nil {
 		return nil, fmt.Errorf("connect to %s: %w", g.bootstrap, err)

@@ -117,10 +117,11 @@ func isUsage(err error) bool {
 // globals holds the persistent flags shared by every command.
 type globals struct {
 	bootstrap string
+	security  clientSecurity
 }
 
 func newRootCmd(e env) *cobra.Command {
-	g := &globals{}
+	g := &globals{security: clientSecurity{getenv: e.getenv}}
 	root := &cobra.Command{
 		Use:   "samsa",
 		Short: "Kafka-compatible message broker and its tools",
@@ -131,7 +132,11 @@ that talk to it: topic administration, produce, consume, load tests and
 an offline segment dumper.
 
 Client commands connect to --bootstrap-server, which defaults to the
-SAMSA_BOOTSTRAP_SERVER environment variable and then to ` + DefaultBootstrapServer + `.`,
+SAMSA_BOOTSTRAP_SERVER environment variable and then to ` + DefaultBootstrapServer + `.
+They connect with TLS when --tls or any --tls-* flag is given, and
+authenticate with SASL when --sasl-mechanism is; each of these flags but
+--tls and --tls-server-name falls back to a SAMSA_* environment variable,
+so that a password need not appear on the command line.`,
 		Example: `  samsa serve
   samsa topic create orders --partitions 6
   printf 'k1:hello\nk2:world\n' | samsa produce orders --key-separator :
@@ -155,6 +160,7 @@ SAMSA_BOOTSTRAP_SERVER environment variable and then to ` + DefaultBootstrapServ
 	}
 	root.PersistentFlags().StringVarP(&g.bootstrap, "bootstrap-server", "b", def,
 		"comma-separated host:port list of brokers to connect to (env "+EnvBootstrapServer+")")
+	g.security.addFlags(root)
 
 	root.AddCommand(
 		newServeCmd(),
@@ -167,6 +173,8 @@ SAMSA_BOOTSTRAP_SERVER environment variable and then to ` + DefaultBootstrapServ
 		newDumpLogCmd(e),
 		newDevCmd(e),
 		newConfigCmd(e),
+		newACLCmd(g, e),
+		newUserCmd(g, e),
 	)
 	return root
 }
