@@ -156,12 +156,19 @@ func TestSASLFlagsAuthenticateCommandsWithSCRAM(t *testing.T) {
 	}
 	mustSamsa(t, b.Addr(), "user", "create", "ops", "--new-password", "ops-secret")
 
+	// Authenticated but not authorized: listing users needs DESCRIBE on
+	// the cluster.
+	code, _, errs := samsa(t, saslAddr, "--sasl-mechanism", "SCRAM-SHA-512", "--user", "ops", "--password", "ops-secret", "user", "list")
+	if code != cli.ExitFailure || !strings.Contains(errs, "CLUSTER_AUTHORIZATION_FAILED") {
+		t.Fatalf("user list without DESCRIBE: exit %d, stderr %q", code, errs)
+	}
+	mustSamsa(t, b.Addr(), "acl", "create", "--allow-principal", "User:ops", "--cluster", "--operation", "describe")
 	out := mustSamsa(t, saslAddr, "--sasl-mechanism", "SCRAM-SHA-512", "--user", "ops", "--password", "ops-secret", "user", "list")
 	if got := rows(out); len(got) != 2 || got[1][0] != "ops" {
 		t.Fatalf("user list over SASL: %q", out)
 	}
 
-	code, _, errs := samsa(t, saslAddr, "--sasl-mechanism", "SCRAM-SHA-512", "--user", "ops", "--password", "wrong", "user", "list")
+	code, _, errs = samsa(t, saslAddr, "--sasl-mechanism", "SCRAM-SHA-512", "--user", "ops", "--password", "wrong", "user", "list")
 	if code != cli.ExitFailure || !strings.Contains(errs, "SASL_AUTHENTICATION_FAILED") {
 		t.Fatalf("wrong password: exit %d, stderr %q; want exit 1 naming SASL_AUTHENTICATION_FAILED", code, errs)
 	}
