@@ -15,11 +15,12 @@
 //
 // # Usage
 //
-// Per produce request, after appending:
+// The broker holds an atomic.Pointer[quota.Image], a Tracker for byte rates, a Tracker for
+// requests, a MutationTracker and a ConnLimiter. Per produce request, after appending:
 //
 //	res := img.Resolve(user, clientID, quota.KeyProducerByteRate)
 //	if res.Found {
-//		throttle := bytes.Record(now, res.Sensor, res.Quota, float64(requestBytes))
+//		throttle := byteRates.Record(now, res.Sensor, res.Quota, float64(requestBytes))
 //		// put throttle in throttle_time_ms, then mute the connection for throttle (KIP-219)
 //	}
 //

@@ -38,7 +38,8 @@ type sensor struct {
 
 // Tracker measures rates per SensorKey and turns quota violations into throttle times, as
 // Kafka's ClientQuotaManager does for producer_byte_rate, consumer_byte_rate and
-// request_percentage. Use one Tracker per broker; SensorKey carries the quota key.
+// request_percentage. Byte rates can share one Tracker, since SensorKey carries the quota
+// key; request_percentage needs its own, made with RequestTrackerConfig, for its cap.
 //
 // Tracker is safe for concurrent use. Sensors live in trackerShards maps, each under its own
 // mutex, chosen by a hash of the SensorKey: Record runs on every request of every
