@@ -218,8 +218,12 @@ func TestSASLSSLFollowerWithWrongPasswordStaysOutOfISR(t *testing.T) {
 	// Records it lacks, written once it is out of every ISR.
 	waitFor(t, isrTimeout, func() error {
 		for p := range int32(partitions) {
-			if st, err := c.state(topic, p); err != nil || st.inISR(victim.id) {
-				return fmt.Errorf("%s-%d: %v %v", topic, p, st, err)
+			st, err := c.state(topic, p)
+			if err != nil {
+				return err
+			}
+			if st.inISR(victim.id) {
+				return fmt.Errorf("%s-%d: %v", topic, p, st)
 			}
 		}
 		return nil
