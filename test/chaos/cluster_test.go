@@ -49,16 +49,23 @@ var clusterOverrides = []string{
 	"group.initial.rebalance.delay.ms=0",
 }
 
-// broker is one `samsa serve` process with a fixed node id, port and data
-// dir across restarts.
+// broker is one `samsa serve` process with a fixed node id, ports and
+// data dir across restarts.
 type broker struct {
 	*proc
 	id   int32
-	port int
-	dir  string
+	port int // the PLAINTEXT listener, for clients
+	// securePort is the SASL_SSL inter-broker listener under the secure
+	// profile; 0 otherwise.
+	securePort int
+	dir        string
 }
 
 func (b *broker) addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(b.port)) }
+
+func (b *broker) secureAddr() string {
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(b.securePort))
+}
 
 // testCluster is a multi-process samsa cluster: one `samsa dev etcd`
 // process and numBrokers `samsa serve` processes sharing it. Everything is
@@ -70,12 +77,40 @@ type testCluster struct {
 	etcdURL string
 	etcdCli *clientv3.Client
 	brokers []*broker
+	// certs are the certificates of the secure profile; nil otherwise.
+	certs *devCerts
 }
 
-func startCluster(t *testing.T) *testCluster {
+// newTestCluster returns an empty cluster for profile p, with its
+// certificates made under dir if p is secure.
+func newTestCluster(t *testing.T, p clusterProfile, dir string) *testCluster {
+	t.Helper()
+	c := &testCluster{t: t}
+	if p.secure {
+		d := makeDevCerts(t, filepath.Join(dir, "certs"))
+		c.certs = &d
+	}
+	t.Logf("cluster profile: %v", p)
+	return c
+}
+
+// newBroker returns broker i of c, not started, with its ports chosen.
+func (c *testCluster) newBroker(i int, dir string) *broker {
+	b := &broker{id: int32(i), port: freePort(c.t), dir: filepath.Join(dir, "broker"+strconv.Itoa(i))}
+	if c.certs != nil {
+		b.securePort = freePort(c.t)
+	}
+	return b
+}
+
+// startCluster starts a cluster with the profile SAMSA_CHAOS_SECURE asks
+// for.
+func startCluster(t *testing.T) *testCluster { return startClusterWith(t, envProfile()) }
+
+func startClusterWith(t *testing.T, p clusterProfile) *testCluster {
 	t.Helper()
 	dir := t.TempDir()
-	c := &testCluster{t: t}
+	c := newTestCluster(t, p, dir)
 	c.etcd = &proc{t: t, name: "etcd", logPath: filepath.Join(dir, "etcd.log"),
 		args: []string{"dev", "etcd", "--data-dir", filepath.Join(dir, "etcd")}}
 	t.Cleanup(func() {
@@ -108,15 +143,14 @@ func startCluster(t *testing.T) *testCluster {
 	}
 	c.etcdCli = cli
 	for i := range numBrokers {
-		bdir := filepath.Join(dir, "broker"+strconv.Itoa(i))
-		b := &broker{id: int32(i), port: freePort(t), dir: bdir}
-		args := []string{"serve",
-			"--override", "listeners=PLAINTEXT://" + b.addr(),
-			"--override", "log.dirs=" + filepath.Join(bdir, "data"),
+		b := c.newBroker(i, dir)
+		args := append([]string{"serve"}, c.listenerArgs(b, "", "")...)
+		args = append(args,
+			"--override", "log.dirs="+filepath.Join(b.dir, "data"),
 			"--override", "admin.listener=",
-			"--override", "node.id=" + strconv.Itoa(i),
-			"--override", "etcd.endpoints=" + c.etcdURL,
-		}
+			"--override", "node.id="+strconv.Itoa(i),
+			"--override", "etcd.endpoints="+c.etcdURL,
+		)
 		for _, o := range clusterOverrides {
 			args = append(args, "--override", o)
 		}

@@ -70,6 +70,10 @@
 //	                                     | kill two (quorum lost), cut the controller broker from etcd
 //	TestS22GroupCoordinatorFaults        | consumer group members as processes: kill and isolate the
 //	                                     | coordinator, kill members in a rebalance, paused zombies
+//	TestS02KillLeaderLoopSASLSSL,        | S-02 and S-03 with the secure profile (below)
+//	TestS03IsolatedLeaderSASLSSL         |
+//	TestSASLSSLFollowerWithWrongPassword | secure profile: a broker restarted with a wrong inter-broker
+//	StaysOutOfISR                        | password stays out of every ISR; with the right one it rejoins
 //
 // The network scenarios (S-03, S-15, S-17 members, S-22) run on a
 // netCluster (or, for S-17 members, a memberCluster of three `samsa dev
@@ -78,6 +82,15 @@
 // replica fetchers and clients come through links that a test cuts by the
 // connection's client id (a replica fetcher sends samsa-replica-<node id>).
 //
+// The secure profile (SAMSA_CHAOS_SECURE=1 for every scenario; the
+// *SASLSSL tests turn it on themselves) gives each broker a SASL_SSL
+// listener as inter.broker.listener.name, with mutual TLS (certificates
+// from `samsa dev certs`, made once per cluster) and SCRAM-SHA-512, beside
+// the PLAINTEXT listener that clients keep using (see secure_test.go). On
+// a netCluster the followers' path to a SASL_SSL listener is a link that
+// ends TLS on both sides to read the client id, so cuts by client id still
+// fall on replication.
+//
 // The short profile (the default, so `go test ./...` runs it) takes about
 // 20 s of faults per scenario; SAMSA_CHAOS_LONG=1 runs 5 minutes each.
 // Each process logs to a file in the test's temp dir; a failing test
@@ -85,6 +98,7 @@
 // the process they hit, with a timestamp.
 //
 // Set SAMSA_BIN to test a prebuilt binary instead of building one.
+// SAMSA_CHAOS_SECURE=1 runs every scenario with the secure profile.
 // SAMSA_CHAOS_CLIENTS=franz-go runs without librdkafka; otherwise a
 // scenario without python3 and confluent_kafka is skipped, or fails under
 // CI=1. SAMSA_CHAOS_RDK_DEBUG sets librdkafka's debug contexts.

@@ -62,7 +62,7 @@ type memberCluster struct {
 func startMemberCluster(t *testing.T) *memberCluster {
 	t.Helper()
 	dir := t.TempDir()
-	c := &testCluster{t: t}
+	c := newTestCluster(t, envProfile(), dir)
 	mc := &memberCluster{testCluster: c}
 	t.Cleanup(func() {
 		for _, b := range c.brokers {
@@ -134,8 +134,7 @@ func startMemberCluster(t *testing.T) *memberCluster {
 	}
 
 	for i := range numBrokers {
-		bdir := filepath.Join(dir, "broker"+strconv.Itoa(i))
-		b := &broker{id: int32(i), port: freePort(t), dir: bdir}
+		b := c.newBroker(i, dir)
 		var links []*link
 		var urls []string
 		for _, m := range mc.members {
@@ -144,13 +143,13 @@ func startMemberCluster(t *testing.T) *memberCluster {
 			urls = append(urls, "http://"+l.addr())
 		}
 		mc.etcdLinks = append(mc.etcdLinks, links)
-		args := []string{"serve",
-			"--override", "listeners=PLAINTEXT://" + b.addr(),
-			"--override", "log.dirs=" + filepath.Join(bdir, "data"),
+		args := append([]string{"serve"}, c.listenerArgs(b, "", "")...)
+		args = append(args,
+			"--override", "log.dirs="+filepath.Join(b.dir, "data"),
 			"--override", "admin.listener=",
-			"--override", "node.id=" + strconv.Itoa(i),
-			"--override", "etcd.endpoints=" + strings.Join(urls, ","),
-		}
+			"--override", "node.id="+strconv.Itoa(i),
+			"--override", "etcd.endpoints="+strings.Join(urls, ","),
+		)
 		for _, o := range clusterOverrides {
 			args = append(args, "--override", o)
 		}

@@ -1,6 +1,7 @@
 package chaos
 
 import (
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -29,6 +30,13 @@ import (
 //	                | client waits) until heal
 //	heal()          | forward everything again, held connections included
 //
+// A link in front of a TLS listener (startTLSLink) ends TLS on both
+// sides: it serves the listener's certificate, requires the client's, reads
+// the first request inside TLS for the tag, and opens TLS of its own to the
+// listener with the same key store. Everything after the handshakes
+// (SASL included) is forwarded as it is. Tagging needs the plain text, and
+// a TLS record hides the client id.
+//
 // A cut connection looks to both ends like a reset; a new connection
 // into a cut looks like a black hole, so clients time out and retry
 // rather than take an immediate close for a protocol mismatch (franz-go
@@ -44,6 +52,7 @@ type link struct {
 	network  string // of target: "tcp" or "unix"
 	target   string
 	tagKafka bool
+	tls      *linkTLS // nil: bytes are copied as they come
 
 	// rule is the block rule; nil forwards everything.
 	rule atomic.Pointer[func(tag string) bool]
@@ -58,7 +67,18 @@ type link struct {
 		closed bool
 	}
 	cutConns atomic.Int64 // connections closed or refused by a rule
+	// replicaConns counts connections tagged by a replica fetcher.
+	replicaConns atomic.Int64
 }
+
+// linkTLS is how a link ends TLS: server for the side facing the
+// connecting broker, client for its own connection to the listener.
+type linkTLS struct {
+	server, client *tls.Config
+}
+
+// tlsHandshakeTimeout bounds each of a TLS link's handshakes.
+const tlsHandshakeTimeout = 10 * time.Second
 
 // linkConn is one proxied connection. tag is written by serve before
 // the connection is forwarded and read by cut under link.mu.
@@ -110,11 +130,23 @@ func (c *linkConn) tag() string {
 // is host:port, or an etcd URL (http://host:port, unix:///path).
 func startLink(t *testing.T, name, target string, tagKafka bool) *link {
 	t.Helper()
+	return newLink(t, name, target, tagKafka, nil)
+}
+
+// startTLSLink is startLink for a Kafka listener that speaks TLS: the link
+// ends TLS on both sides (see link) and tags by client id.
+func startTLSLink(t *testing.T, name, target string, cfg *linkTLS) *link {
+	t.Helper()
+	return newLink(t, name, target, true, cfg)
+}
+
+func newLink(t *testing.T, name, target string, tagKafka bool, cfg *linkTLS) *link {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := &link{name: name, ln: ln, network: "tcp", target: target, tagKafka: tagKafka, stop: make(chan struct{})}
+	l := &link{name: name, ln: ln, network: "tcp", target: target, tagKafka: tagKafka, tls: cfg, stop: make(chan struct{})}
 	healed := make(chan struct{})
 	l.healed.Store(&healed)
 	switch {
@@ -215,16 +247,31 @@ func (l *link) serve(c *linkConn) {
 		delete(l.mu.conns, c)
 		l.mu.Unlock()
 	}()
+	// front and back are what serve reads and writes: the raw sockets, or
+	// TLS over them. Closing c closes the raw sockets, which ends both.
+	var front net.Conn = c.client
+	if l.tls != nil {
+		tc := tls.Server(c.client, l.tls.server)
+		_ = c.client.SetDeadline(time.Now().Add(tlsHandshakeTimeout))
+		if err := tc.Handshake(); err != nil {
+			return
+		}
+		_ = c.client.SetDeadline(time.Time{})
+		front = tc
+	}
 	var first []byte
 	if l.tagKafka {
 		var tag string
 		var err error
-		if first, tag, err = readClientID(c.client); err != nil {
+		if first, tag, err = readClientID(front); err != nil {
 			return
 		}
 		c.mu.Lock()
 		c.mu.tag = tag
 		c.mu.Unlock()
+		if isReplica(tag) {
+			l.replicaConns.Add(1)
+		}
 	}
 	if l.blocked(c.tag()) {
 		l.cutConns.Add(1)
@@ -248,16 +295,26 @@ func (l *link) serve(c *linkConn) {
 	// its tag but closed only the client side, which attach noticed; a
 	// cut after attach closes both. Either way nothing is forwarded past
 	// a cut.
-	if _, err := server.Write(first); err != nil {
+	var back net.Conn = server
+	if l.tls != nil {
+		tc := tls.Client(server, l.tls.client)
+		_ = server.SetDeadline(time.Now().Add(tlsHandshakeTimeout))
+		if err := tc.Handshake(); err != nil {
+			return
+		}
+		_ = server.SetDeadline(time.Time{})
+		back = tc
+	}
+	if _, err := back.Write(first); err != nil {
 		return
 	}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_, _ = io.Copy(c.client, server)
+		_, _ = io.Copy(front, back)
 		c.close()
 	}()
-	_, _ = io.Copy(server, c.client)
+	_, _ = io.Copy(back, front)
 	c.close()
 	<-done
 }

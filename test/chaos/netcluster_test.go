@@ -18,23 +18,36 @@ import (
 //	-----------------------------+------------------+-----------------------------
 //	broker i -> etcd             | etcdLinks[i]     | all
 //	anyone -> broker i (Kafka)   | kafkaLinks[i]    | client id (replica fetchers)
+//	broker -> broker i SASL_SSL  | secureLinks[i]   | client id (secure profile only)
 //
 // Each broker advertises its Kafka link's address, so followers fetch
 // through it; clients are seeded with the real listeners and then follow
 // the advertised addresses through the same links, which a test only
-// cuts for replica traffic. The test's own etcd client (states, history)
-// connects to etcd directly.
+// cuts for replica traffic. Under the secure profile followers fetch on
+// the SASL_SSL listener instead, through a link that ends TLS to read the
+// client id (see link); cuts by client id apply to both of a broker's
+// Kafka links alike (cutKafka). The test's own etcd client (states,
+// history) connects to etcd directly.
 type netCluster struct {
 	*testCluster
-	kafkaLinks []*link
-	etcdLinks  []*link
+	kafkaLinks  []*link
+	secureLinks []*link // nil unless the profile is secure
+	etcdLinks   []*link
 }
 
-func startNetCluster(t *testing.T) *netCluster {
+// startNetCluster starts a netCluster with the profile SAMSA_CHAOS_SECURE
+// asks for.
+func startNetCluster(t *testing.T) *netCluster { return startNetClusterWith(t, envProfile()) }
+
+func startNetClusterWith(t *testing.T, p clusterProfile) *netCluster {
 	t.Helper()
 	dir := t.TempDir()
-	c := &testCluster{t: t}
+	c := newTestCluster(t, p, dir)
 	nc := &netCluster{testCluster: c}
+	var linkTLS *linkTLS
+	if c.certs != nil {
+		linkTLS = c.certs.linkTLS(t)
+	}
 	c.etcd = &proc{t: t, name: "etcd", logPath: filepath.Join(dir, "etcd.log"),
 		args: []string{"dev", "etcd", "--data-dir", filepath.Join(dir, "etcd")}}
 	t.Cleanup(func() {
@@ -70,20 +83,24 @@ func startNetCluster(t *testing.T) *netCluster {
 	}
 	c.etcdCli = cli
 	for i := range numBrokers {
-		bdir := filepath.Join(dir, "broker"+strconv.Itoa(i))
-		b := &broker{id: int32(i), port: freePort(t), dir: bdir}
+		b := c.newBroker(i, dir)
 		kl := startLink(t, "kafka "+strconv.Itoa(i), b.addr(), true)
 		el := startLink(t, "etcd "+strconv.Itoa(i), c.etcdURL, false)
 		nc.kafkaLinks = append(nc.kafkaLinks, kl)
 		nc.etcdLinks = append(nc.etcdLinks, el)
-		args := []string{"serve",
-			"--override", "listeners=PLAINTEXT://" + b.addr(),
-			"--override", "advertised.listeners=PLAINTEXT://" + kl.addr(),
-			"--override", "log.dirs=" + filepath.Join(bdir, "data"),
-			"--override", "admin.listener=",
-			"--override", "node.id=" + strconv.Itoa(i),
-			"--override", "etcd.endpoints=http://" + el.addr(),
+		secureAdv := ""
+		if linkTLS != nil {
+			sl := startTLSLink(t, "kafka SASL_SSL "+strconv.Itoa(i), b.secureAddr(), linkTLS)
+			nc.secureLinks = append(nc.secureLinks, sl)
+			secureAdv = sl.addr()
 		}
+		args := append([]string{"serve"}, c.listenerArgs(b, kl.addr(), secureAdv)...)
+		args = append(args,
+			"--override", "log.dirs="+filepath.Join(b.dir, "data"),
+			"--override", "admin.listener=",
+			"--override", "node.id="+strconv.Itoa(i),
+			"--override", "etcd.endpoints=http://"+el.addr(),
+		)
 		for _, o := range clusterOverrides {
 			args = append(args, "--override", o)
 		}
@@ -103,11 +120,11 @@ func startNetCluster(t *testing.T) *netCluster {
 // and its own fetcher reaches nobody. Clients still reach every broker.
 func (nc *netCluster) isolate(id int32) {
 	nc.etcdLinks[id].cut(all)
-	for i, kl := range nc.kafkaLinks {
+	for i := range nc.brokers {
 		if int32(i) == id {
-			kl.cut(isReplica)
+			nc.cutKafka(int32(i), isReplica)
 		} else {
-			kl.cut(func(tag string) bool { return tag == replicaTag(id) })
+			nc.cutKafka(int32(i), func(tag string) bool { return tag == replicaTag(id) })
 		}
 	}
 	nc.brokers[id].note("isolated from etcd and the other brokers' replication")
@@ -116,15 +133,48 @@ func (nc *netCluster) isolate(id int32) {
 // cutClients cuts every connection to broker id that is not replica
 // traffic: clients cannot reach it, the other brokers still can.
 func (nc *netCluster) cutClients(id int32) {
-	nc.kafkaLinks[id].cut(func(tag string) bool { return !isReplica(tag) })
+	nc.cutKafka(id, func(tag string) bool { return !isReplica(tag) })
 	nc.brokers[id].note("cut from clients")
+}
+
+// kafkaLinksOf returns the links in front of broker id's Kafka listeners:
+// PLAINTEXT, and SASL_SSL under the secure profile.
+func (nc *netCluster) kafkaLinksOf(id int32) []*link {
+	out := []*link{nc.kafkaLinks[id]}
+	if nc.secureLinks != nil {
+		out = append(out, nc.secureLinks[id])
+	}
+	return out
+}
+
+// cutKafka cuts the connections to broker id's Kafka listeners whose
+// client id rule matches.
+func (nc *netCluster) cutKafka(id int32, rule func(tag string) bool) {
+	for _, l := range nc.kafkaLinksOf(id) {
+		l.cut(rule)
+	}
 }
 
 // healAll heals every link.
 func (nc *netCluster) healAll() {
 	for i := range nc.brokers {
 		nc.etcdLinks[i].heal()
-		nc.kafkaLinks[i].heal()
+		for _, l := range nc.kafkaLinksOf(int32(i)) {
+			l.heal()
+		}
 		nc.brokers[i].note("links healed")
 	}
+}
+
+// replicaConns returns how many replica fetcher connections came through
+// the PLAINTEXT links and through the SASL_SSL links (0 without the
+// secure profile).
+func (nc *netCluster) replicaConns() (plain, secure int64) {
+	for _, l := range nc.kafkaLinks {
+		plain += l.replicaConns.Load()
+	}
+	for _, l := range nc.secureLinks {
+		secure += l.replicaConns.Load()
+	}
+	return plain, secure
 }

@@ -9,7 +9,15 @@ import (
 // partition 0 every interval and restart it some seconds later, while the
 // safe producer writes to 5 partitions. Afterwards (all brokers back,
 // full ISR) nothing acknowledged is lost, duplicated or at another offset.
-func TestS02KillLeaderLoop(t *testing.T) {
+func TestS02KillLeaderLoop(t *testing.T) { runS02(t, envProfile()) }
+
+// TestS02KillLeaderLoopSASLSSL is S-02 with the secure profile: followers
+// fetch over SASL_SSL with mutual TLS and SCRAM (see secure_test.go), so
+// every restarted follower must authenticate again before it catches up.
+func TestS02KillLeaderLoopSASLSSL(t *testing.T) { runS02(t, secureProfile) }
+
+// runS02 is S-02 on a cluster of profile p.
+func runS02(t *testing.T, p clusterProfile) {
 	const (
 		topic      = "s02"
 		partitions = 5
@@ -19,7 +27,7 @@ func TestS02KillLeaderLoop(t *testing.T) {
 		every  = pick(9*time.Second, 30*time.Second)
 		down   = pick(3*time.Second, 10*time.Second)
 	)
-	c := startCluster(t)
+	c := startClusterWith(t, p)
 	c.createTopic(topic, partitions)
 	w := startWorkload(t, c, topic, partitions)
 	w.waitAcks(0, 50, 30*time.Second)

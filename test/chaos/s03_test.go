@@ -20,7 +20,16 @@ import (
 // their 3 s timeout passes). Its lease expires after T_s and the controller
 // elects one of the others at a higher epoch within T_s plus a few
 // seconds. Nothing acknowledged is lost.
-func TestS03IsolatedLeader(t *testing.T) {
+func TestS03IsolatedLeader(t *testing.T) { runS03(t, envProfile()) }
+
+// TestS03IsolatedLeaderSASLSSL is S-03 with the secure profile: the cuts
+// fall on the SASL_SSL links that replication uses (see netCluster). Every
+// replica fetcher connection must have come through those links, none
+// through the PLAINTEXT ones.
+func TestS03IsolatedLeaderSASLSSL(t *testing.T) { runS03(t, secureProfile) }
+
+// runS03 is S-03 on a netCluster of profile p.
+func runS03(t *testing.T, p clusterProfile) {
 	const (
 		topic      = "s03"
 		partitions = 5
@@ -34,7 +43,7 @@ func TestS03IsolatedLeader(t *testing.T) {
 		runFor   = pick(15*time.Second, 5*time.Minute)
 		isolated = 15 * time.Second
 	)
-	nc := startNetCluster(t)
+	nc := startNetClusterWith(t, p)
 	c := nc.testCluster
 	c.createTopic(topic, partitions)
 	hist := watchStates(c, topic, partitions)
@@ -117,6 +126,12 @@ func TestS03IsolatedLeader(t *testing.T) {
 				f.cycle, f.node, b.records, f.partition, b.at.Format("15:04:05.000"))
 		}
 	}
-	t.Logf("S-03: %d isolations of %s, %d leaderships watched, %d acks by an isolated leader; %v",
-		cycles, isolated, len(watch), isolatedAcks, r)
+	plain, secure := nc.replicaConns()
+	t.Logf("S-03: %d isolations of %s, %d leaderships watched, %d acks by an isolated leader; "+
+		"replica connections: %d PLAINTEXT, %d SASL_SSL; %v",
+		cycles, isolated, len(watch), isolatedAcks, plain, secure, r)
+	if p.secure && (plain != 0 || secure == 0) {
+		t.Errorf("secure profile: %d replica connections on PLAINTEXT links, %d on SASL_SSL links; want 0 and some",
+			plain, secure)
+	}
 }

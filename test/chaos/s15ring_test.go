@@ -180,7 +180,7 @@ func (s s15Split) apply(nc *netCluster, cycle int, what string) {
 		block(pr[1], pr[0])
 	}
 	for id, tags := range blocked {
-		nc.kafkaLinks[id].cut(func(tag string) bool { return tags[tag] })
+		nc.cutKafka(id, func(tag string) bool { return tags[tag] })
 	}
 	for _, id := range s.noEtcd {
 		nc.etcdLinks[id].cut(all)
