@@ -6,10 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/sasl/plain"
-	"github.com/twmb/franz-go/pkg/sasl/scram"
 
-	"samsa/internal/sasl"
 	"samsa/internal/tlsconfig"
 )
 
@@ -102,15 +99,9 @@ func (s *clientSecurity) opts() ([]kgo.Opt, error) {
 	if user == "" || pass == "" {
 		return nil, usagef("--sasl-mechanism %s needs --user and --password (or %s and %s)", mech, EnvUser, EnvPassword)
 	}
-	switch mech {
-	case sasl.PLAIN:
-		opts = append(opts, kgo.SASL(plain.Auth{User: user, Pass: pass}.AsMechanism()))
-	case sasl.ScramSHA256:
-		opts = append(opts, kgo.SASL(scram.Auth{User: user, Pass: pass}.AsSha256Mechanism()))
-	case sasl.ScramSHA512:
-		opts = append(opts, kgo.SASL(scram.Auth{User: user, Pass: pass}.AsSha512Mechanism()))
-	default:
+	m, ok := clientMechanism(mech, user, pass)
+	if !ok {
 		return nil, usagef("--sasl-mechanism %q: want PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512", mech)
 	}
-	return opts, nil
+	return append(opts, kgo.SASL(m)), nil
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	kgosasl "github.com/twmb/franz-go/pkg/sasl"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
@@ -249,18 +250,27 @@ func interBrokerOpts(cfg *config.Broker) ([]kgo.Opt, error) {
 			return nil, fmt.Errorf("listener.name.%s.%s.sasl.jaas.config: needs username and password for inter-broker connections",
 				strings.ToLower(ib.Name), strings.ToLower(m))
 		}
-		switch m {
-		case sasl.PLAIN:
-			opts = append(opts, kgo.SASL(plain.Auth{User: user, Pass: pass}.AsMechanism()))
-		case sasl.ScramSHA256:
-			opts = append(opts, kgo.SASL(scram.Auth{User: user, Pass: pass}.AsSha256Mechanism()))
-		case sasl.ScramSHA512:
-			opts = append(opts, kgo.SASL(scram.Auth{User: user, Pass: pass}.AsSha512Mechanism()))
-		default:
+		mech, ok := clientMechanism(m, user, pass)
+		if !ok {
 			return nil, errors.New("sasl.mechanism.inter.broker.protocol: " + m + " cannot be used between brokers")
 		}
+		opts = append(opts, kgo.SASL(mech))
 	}
 	return opts, nil
+}
+
+// clientMechanism returns franz-go's client side of a SASL mechanism
+// with a username and password; ok is false for other mechanisms.
+func clientMechanism(mechanism, user, pass string) (m kgosasl.Mechanism, ok bool) {
+	switch mechanism {
+	case sasl.PLAIN:
+		return plain.Auth{User: user, Pass: pass}.AsMechanism(), true
+	case sasl.ScramSHA256:
+		return scram.Auth{User: user, Pass: pass}.AsSha256Mechanism(), true
+	case sasl.ScramSHA512:
+		return scram.Auth{User: user, Pass: pass}.AsSha512Mechanism(), true
+	}
+	return nil, false
 }
 
 // ensureInterBrokerCredential stores the SCRAM credential of the
