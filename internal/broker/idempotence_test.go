@@ -295,8 +295,24 @@ func TestIdempotentDedupeSurvivesCleanRestart(t *testing.T) {
 	}
 	b.Restart()
 	cl = b.Client()
+	// The restarted process leads again only once the controller has
+	// elected it at a new leader epoch (a new incarnation).
+	testutil.Eventually(t, 20*time.Second, func() error {
+		for p := int32(0); p < 2; p++ {
+			if st, ok := b.Node.Image().Partition(topic, p); !ok || st.Leader != 0 || st.LeaderIncarnation != b.Node.Cluster().Incarnation() {
+				return fmt.Errorf("partition %d: leader %d incarnation %q", p, st.Leader, st.LeaderIncarnation)
+			}
+		}
+		return nil
+	})
 	for p := int32(0); p < 2; p++ {
+		// A retry is a duplicate however often it is sent; the broker
+		// may take a moment to act on the election it is in the image.
 		got := produceRaw(t, cl, -1, topic, p, last[p])
+		for deadline := time.Now().Add(10 * time.Second); got.ErrorCode == kerr.NotLeaderForPartition.Code && time.Now().Before(deadline); {
+			time.Sleep(20 * time.Millisecond)
+			got = produceRaw(t, cl, -1, topic, p, last[p])
+		}
 		wantProduce(t, fmt.Sprintf("p%d retry of the last batch after restart", p), got, 0, 15)
 		if end := logEnd(t, cl, topic, p); end != 20 {
 			t.Fatalf("p%d: log end %d after the retry, want 20 (the retry was written again)", p, end)
