@@ -201,22 +201,16 @@ func (b *Broker) guard(z authz, body kmsg.Request) (deny kmsg.Response, fix func
 			}
 		}
 	case *kmsg.OffsetForLeaderEpochRequest:
-		// Reference: KafkaApis.handleOffsetForLeaderEpochRequest: a
-		// follower (replica id >= 0) needs CLUSTER_ACTION; a client
-		// DESCRIBE on each topic.
-		follower := r.Version >= 3 && r.ReplicaID >= 0
+		// Reference: KafkaApis.handleOffsetForLeaderEpochRequest:
+		// CLUSTER_ACTION on the cluster (a follower), else DESCRIBE on each
+		// topic (a consumer, KIP-320), whatever the replica id: the answer
+		// is the same end offset either way.
+		if z.cluster(opClusterAction) {
+			return nil, nil
+		}
 		var denied []kmsg.OffsetForLeaderEpochRequestTopic
-		r.Topics, denied = split(r.Topics, func(t kmsg.OffsetForLeaderEpochRequestTopic) bool {
-			if follower {
-				return z.cluster(opClusterAction)
-			}
-			return z.topic(opDescribe, t.Topic)
-		})
+		r.Topics, denied = split(r.Topics, func(t kmsg.OffsetForLeaderEpochRequestTopic) bool { return z.topic(opDescribe, t.Topic) })
 		if len(denied) > 0 {
-			code := topicAuthFailed
-			if follower {
-				code = clusterAuthFailed
-			}
 			return nil, func(m kmsg.Response) {
 				resp := m.(*kmsg.OffsetForLeaderEpochResponse)
 				for _, t := range denied {
@@ -224,7 +218,7 @@ func (b *Broker) guard(z authz, body kmsg.Request) (deny kmsg.Response, fix func
 					rt.Topic = t.Topic
 					for _, p := range t.Partitions {
 						rp := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
-						rp.Partition, rp.ErrorCode, rp.LeaderEpoch, rp.EndOffset = p.Partition, code, -1, -1
+						rp.Partition, rp.ErrorCode, rp.LeaderEpoch, rp.EndOffset = p.Partition, topicAuthFailed, -1, -1
 						rt.Partitions = append(rt.Partitions, rp)
 					}
 					resp.Topics = append(resp.Topics, rt)

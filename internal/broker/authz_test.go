@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -17,10 +18,10 @@ import (
 
 // aclBroker starts a broker with the samsa authorizer, a PLAINTEXT
 // listener (User:ANONYMOUS) and a SASL_PLAINTEXT listener with PLAIN users
-// admin (a super user), alice and bob.
-func aclBroker(t *testing.T) *testutil.Broker {
+// admin (a super user), alice and bob, and then overrides.
+func aclBroker(t *testing.T, overrides ...string) *testutil.Broker {
 	t.Helper()
-	return testutil.StartBroker(t,
+	return testutil.StartBroker(t, append([]string{
 		"listeners=PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
 		"inter.broker.listener.name=PLAINTEXT",
 		"sasl.enabled.mechanisms=PLAIN",
@@ -28,7 +29,7 @@ func aclBroker(t *testing.T) *testutil.Broker {
 		"authorizer.class.name=samsa",
 		"super.users=User:admin",
 		"num.partitions=1",
-	)
+	}, overrides...)...)
 }
 
 // userClient is a franz-go client authenticated as user over SASL PLAIN.
@@ -317,5 +318,50 @@ func TestAuthorizationOfGroupsAndAdmin(t *testing.T) {
 	}
 	if !found {
 		t.Error("ListGroups does not show g1 to bob")
+	}
+}
+
+// TestOffsetForLeaderEpochNeedsClusterActionOrDescribe: CLUSTER_ACTION on
+// the cluster or DESCRIBE on the topic answers OffsetForLeaderEpoch,
+// whatever the replica id; neither gets TOPIC_AUTHORIZATION_FAILED.
+// Reference: KafkaApis.handleOffsetForLeaderEpochRequest (KIP-320).
+func TestOffsetForLeaderEpochNeedsClusterActionOrDescribe(t *testing.T) {
+	t.Parallel()
+	b := aclBroker(t)
+	admin := userClient(t, b, "admin", "a")
+	alice := userClient(t, b, "alice", "a")
+	testutil.CreateTopic(t, kadm.NewClient(admin), "epochs", 1)
+	code := func(replicaID int32) int16 {
+		t.Helper()
+		req := kmsg.NewPtrOffsetForLeaderEpochRequest()
+		req.ReplicaID = replicaID
+		rt := kmsg.NewOffsetForLeaderEpochRequestTopic()
+		rt.Topic = "epochs"
+		rp := kmsg.NewOffsetForLeaderEpochRequestTopicPartition()
+		rp.CurrentLeaderEpoch, rp.LeaderEpoch = -1, 0
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		resp := direct[*kmsg.OffsetForLeaderEpochResponse](t, alice, req)
+		if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+			t.Fatalf("OffsetForLeaderEpoch: malformed response %+v", resp.Topics)
+		}
+		return resp.Topics[0].Partitions[0].ErrorCode
+	}
+	for _, replica := range []int32{-1, 5} {
+		if c := code(replica); c != kerr.TopicAuthorizationFailed.Code {
+			t.Errorf("replica id %d without ACLs: %v, want TOPIC_AUTHORIZATION_FAILED", replica, kerr.ErrorForCode(c))
+		}
+	}
+	for _, bd := range []acl.Binding{
+		allow("User:alice", kmsg.ACLResourceTypeCluster, acl.ClusterName, kmsg.ACLResourcePatternTypeLiteral, kmsg.ACLOperationClusterAction),
+		allow("User:alice", kmsg.ACLResourceTypeTopic, "epochs", kmsg.ACLResourcePatternTypeLiteral, kmsg.ACLOperationDescribe),
+	} {
+		grant(t, b, bd)
+		for _, replica := range []int32{-1, 5} {
+			if c := code(replica); c != 0 {
+				t.Errorf("replica id %d with %v %v: %v", replica, bd.Operation, bd.ResourceType, kerr.ErrorForCode(c))
+			}
+		}
+		revoke(t, b, bd)
 	}
 }
