@@ -365,3 +365,27 @@ func TestOffsetForLeaderEpochNeedsClusterActionOrDescribe(t *testing.T) {
 		revoke(t, b, bd)
 	}
 }
+
+// TestTransactionalInitProducerIDAuthorizedIsNoAuthorizationError: WRITE
+// on the transactional id passes authorization; the broker, which has no
+// transaction coordinator, then answers INVALID_REQUEST rather than an
+// authorization error. Without WRITE the answer is
+// TRANSACTIONAL_ID_AUTHORIZATION_FAILED.
+// Reference: KafkaApis.handleInitProducerIdRequest.
+func TestTransactionalInitProducerIDAuthorizedIsNoAuthorizationError(t *testing.T) {
+	t.Parallel()
+	b := aclBroker(t)
+	alice := userClient(t, b, "alice", "a")
+	code := func() int16 {
+		req := kmsg.NewPtrInitProducerIDRequest()
+		req.TransactionalID, req.TransactionTimeoutMillis = kmsg.StringPtr("tx"), 60000
+		return direct[*kmsg.InitProducerIDResponse](t, alice, req).ErrorCode
+	}
+	if c := code(); c != kerr.TransactionalIDAuthorizationFailed.Code {
+		t.Errorf("without WRITE on the transactional id: %v, want TRANSACTIONAL_ID_AUTHORIZATION_FAILED", kerr.ErrorForCode(c))
+	}
+	grant(t, b, allow("User:alice", kmsg.ACLResourceTypeTransactionalId, "tx", kmsg.ACLResourcePatternTypeLiteral, kmsg.ACLOperationWrite))
+	if c := code(); c != kerr.InvalidRequest.Code {
+		t.Errorf("with WRITE on the transactional id: %v, want INVALID_REQUEST (no transaction coordinator)", kerr.ErrorForCode(c))
+	}
+}
