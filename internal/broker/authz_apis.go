@@ -227,21 +227,27 @@ func (b *Broker) guard(z authz, body kmsg.Request) (deny kmsg.Response, fix func
 		}
 	case *kmsg.CreateTopicsRequest:
 		// Reference: KafkaApis.handleCreateTopicsRequest: CREATE on the
-		// cluster, else CREATE on each topic.
-		if z.cluster(opCreate) {
-			return nil, nil
-		}
+		// cluster, else CREATE on each topic. A created topic's configs,
+		// partition count and replication factor (v5+) are shown only
+		// with DESCRIBE_CONFIGS on it; otherwise ConfigErrorCode is
+		// TOPIC_AUTHORIZATION_FAILED (ReplicationControlManager.createTopic).
 		var denied []kmsg.CreateTopicsRequestTopic
-		r.Topics, denied = split(r.Topics, func(t kmsg.CreateTopicsRequestTopic) bool { return z.topic(opCreate, t.Topic) })
-		if len(denied) > 0 {
-			return nil, func(m kmsg.Response) {
-				resp := m.(*kmsg.CreateTopicsResponse)
-				for _, t := range denied {
-					rt := kmsg.NewCreateTopicsResponseTopic()
-					rt.Topic, rt.ErrorCode = t.Topic, topicAuthFailed
+		if !z.cluster(opCreate) {
+			r.Topics, denied = split(r.Topics, func(t kmsg.CreateTopicsRequestTopic) bool { return z.topic(opCreate, t.Topic) })
+		}
+		return nil, func(m kmsg.Response) {
+			resp := m.(*kmsg.CreateTopicsResponse)
+			for i := range resp.Topics {
+				rt := &resp.Topics[i]
+				if resp.Version >= 5 && rt.ErrorCode == 0 && !z.topic(opDescribeConfigs, rt.Topic) {
+					rt.ConfigErrorCode, rt.Configs = topicAuthFailed, nil
 					rt.NumPartitions, rt.ReplicationFactor = -1, -1
-					resp.Topics = append(resp.Topics, rt)
 				}
+			}
+			for _, t := range denied {
+				rt := kmsg.NewCreateTopicsResponseTopic()
+				rt.Topic, rt.ErrorCode = t.Topic, topicAuthFailed
+				resp.Topics = append(resp.Topics, rt)
 			}
 		}
 	case *kmsg.DeleteTopicsRequest:

@@ -389,3 +389,37 @@ func TestTransactionalInitProducerIDAuthorizedIsNoAuthorizationError(t *testing.
 		t.Errorf("with WRITE on the transactional id: %v, want INVALID_REQUEST (no transaction coordinator)", kerr.ErrorForCode(c))
 	}
 }
+
+// TestCreateTopicsShowsConfigsOnlyWithDescribeConfigs: CREATE lets a
+// principal create a topic; the configs, partition count and replication
+// factor in the response (v5+) need DESCRIBE_CONFIGS on it, else
+// ConfigErrorCode is TOPIC_AUTHORIZATION_FAILED.
+// Reference: ReplicationControlManager.createTopic (authorizedToReturnConfigs).
+func TestCreateTopicsShowsConfigsOnlyWithDescribeConfigs(t *testing.T) {
+	t.Parallel()
+	b := aclBroker(t)
+	alice := userClient(t, b, "alice", "a")
+	grant(t, b, allow("User:alice", kmsg.ACLResourceTypeCluster, acl.ClusterName, kmsg.ACLResourcePatternTypeLiteral, kmsg.ACLOperationCreate))
+	create := func(topic string) kmsg.CreateTopicsResponseTopic {
+		t.Helper()
+		req := kmsg.NewPtrCreateTopicsRequest()
+		ct := kmsg.NewCreateTopicsRequestTopic()
+		ct.Topic, ct.NumPartitions, ct.ReplicationFactor = topic, 1, 1
+		req.Topics, req.TimeoutMillis = append(req.Topics, ct), 5000
+		resp := request[*kmsg.CreateTopicsResponse](t, alice, req)
+		if resp.Version < 5 || len(resp.Topics) != 1 || resp.Topics[0].ErrorCode != 0 {
+			t.Fatalf("CreateTopics %s: v%d %+v", topic, resp.Version, resp.Topics)
+		}
+		return resp.Topics[0]
+	}
+	if rt := create("hidden"); rt.ConfigErrorCode != kerr.TopicAuthorizationFailed.Code || len(rt.Configs) != 0 ||
+		rt.NumPartitions != -1 || rt.ReplicationFactor != -1 {
+		t.Errorf("without DESCRIBE_CONFIGS: config error %v, %d configs, %d partitions, replication factor %d; want TOPIC_AUTHORIZATION_FAILED and none",
+			kerr.ErrorForCode(rt.ConfigErrorCode), len(rt.Configs), rt.NumPartitions, rt.ReplicationFactor)
+	}
+	grant(t, b, allow("User:alice", kmsg.ACLResourceTypeTopic, "shown", kmsg.ACLResourcePatternTypeLiteral, kmsg.ACLOperationDescribeConfigs))
+	if rt := create("shown"); rt.ConfigErrorCode != 0 || len(rt.Configs) == 0 || rt.NumPartitions != 1 || rt.ReplicationFactor != 1 {
+		t.Errorf("with DESCRIBE_CONFIGS: config error %v, %d configs, %d partitions, replication factor %d",
+			kerr.ErrorForCode(rt.ConfigErrorCode), len(rt.Configs), rt.NumPartitions, rt.ReplicationFactor)
+	}
+}
