@@ -366,7 +366,7 @@ func (b *Broker) guard(z authz, body kmsg.Request) (deny kmsg.Response, fix func
 		if r.IncludeClusterAuthorizedOperations {
 			return nil, func(m kmsg.Response) {
 				resp := m.(*kmsg.DescribeClusterResponse)
-				resp.ClusterAuthorizedOperations = z.authorizedOperations(kmsg.ACLResourceTypeCluster, "kafka-cluster", clusterOps...)
+				resp.ClusterAuthorizedOperations = z.clusterAuthorizedOperations()
 			}
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 
 	"samsa/internal/acl"
@@ -421,5 +422,38 @@ func TestCreateTopicsShowsConfigsOnlyWithDescribeConfigs(t *testing.T) {
 	if rt := create("shown"); rt.ConfigErrorCode != 0 || len(rt.Configs) == 0 || rt.NumPartitions != 1 || rt.ReplicationFactor != 1 {
 		t.Errorf("with DESCRIBE_CONFIGS: config error %v, %d configs, %d partitions, replication factor %d",
 			kerr.ErrorForCode(rt.ConfigErrorCode), len(rt.Configs), rt.NumPartitions, rt.ReplicationFactor)
+	}
+}
+
+// TestClusterAuthorizedOperationsNeedDescribe: the cluster's authorized
+// operations (Metadata v8-10, DescribeCluster) are 0 unless the principal
+// may DESCRIBE the cluster, whatever else it may do there.
+// Reference: KafkaApis.handleTopicMetadataRequest,
+// AuthHelper.computeDescribeClusterResponse (KIP-430).
+func TestClusterAuthorizedOperationsNeedDescribe(t *testing.T) {
+	t.Parallel()
+	b := aclBroker(t)
+	alice := userClient(t, b, "alice", "a", kgo.MaxVersions(func() *kversion.Versions {
+		v := kversion.Stable()
+		v.SetMaxKeyVersion(int16(kmsg.Metadata), 10)
+		return v
+	}()))
+	ops := func() (metadata, describeCluster int32) {
+		md := kmsg.NewPtrMetadataRequest()
+		md.IncludeClusterAuthorizedOperations = true
+		dc := kmsg.NewPtrDescribeClusterRequest()
+		dc.IncludeClusterAuthorizedOperations, dc.EndpointType = true, 1
+		return direct[*kmsg.MetadataResponse](t, alice, md).AuthorizedOperations,
+			direct[*kmsg.DescribeClusterResponse](t, alice, dc).ClusterAuthorizedOperations
+	}
+	idem := allow("User:alice", kmsg.ACLResourceTypeCluster, acl.ClusterName, kmsg.ACLResourcePatternTypeLiteral, kmsg.ACLOperationIdempotentWrite)
+	grant(t, b, idem)
+	if m, d := ops(); m != 0 || d != 0 {
+		t.Errorf("with IDEMPOTENT_WRITE but not DESCRIBE: Metadata %#x, DescribeCluster %#x; want 0", m, d)
+	}
+	grant(t, b, allow("User:alice", kmsg.ACLResourceTypeCluster, acl.ClusterName, kmsg.ACLResourcePatternTypeLiteral, kmsg.ACLOperationDescribe))
+	want := int32(1<<kmsg.ACLOperationDescribe | 1<<kmsg.ACLOperationIdempotentWrite)
+	if m, d := ops(); m != want || d != want {
+		t.Errorf("with DESCRIBE and IDEMPOTENT_WRITE: Metadata %#x, DescribeCluster %#x; want %#x", m, d, want)
 	}
 }
