@@ -2,7 +2,8 @@ package broker
 
 // DescribeGroups: v0-5
 //
-// * v3: AuthorizedOperations (-2147483648: samsa has no ACLs).
+// * v3: AuthorizedOperations when asked for and an authorizer is set
+//   (KIP-430, authz_apis.go); -2147483648 ("not requested") otherwise.
 // * v4: InstanceID per member (KIP-345).
 // * v5: flexible versions.
 //

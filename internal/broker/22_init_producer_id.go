@@ -11,10 +11,13 @@ package broker
 // * v4: PRODUCER_FENCED may be returned instead of INVALID_PRODUCER_EPOCH
 //   (KIP-588); only relevant to transactional ids.
 //
-// Idempotent producers only: a request with a TransactionalID gets
-// TRANSACTIONAL_ID_AUTHORIZATION_FAILED. samsa has no transaction
-// coordinator yet, and a non-retriable error tells the client so at once
-// instead of letting it retry a coordinator that will never appear.
+// Idempotent producers only: a request with a TransactionalID that passes
+// authorization (WRITE on the id, authz_apis.go) gets INVALID_REQUEST, as
+// FindCoordinator of a transaction coordinator does. samsa has no
+// transaction coordinator yet, and a non-retriable error tells the client
+// so at once instead of letting it retry a coordinator that will never
+// appear; an authorization error would send its operator looking for an
+// ACL that is already there.
 
 import (
 	"context"
@@ -28,7 +31,7 @@ func (b *Broker) handleInitProducerID(ctx context.Context, req *kmsg.InitProduce
 	resp := req.ResponseKind().(*kmsg.InitProducerIDResponse)
 	resp.ProducerID, resp.ProducerEpoch = -1, -1
 	if req.TransactionalID != nil {
-		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+		resp.ErrorCode = kerr.InvalidRequest.Code
 		return resp
 	}
 	if req.Version >= 3 && req.ProducerID >= 0 && req.ProducerEpoch >= 0 &&

@@ -21,8 +21,9 @@ package broker
 //   debugging replica id -2, which any replica answers.
 // * v4: flexible versions.
 //
-// Differences from Kafka: no authorization (CLUSTER_ACTION for replicas,
-// DESCRIBE on the topic for consumers), as everywhere in samsa.
+// Authorization (authz_apis.go) is Kafka's: CLUSTER_ACTION on the
+// cluster, else DESCRIBE on each topic, whatever the replica id; a topic
+// that fails gets TOPIC_AUTHORIZATION_FAILED.
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"

@@ -4,6 +4,10 @@ package broker
 //
 // * v0: brokers, cluster id, controller id (KIP-700).
 // * v1: EndpointType (KIP-919); samsa serves only broker endpoints (1).
+//
+// ClusterAuthorizedOperations, when asked for and an authorizer is set, are
+// 0 unless the principal may DESCRIBE the cluster (authz_apis.go), as in
+// Kafka.
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"

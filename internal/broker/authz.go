@@ -174,6 +174,17 @@ func (z authz) authorizedOperations(rt kmsg.ACLResourceType, name string, ops ..
 	return bits
 }
 
+// clusterAuthorizedOperations is the cluster's AuthorizedOperations in
+// Metadata (v8-10) and DescribeCluster: 0 unless the principal may
+// DESCRIBE the cluster (Reference: KafkaApis.handleTopicMetadataRequest,
+// AuthHelper.computeDescribeClusterResponse).
+func (z authz) clusterAuthorizedOperations() int32 {
+	if !z.cluster(opDescribe) {
+		return 0
+	}
+	return z.authorizedOperations(kmsg.ACLResourceTypeCluster, acl.ClusterName, clusterOps...)
+}
+
 // The operations Kafka reports per resource type in AuthorizedOperations.
 var (
 	topicOps   = []kmsg.ACLOperation{opRead, opWrite, opCreate, aclDelete, opAlter, opDescribe, opDescribeConfigs, opAlterConfigs}

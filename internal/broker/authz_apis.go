@@ -201,22 +201,16 @@ func (b *Broker) guard(z authz, body kmsg.Request) (deny kmsg.Response, fix func
 			}
 		}
 	case *kmsg.OffsetForLeaderEpochRequest:
-		// Reference: KafkaApis.handleOffsetForLeaderEpochRequest: a
-		// follower (replica id >= 0) needs CLUSTER_ACTION; a client
-		// DESCRIBE on each topic.
-		follower := r.Version >= 3 && r.ReplicaID >= 0
+		// Reference: KafkaApis.handleOffsetForLeaderEpochRequest:
+		// CLUSTER_ACTION on the cluster (a follower), else DESCRIBE on each
+		// topic (a consumer, KIP-320), whatever the replica id: the answer
+		// is the same end offset either way.
+		if z.cluster(opClusterAction) {
+			return nil, nil
+		}
 		var denied []kmsg.OffsetForLeaderEpochRequestTopic
-		r.Topics, denied = split(r.Topics, func(t kmsg.OffsetForLeaderEpochRequestTopic) bool {
-			if follower {
-				return z.cluster(opClusterAction)
-			}
-			return z.topic(opDescribe, t.Topic)
-		})
+		r.Topics, denied = split(r.Topics, func(t kmsg.OffsetForLeaderEpochRequestTopic) bool { return z.topic(opDescribe, t.Topic) })
 		if len(denied) > 0 {
-			code := topicAuthFailed
-			if follower {
-				code = clusterAuthFailed
-			}
 			return nil, func(m kmsg.Response) {
 				resp := m.(*kmsg.OffsetForLeaderEpochResponse)
 				for _, t := range denied {
@@ -224,7 +218,7 @@ func (b *Broker) guard(z authz, body kmsg.Request) (deny kmsg.Response, fix func
 					rt.Topic = t.Topic
 					for _, p := range t.Partitions {
 						rp := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
-						rp.Partition, rp.ErrorCode, rp.LeaderEpoch, rp.EndOffset = p.Partition, code, -1, -1
+						rp.Partition, rp.ErrorCode, rp.LeaderEpoch, rp.EndOffset = p.Partition, topicAuthFailed, -1, -1
 						rt.Partitions = append(rt.Partitions, rp)
 					}
 					resp.Topics = append(resp.Topics, rt)
@@ -233,21 +227,27 @@ func (b *Broker) guard(z authz, body kmsg.Request) (deny kmsg.Response, fix func
 		}
 	case *kmsg.CreateTopicsRequest:
 		// Reference: KafkaApis.handleCreateTopicsRequest: CREATE on the
-		// cluster, else CREATE on each topic.
-		if z.cluster(opCreate) {
-			return nil, nil
-		}
+		// cluster, else CREATE on each topic. A created topic's configs,
+		// partition count and replication factor (v5+) are shown only
+		// with DESCRIBE_CONFIGS on it; otherwise ConfigErrorCode is
+		// TOPIC_AUTHORIZATION_FAILED (ReplicationControlManager.createTopic).
 		var denied []kmsg.CreateTopicsRequestTopic
-		r.Topics, denied = split(r.Topics, func(t kmsg.CreateTopicsRequestTopic) bool { return z.topic(opCreate, t.Topic) })
-		if len(denied) > 0 {
-			return nil, func(m kmsg.Response) {
-				resp := m.(*kmsg.CreateTopicsResponse)
-				for _, t := range denied {
-					rt := kmsg.NewCreateTopicsResponseTopic()
-					rt.Topic, rt.ErrorCode = t.Topic, topicAuthFailed
+		if !z.cluster(opCreate) {
+			r.Topics, denied = split(r.Topics, func(t kmsg.CreateTopicsRequestTopic) bool { return z.topic(opCreate, t.Topic) })
+		}
+		return nil, func(m kmsg.Response) {
+			resp := m.(*kmsg.CreateTopicsResponse)
+			for i := range resp.Topics {
+				rt := &resp.Topics[i]
+				if resp.Version >= 5 && rt.ErrorCode == 0 && !z.topic(opDescribeConfigs, rt.Topic) {
+					rt.ConfigErrorCode, rt.Configs = topicAuthFailed, nil
 					rt.NumPartitions, rt.ReplicationFactor = -1, -1
-					resp.Topics = append(resp.Topics, rt)
 				}
+			}
+			for _, t := range denied {
+				rt := kmsg.NewCreateTopicsResponseTopic()
+				rt.Topic, rt.ErrorCode = t.Topic, topicAuthFailed
+				resp.Topics = append(resp.Topics, rt)
 			}
 		}
 	case *kmsg.DeleteTopicsRequest:
@@ -366,7 +366,7 @@ func (b *Broker) guard(z authz, body kmsg.Request) (deny kmsg.Response, fix func
 		if r.IncludeClusterAuthorizedOperations {
 			return nil, func(m kmsg.Response) {
 				resp := m.(*kmsg.DescribeClusterResponse)
-				resp.ClusterAuthorizedOperations = z.authorizedOperations(kmsg.ACLResourceTypeCluster, "kafka-cluster", clusterOps...)
+				resp.ClusterAuthorizedOperations = z.clusterAuthorizedOperations()
 			}
 		}
 	}

@@ -5,9 +5,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 
 	"samsa/internal/acl"
@@ -17,10 +19,10 @@ import (
 
 // aclBroker starts a broker with the samsa authorizer, a PLAINTEXT
 // listener (User:ANONYMOUS) and a SASL_PLAINTEXT listener with PLAIN users
-// admin (a super user), alice and bob.
-func aclBroker(t *testing.T) *testutil.Broker {
+// admin (a super user), alice and bob, and then overrides.
+func aclBroker(t *testing.T, overrides ...string) *testutil.Broker {
 	t.Helper()
-	return testutil.StartBroker(t,
+	return testutil.StartBroker(t, append([]string{
 		"listeners=PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
 		"inter.broker.listener.name=PLAINTEXT",
 		"sasl.enabled.mechanisms=PLAIN",
@@ -28,7 +30,7 @@ func aclBroker(t *testing.T) *testutil.Broker {
 		"authorizer.class.name=samsa",
 		"super.users=User:admin",
 		"num.partitions=1",
-	)
+	}, overrides...)...)
 }
 
 // userClient is a franz-go client authenticated as user over SASL PLAIN.
@@ -317,5 +319,141 @@ func TestAuthorizationOfGroupsAndAdmin(t *testing.T) {
 	}
 	if !found {
 		t.Error("ListGroups does not show g1 to bob")
+	}
+}
+
+// TestOffsetForLeaderEpochNeedsClusterActionOrDescribe: CLUSTER_ACTION on
+// the cluster or DESCRIBE on the topic answers OffsetForLeaderEpoch,
+// whatever the replica id; neither gets TOPIC_AUTHORIZATION_FAILED.
+// Reference: KafkaApis.handleOffsetForLeaderEpochRequest (KIP-320).
+func TestOffsetForLeaderEpochNeedsClusterActionOrDescribe(t *testing.T) {
+	t.Parallel()
+	b := aclBroker(t)
+	admin := userClient(t, b, "admin", "a")
+	alice := userClient(t, b, "alice", "a")
+	testutil.CreateTopic(t, kadm.NewClient(admin), "epochs", 1)
+	code := func(replicaID int32) int16 {
+		t.Helper()
+		req := kmsg.NewPtrOffsetForLeaderEpochRequest()
+		req.ReplicaID = replicaID
+		rt := kmsg.NewOffsetForLeaderEpochRequestTopic()
+		rt.Topic = "epochs"
+		rp := kmsg.NewOffsetForLeaderEpochRequestTopicPartition()
+		rp.CurrentLeaderEpoch, rp.LeaderEpoch = -1, 0
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		resp := direct[*kmsg.OffsetForLeaderEpochResponse](t, alice, req)
+		if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+			t.Fatalf("OffsetForLeaderEpoch: malformed response %+v", resp.Topics)
+		}
+		return resp.Topics[0].Partitions[0].ErrorCode
+	}
+	for _, replica := range []int32{-1, 5} {
+		if c := code(replica); c != kerr.TopicAuthorizationFailed.Code {
+			t.Errorf("replica id %d without ACLs: %v, want TOPIC_AUTHORIZATION_FAILED", replica, kerr.ErrorForCode(c))
+		}
+	}
+	for _, bd := range []acl.Binding{
+		allow("User:alice", kmsg.ACLResourceTypeCluster, acl.ClusterName, kmsg.ACLResourcePatternTypeLiteral, kmsg.ACLOperationClusterAction),
+		allow("User:alice", kmsg.ACLResourceTypeTopic, "epochs", kmsg.ACLResourcePatternTypeLiteral, kmsg.ACLOperationDescribe),
+	} {
+		grant(t, b, bd)
+		for _, replica := range []int32{-1, 5} {
+			if c := code(replica); c != 0 {
+				t.Errorf("replica id %d with %v %v: %v", replica, bd.Operation, bd.ResourceType, kerr.ErrorForCode(c))
+			}
+		}
+		revoke(t, b, bd)
+	}
+}
+
+// TestTransactionalInitProducerIDAuthorizedIsNoAuthorizationError: WRITE
+// on the transactional id passes authorization; the broker, which has no
+// transaction coordinator, then answers INVALID_REQUEST rather than an
+// authorization error. Without WRITE the answer is
+// TRANSACTIONAL_ID_AUTHORIZATION_FAILED.
+// Reference: KafkaApis.handleInitProducerIdRequest.
+func TestTransactionalInitProducerIDAuthorizedIsNoAuthorizationError(t *testing.T) {
+	t.Parallel()
+	b := aclBroker(t)
+	alice := userClient(t, b, "alice", "a")
+	code := func() int16 {
+		req := kmsg.NewPtrInitProducerIDRequest()
+		req.TransactionalID, req.TransactionTimeoutMillis = kmsg.StringPtr("tx"), 60000
+		return direct[*kmsg.InitProducerIDResponse](t, alice, req).ErrorCode
+	}
+	if c := code(); c != kerr.TransactionalIDAuthorizationFailed.Code {
+		t.Errorf("without WRITE on the transactional id: %v, want TRANSACTIONAL_ID_AUTHORIZATION_FAILED", kerr.ErrorForCode(c))
+	}
+	grant(t, b, allow("User:alice", kmsg.ACLResourceTypeTransactionalId, "tx", kmsg.ACLResourcePatternTypeLiteral, kmsg.ACLOperationWrite))
+	if c := code(); c != kerr.InvalidRequest.Code {
+		t.Errorf("with WRITE on the transactional id: %v, want INVALID_REQUEST (no transaction coordinator)", kerr.ErrorForCode(c))
+	}
+}
+
+// TestCreateTopicsShowsConfigsOnlyWithDescribeConfigs: CREATE lets a
+// principal create a topic; the configs, partition count and replication
+// factor in the response (v5+) need DESCRIBE_CONFIGS on it, else
+// ConfigErrorCode is TOPIC_AUTHORIZATION_FAILED.
+// Reference: ReplicationControlManager.createTopic (authorizedToReturnConfigs).
+func TestCreateTopicsShowsConfigsOnlyWithDescribeConfigs(t *testing.T) {
+	t.Parallel()
+	b := aclBroker(t)
+	alice := userClient(t, b, "alice", "a")
+	grant(t, b, allow("User:alice", kmsg.ACLResourceTypeCluster, acl.ClusterName, kmsg.ACLResourcePatternTypeLiteral, kmsg.ACLOperationCreate))
+	create := func(topic string) kmsg.CreateTopicsResponseTopic {
+		t.Helper()
+		req := kmsg.NewPtrCreateTopicsRequest()
+		ct := kmsg.NewCreateTopicsRequestTopic()
+		ct.Topic, ct.NumPartitions, ct.ReplicationFactor = topic, 1, 1
+		req.Topics, req.TimeoutMillis = append(req.Topics, ct), 5000
+		resp := request[*kmsg.CreateTopicsResponse](t, alice, req)
+		if resp.Version < 5 || len(resp.Topics) != 1 || resp.Topics[0].ErrorCode != 0 {
+			t.Fatalf("CreateTopics %s: v%d %+v", topic, resp.Version, resp.Topics)
+		}
+		return resp.Topics[0]
+	}
+	if rt := create("hidden"); rt.ConfigErrorCode != kerr.TopicAuthorizationFailed.Code || len(rt.Configs) != 0 ||
+		rt.NumPartitions != -1 || rt.ReplicationFactor != -1 {
+		t.Errorf("without DESCRIBE_CONFIGS: config error %v, %d configs, %d partitions, replication factor %d; want TOPIC_AUTHORIZATION_FAILED and none",
+			kerr.ErrorForCode(rt.ConfigErrorCode), len(rt.Configs), rt.NumPartitions, rt.ReplicationFactor)
+	}
+	grant(t, b, allow("User:alice", kmsg.ACLResourceTypeTopic, "shown", kmsg.ACLResourcePatternTypeLiteral, kmsg.ACLOperationDescribeConfigs))
+	if rt := create("shown"); rt.ConfigErrorCode != 0 || len(rt.Configs) == 0 || rt.NumPartitions != 1 || rt.ReplicationFactor != 1 {
+		t.Errorf("with DESCRIBE_CONFIGS: config error %v, %d configs, %d partitions, replication factor %d",
+			kerr.ErrorForCode(rt.ConfigErrorCode), len(rt.Configs), rt.NumPartitions, rt.ReplicationFactor)
+	}
+}
+
+// TestClusterAuthorizedOperationsNeedDescribe: the cluster's authorized
+// operations (Metadata v8-10, DescribeCluster) are 0 unless the principal
+// may DESCRIBE the cluster, whatever else it may do there.
+// Reference: KafkaApis.handleTopicMetadataRequest,
+// AuthHelper.computeDescribeClusterResponse (KIP-430).
+func TestClusterAuthorizedOperationsNeedDescribe(t *testing.T) {
+	t.Parallel()
+	b := aclBroker(t)
+	alice := userClient(t, b, "alice", "a", kgo.MaxVersions(func() *kversion.Versions {
+		v := kversion.Stable()
+		v.SetMaxKeyVersion(int16(kmsg.Metadata), 10)
+		return v
+	}()))
+	ops := func() (metadata, describeCluster int32) {
+		md := kmsg.NewPtrMetadataRequest()
+		md.IncludeClusterAuthorizedOperations = true
+		dc := kmsg.NewPtrDescribeClusterRequest()
+		dc.IncludeClusterAuthorizedOperations, dc.EndpointType = true, 1
+		return direct[*kmsg.MetadataResponse](t, alice, md).AuthorizedOperations,
+			direct[*kmsg.DescribeClusterResponse](t, alice, dc).ClusterAuthorizedOperations
+	}
+	idem := allow("User:alice", kmsg.ACLResourceTypeCluster, acl.ClusterName, kmsg.ACLResourcePatternTypeLiteral, kmsg.ACLOperationIdempotentWrite)
+	grant(t, b, idem)
+	if m, d := ops(); m != 0 || d != 0 {
+		t.Errorf("with IDEMPOTENT_WRITE but not DESCRIBE: Metadata %#x, DescribeCluster %#x; want 0", m, d)
+	}
+	grant(t, b, allow("User:alice", kmsg.ACLResourceTypeCluster, acl.ClusterName, kmsg.ACLResourcePatternTypeLiteral, kmsg.ACLOperationDescribe))
+	want := int32(1<<kmsg.ACLOperationDescribe | 1<<kmsg.ACLOperationIdempotentWrite)
+	if m, d := ops(); m != want || d != want {
+		t.Errorf("with DESCRIBE and IDEMPOTENT_WRITE: Metadata %#x, DescribeCluster %#x; want %#x", m, d, want)
 	}
 }
