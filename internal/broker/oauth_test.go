@@ -183,8 +183,8 @@ func TestOAuthBearerJWKSFileRotationAppliesWithoutRestart(t *testing.T) {
 	}
 }
 
-// X-07 with a real client: with connections.max.reauth.ms=2000 a
-// franz-go producer re-authenticates on its open connections (KIP-368)
+// X-07 with a real client: with connections.max.reauth.ms=2000 for
+// OAUTHBEARER (set per listener and mechanism) a franz-go producer re-authenticates on its open connections (KIP-368)
 // and produces for six seconds without an error, each re-authentication
 // with a new token; every record is then read back once, in order.
 func TestOAuthBearerReauthenticationKeepsAProducerGoing(t *testing.T) {
@@ -193,7 +193,7 @@ func TestOAuthBearerReauthenticationKeepsAProducerGoing(t *testing.T) {
 	jwks := filepath.Join(dir, "jwks.json")
 	iss := testutil.NewTokenIssuer(t, "k1")
 	iss.WriteJWKS(t, jwks)
-	b := oauthBroker(t, jwks, "listener.name.sasl_plaintext.connections.max.reauth.ms=2000")
+	b := oauthBroker(t, jwks, "listener.name.sasl_plaintext.oauthbearer.connections.max.reauth.ms=2000")
 	const topic = "oauth-reauth"
 	testutil.CreateTopic(t, b.Admin(), topic, 1)
 
