@@ -9,6 +9,7 @@ import (
 	"net"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -133,9 +134,10 @@ func TestOAuthBearerTokenSubjectIsThePrincipal(t *testing.T) {
 		"expired": iss.Sign(map[string]any{"sub": "svc-orders", "aud": oauthAudience, "iss": oauthIssuer,
 			"iat": now.Add(-time.Hour).Unix(), "exp": now.Add(-time.Minute).Unix()}),
 	} {
+		// Kafka's message for a refused token is the RFC 7628 error.
 		cl := oauthClient(t, b, fixedToken(tok))
-		if err := metadataErr(cl); !errors.Is(err, kerr.SaslAuthenticationFailed) {
-			t.Errorf("%s: %v, want SASL_AUTHENTICATION_FAILED", name, err)
+		if err := metadataErr(cl); !errors.Is(err, kerr.SaslAuthenticationFailed) || !strings.Contains(err.Error(), `"status":"invalid_token"`) {
+			t.Errorf("%s: %v, want SASL_AUTHENTICATION_FAILED with the invalid_token JSON", name, err)
 		}
 	}
 }

@@ -323,6 +323,11 @@ func (c *conn) authenticated() error {
 	return nil
 }
 
+// failureMessenger is implemented by a SASLSession whose failure has a
+// message of its own for the client: OAUTHBEARER's RFC 7628 error JSON,
+// which Kafka sends as the error message. "" keeps the generic message.
+type failureMessenger interface{ FailureMessage() string }
+
 // authFailed answers a failed exchange with SASL_AUTHENTICATION_FAILED
 // after connection.failed.authentication.delay.ms, then closes.
 func (c *conn) authFailed(resp *kmsg.SASLAuthenticateResponse, err error) (Reply, bool, closeAfter, error) {
@@ -331,6 +336,11 @@ func (c *conn) authFailed(resp *kmsg.SASLAuthenticateResponse, err error) (Reply
 		"mechanism", c.auth.mechanism, "err", err)
 	resp.ErrorCode = kerr.SaslAuthenticationFailed.Code
 	msg := fmt.Sprintf("Authentication failed during authentication due to invalid credentials with SASL mechanism %s", c.auth.mechanism)
+	if fm, ok := c.auth.session.(failureMessenger); ok {
+		if m := fm.FailureMessage(); m != "" {
+			msg = m
+		}
+	}
 	resp.ErrorMessage = &msg
 	resp.SASLAuthBytes = nil
 	return Reply{Msg: resp}, true, closeAfter{close: true, delay: c.lc.FailedAuthDelay}, nil
