@@ -27,9 +27,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -259,8 +261,8 @@ func authSeeds() []authSeed {
 		"unsupported-versions":     cat([]byte{0, 0, 0, 12, 0, 18, 0, 99, 0, 0, 0, 1, 0, 2, 'x', 'y'}, hs("PLAIN", 1), auth(alice, 2), md()),
 	}
 	var out []authSeed
-	for name, s := range streams {
-		out = append(out, authSeed{name, s, 255}, authSeed{name + "-split", s, 2})
+	for _, name := range slices.Sorted(maps.Keys(streams)) {
+		out = append(out, authSeed{name, streams[name], 255}, authSeed{name + "-split", streams[name], 2})
 	}
 	return out
 }
