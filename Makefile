@@ -18,6 +18,7 @@ verify:
 fuzz:
 	go test -run='^$$' -fuzz=FuzzValidate -fuzztime=30s ./internal/record
 	go test -run='^$$' -fuzz=FuzzRequest -fuzztime=30s ./internal/server
+	go test -run='^$$' -fuzz=FuzzAuthPhase -fuzztime=30s ./internal/server
 
 bench:
 	go test -run='^$$' -bench=. -benchmem ./internal/storage ./internal/record

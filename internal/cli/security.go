@@ -79,6 +79,15 @@ func listenerConfig(cfg *config.Broker, l config.ListenerSecurity, cl *cluster.C
 			return lc, fmt.Errorf("listener %s: %w", l.Name, err)
 		}
 		lc.SASL = a
+		for _, m := range a.mechanisms {
+			if cfg.MechanismValue(l.Name, m, "connections.max.reauth.ms") == cfg.ListenerValue(l.Name, "connections.max.reauth.ms") {
+				continue
+			}
+			if lc.MaxReauthByMechanism == nil {
+				lc.MaxReauthByMechanism = make(map[string]time.Duration)
+			}
+			lc.MaxReauthByMechanism[m] = time.Duration(cfg.MechanismInt64(l.Name, m, "connections.max.reauth.ms", 0)) * time.Millisecond
+		}
 	}
 	return lc, nil
 }
@@ -111,7 +120,7 @@ func newAuthenticator(cfg *config.Broker, listener string, cl *cluster.Cluster) 
 				return nil, fmt.Errorf("sasl.oauthbearer.jwks.endpoint.url: %w", err)
 			}
 			a.jwks = j
-			skew := time.Duration(cfg.ListenerInt64(listener, "sasl.oauthbearer.clock.skew.seconds", 30)) * time.Second
+			skew := time.Duration(cfg.MechanismInt64(listener, m, "sasl.oauthbearer.clock.skew.seconds", 30)) * time.Second
 			if skew == 0 {
 				skew = -1 // OAuthConfig: zero is the default 30 s, negative none
 			}

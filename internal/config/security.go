@@ -38,7 +38,7 @@ var listenerScoped = map[string]bool{
 // mechanism: listener.name.<listener>.<mechanism>.<config>, the mechanism
 // in lower case (listener.name.sasl_ssl.scram-sha-256.sasl.jaas.config).
 var mechanismScoped = map[string]bool{
-	"sasl.jaas.config":                   true,
+	"sasl.jaas.config": true, "connections.max.reauth.ms": true,
 	"sasl.oauthbearer.jwks.endpoint.url": true, "sasl.oauthbearer.expected.audience": true,
 	"sasl.oauthbearer.expected.issuer": true, "sasl.oauthbearer.sub.claim.name": true,
 	"sasl.oauthbearer.scope.claim.name": true, "sasl.oauthbearer.clock.skew.seconds": true,
@@ -113,9 +113,9 @@ var securityDefs = []Def{
 	{Name: "sasl.jaas.config", Type: TypePassword, Null: true, ReadOnly: true, Sensitive: true,
 		Doc: "JAAS configuration; samsa reads PlainLoginModule (user_NAME=\"password\" entries, and username/password for inter-broker use) and ScramLoginModule (username/password). Usually set per listener and mechanism: listener.name.<l>.<mechanism>.sasl.jaas.config."},
 	{Name: "sasl.oauthbearer.jwks.endpoint.url", Type: TypeString, Null: true, ReadOnly: true,
-		Doc: "JWKS holding the keys that sign OAUTHBEARER tokens: a file:// URL or a path (reread when it changes), or an https:// URL (refreshed every sasl.oauthbearer.jwks.endpoint.refresh.ms)."},
+		Doc: "JWKS holding the keys that verify OAUTHBEARER tokens: a path or file:// URL, reread when it changes (checked at most once a second). Remote (http, https) URLs are refused."},
 	{Name: "sasl.oauthbearer.jwks.endpoint.refresh.ms", Type: TypeLong, Default: "3600000", ReadOnly: true, Validate: atLeast(1000),
-		Doc: "How often an https JWKS is fetched again."},
+		Doc: "Accepted for compatibility: samsa reads the JWKS from a file, which it checks for changes every second."},
 	{Name: "sasl.oauthbearer.expected.audience", Type: TypeList, Default: "", ReadOnly: true,
 		Doc: "Audiences of which an OAUTHBEARER token's aud claim must name one; empty checks nothing."},
 	{Name: "sasl.oauthbearer.expected.issuer", Type: TypeString, Null: true, ReadOnly: true,
@@ -224,6 +224,16 @@ func (b *Broker) value(name string) string {
 // malformed (values were checked when set).
 func (b *Broker) ListenerInt64(listener, name string, def int64) int64 {
 	v, err := strconv.ParseInt(strings.TrimSpace(b.ListenerValue(listener, name)), 10, 64)
+	if err != nil {
+		return def
+	}
+	return v
+}
+
+// MechanismInt64 is MechanismValue parsed as an integer; def if unset or
+// malformed (values were checked when set).
+func (b *Broker) MechanismInt64(listener, mechanism, name string, def int64) int64 {
+	v, err := strconv.ParseInt(strings.TrimSpace(b.MechanismValue(listener, mechanism, name)), 10, 64)
 	if err != nil {
 		return def
 	}

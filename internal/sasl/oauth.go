@@ -126,6 +126,20 @@ func (s *oauthSession) Scope() []string {
 	return s.scope
 }
 
+// FailureMessage returns the message a broker sends with
+// SASL_AUTHENTICATION_FAILED once the exchange failed on a refused token:
+// the RFC 7628 error JSON, which is what Kafka's OAuthBearerSaslServer
+// puts there. It returns "" for any other failure (a malformed message,
+// channel binding), for which the broker's generic message stands.
+// Callers reach it through an interface{ FailureMessage() string }
+// assertion. It never contains the token or the reason it was refused.
+func (s *oauthSession) FailureMessage() string {
+	if s.st != stateFailed || s.reason == "" {
+		return ""
+	}
+	return string(invalidTokenJSON)
+}
+
 // initial handles the client's initial response
 //
 //	gs2-header %x01 "auth=Bearer " token %x01 *(key "=" value %x01) %x01

@@ -130,6 +130,9 @@ func TestOAuthBearerRefusesBadTokens(t *testing.T) {
 			if strings.Contains(err.Error(), tt.token) || s.Principal() != "" {
 				t.Fatalf("error %q quotes the token or principal %q set", err, s.Principal())
 			}
+			if m := s.(interface{ FailureMessage() string }).FailureMessage(); m != `{"status":"invalid_token"}` {
+				t.Fatalf("FailureMessage = %q, want the invalid_token JSON, as Kafka sends it", m)
+			}
 			if _, _, err := s.Step(oauthMsg(good)); !errors.Is(err, ErrIllegalState) {
 				t.Fatalf("Step after failure = %v, want ErrIllegalState", err)
 			}

@@ -57,6 +57,10 @@ type ListenerConfig struct {
 	// lasts before the client must authenticate again (KIP-368); zero
 	// is no bound beyond the credential's own lifetime.
 	MaxReauth time.Duration
+	// MaxReauthByMechanism overrides MaxReauth for the sessions of one
+	// mechanism (listener.name.<l>.<mechanism>.connections.max.reauth.ms);
+	// the server does not modify it.
+	MaxReauthByMechanism map[string]time.Duration
 	// FailedAuthDelay is connection.failed.authentication.delay.ms: a
 	// failed authentication is answered, and the connection closed,
 	// after this delay (KIP-306).
@@ -70,6 +74,14 @@ type ListenerConfig struct {
 
 func (lc *ListenerConfig) sasl() bool {
 	return lc.SecurityProtocol == ProtocolSASLPlaintext || lc.SecurityProtocol == ProtocolSASLSSL
+}
+
+// maxReauth is connections.max.reauth.ms for mechanism.
+func (lc *ListenerConfig) maxReauth(mechanism string) time.Duration {
+	if m, ok := lc.MaxReauthByMechanism[mechanism]; ok {
+		return m
+	}
+	return lc.MaxReauth
 }
 
 func (lc *ListenerConfig) tls() bool {
@@ -294,7 +306,7 @@ func (c *conn) authenticated() error {
 		return fmt.Errorf("re-authentication as %s on a connection of %s", p, c.pub.Principal)
 	}
 	life := a.session.Lifetime()
-	if m := c.lc.MaxReauth; m > 0 && (life <= 0 || m < life) {
+	if m := c.lc.maxReauth(a.mechanism); m > 0 && (life <= 0 || m < life) {
 		life = m
 	}
 	a.expires = time.Time{}
@@ -311,6 +323,11 @@ func (c *conn) authenticated() error {
 	return nil
 }
 
+// failureMessenger is implemented by a SASLSession whose failure has a
+// message of its own for the client: OAUTHBEARER's RFC 7628 error JSON,
+// which Kafka sends as the error message. "" keeps the generic message.
+type failureMessenger interface{ FailureMessage() string }
+
 // authFailed answers a failed exchange with SASL_AUTHENTICATION_FAILED
 // after connection.failed.authentication.delay.ms, then closes.
 func (c *conn) authFailed(resp *kmsg.SASLAuthenticateResponse, err error) (Reply, bool, closeAfter, error) {
@@ -319,6 +336,11 @@ func (c *conn) authFailed(resp *kmsg.SASLAuthenticateResponse, err error) (Reply
 		"mechanism", c.auth.mechanism, "err", err)
 	resp.ErrorCode = kerr.SaslAuthenticationFailed.Code
 	msg := fmt.Sprintf("Authentication failed during authentication due to invalid credentials with SASL mechanism %s", c.auth.mechanism)
+	if fm, ok := c.auth.session.(failureMessenger); ok {
+		if m := fm.FailureMessage(); m != "" {
+			msg = m
+		}
+	}
 	resp.ErrorMessage = &msg
 	resp.SASLAuthBytes = nil
 	return Reply{Msg: resp}, true, closeAfter{close: true, delay: c.lc.FailedAuthDelay}, nil

@@ -318,3 +318,31 @@ func TestTLSListenerRefusesPlaintextAndStalledHandshakes(t *testing.T) {
 		t.Fatal("a TLS 1.1 client was served")
 	}
 }
+
+// connections.max.reauth.ms set for a mechanism applies to its sessions
+// in place of the listener's: here PLAIN sessions are bounded on a
+// listener with no bound, and unbounded on one with a bound.
+func TestMaxReauthPerMechanismOverridesTheListener(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		listener, plain time.Duration
+		wantMax         int64
+	}{
+		{0, 300 * time.Millisecond, 300},
+		{300 * time.Millisecond, 0, 0},
+	} {
+		lc := saslListener(0)
+		lc.MaxReauth = tc.listener
+		lc.MaxReauthByMechanism = map[string]time.Duration{"PLAIN": tc.plain}
+		_, addr := startListener(t, lc)
+		c := dial(t, addr)
+		c.write(encode(1, handshake("PLAIN"), 1))
+		c.readSASLHandshake()
+		c.write(encode(2, authenticate([]byte("\x00alice\x00secret")), 1))
+		resp := c.readSASLAuthenticate(1)
+		if life := resp.SessionLifetimeMillis; resp.ErrorCode != 0 || life < 0 || life > tc.wantMax || (tc.wantMax > 0) != (life > 0) {
+			t.Errorf("listener %v, PLAIN %v: %v, session lifetime %d ms, want 1..%d (0: none)",
+				tc.listener, tc.plain, kerr.ErrorForCode(resp.ErrorCode), life, tc.wantMax)
+		}
+	}
+}

@@ -51,7 +51,11 @@ type Body interface {
 }
 
 // Conn is one client connection, as handlers see it. Its fields are set
-// before the first request is handed to Handle and do not change after.
+// before the first request is handed to Handle and do not change after,
+// except Principal on a SASL listener: it is set, once, when the first
+// authentication completes, and before that only ApiVersions reaches
+// Handle. The read goroutine sets it: the Wait of an ApiVersions reply
+// must not read it.
 type Conn struct {
 	// Remote is the client's address.
 	Remote net.Addr
