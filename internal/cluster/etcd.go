@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"net"
 	"net/url"
@@ -235,7 +236,7 @@ func startEmbedded(ctx context.Context, dataDir string, nodeID int32, ec Embedde
 
 	e, err := embed.StartEtcd(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("cluster: start embedded etcd in %s: %w", cfg.Dir, err)
+		return nil, fmt.Errorf("cluster: start embedded etcd in %s: %w%s", cfg.Dir, err, diagnosePeers(ctx, cfg))
 	}
 	wait := etcdStartTimeout
 	if multi {
@@ -253,7 +254,7 @@ func startEmbedded(ctx context.Context, dataDir string, nodeID int32, ec Embedde
 		return nil, fmt.Errorf("cluster: start embedded etcd: %w", ctx.Err())
 	case <-timer.C:
 		e.Close()
-		return nil, fmt.Errorf("cluster: embedded etcd not ready after %s", wait)
+		return nil, fmt.Errorf("cluster: embedded etcd not ready after %s%s", wait, diagnosePeers(ctx, cfg))
 	}
 	own := cfg.AdvertiseClientUrls[0].String()
 	out := &embedded{e: e, clientURL: own, endpoints: []string{own}, multi: multi}
@@ -318,6 +319,36 @@ func checkMemberTLS(ec EmbeddedConfig) error {
 		}
 	}
 	return nil
+}
+
+// diagnosePeers dials the peer URLs of the other members in cfg's initial
+// cluster as this member does, with its peer TLS, and returns what went
+// wrong in diagnose's form. etcd reports a member that cannot reach its
+// peers (for a refused peer certificate: "could not retrieve cluster
+// information", or no leader) without saying why.
+func diagnosePeers(ctx context.Context, cfg *embed.Config) string {
+	if ctx.Err() != nil {
+		return ""
+	}
+	var tc *tls.Config
+	if !cfg.PeerTLSInfo.Empty() {
+		c, err := cfg.PeerTLSInfo.ClientConfig()
+		if err != nil {
+			return " (peer TLS: " + err.Error() + ")"
+		}
+		tc = c
+	}
+	own := make(map[string]bool)
+	for _, u := range cfg.AdvertisePeerUrls {
+		own[u.String()] = true
+	}
+	var others []string
+	for _, kv := range strings.Split(cfg.InitialCluster, ",") {
+		if name, u, ok := strings.Cut(kv, "="); ok && name != cfg.Name && !own[u] {
+			others = append(others, u)
+		}
+	}
+	return diagnose(ctx, others, tc)
 }
 
 // initialClusterURLs returns the peer URLs of member name in an
