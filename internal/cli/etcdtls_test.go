@@ -428,6 +428,7 @@ func TestServeRefusesBadEtcdTLS(t *testing.T) {
 	dir := t.TempDir()
 	ca := newTestCA(t, dir, "ca")
 	cert, key := ca.issue(t, dir, "client", "samsa", false)
+	srvCert, srvKey := ca.issue(t, dir, "server", "etcd", true)
 	notPEM := filepath.Join(dir, "not.pem")
 	if err := os.WriteFile(notPEM, []byte("not a certificate\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -451,6 +452,14 @@ func TestServeRefusesBadEtcdTLS(t *testing.T) {
 			"use one scheme for every endpoint"},
 		{"TLS with the embedded etcd", []string{"--etcd-cacert", ca.file, "--etcd-cert", cert, "--etcd-key", key},
 			"etcd.ssl.ca.file is set but etcd.endpoints is empty"},
+		{"embedded peer cert without key", []string{"--override", "etcd.peer.ssl.cert.file=" + cert},
+			"etcd.peer.ssl.cert.file, etcd.peer.ssl.key.file and etcd.peer.ssl.ca.file: set all three"},
+		{"embedded https peer URL without certificates", []string{"--override", "etcd.initial.cluster=a=https://127.0.0.1:1,b=https://127.0.0.1:2",
+			"--override", "etcd.name=a"}, "etcd.initial.cluster: https://127.0.0.1:1 needs TLS: set etcd.peer.ssl.*"},
+		{"embedded client CA without certificate", []string{"--override", "etcd.client.ssl.ca.file=" + ca.file},
+			"etcd.client.ssl.cert.file and etcd.client.ssl.key.file: set both"},
+		{"embedded client TLS on a unix socket", []string{"--override", "etcd.client.ssl.cert.file=" + srvCert, "--override", "etcd.client.ssl.key.file=" + srvKey,
+			"--override", "etcd.listen.client.urls=unix:///tmp/e.sock"}, "etcd.listen.client.urls: unix:///tmp/e.sock is plain text but etcd.client.ssl.* is set"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			args := append([]string{"serve", "--override", "log.dirs=" + filepath.Join(dir, "data"),
