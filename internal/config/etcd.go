@@ -51,8 +51,8 @@ import (
 // --trusted-ca-file). Peer TLS is always mutual, so it takes all three
 // files. Client TLS takes a certificate and key; with a CA file too, every
 // client must present a certificate from it, and once etcd authentication
-// is on, that certificate's common name is the client's etcd user (etcd
-// has no password for it to check, so etcd.username and etcd.password stay
+// is on, that certificate's common name is the client's etcd user, so the
+// broker needs no password (etcd.username and etcd.password stay
 // external-only). etcd serves an http:// or unix:// URL in plain text even
 // when given certificates, so with TLS on every URL of that side must say
 // TLS, and without it none may:
