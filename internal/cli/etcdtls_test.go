@@ -88,13 +88,19 @@ func newTestCA(t *testing.T, dir, name string) *testCA {
 // key to dir/name.pem and dir/name-key.pem.
 func (ca *testCA) issue(t *testing.T, dir, name, cn string, server bool) (certFile, keyFile string) {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
 	usage := x509.ExtKeyUsageClientAuth
 	if server {
 		usage = x509.ExtKeyUsageServerAuth
+	}
+	return ca.issueFor(t, dir, name, cn, usage)
+}
+
+// issueFor is issue with the certificate's extended key usages.
+func (ca *testCA) issueFor(t *testing.T, dir, name, cn string, usages ...x509.ExtKeyUsage) (certFile, keyFile string) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
 	}
 	tmpl := &x509.Certificate{
 		SerialNumber: nextSerial(),
@@ -102,7 +108,7 @@ func (ca *testCA) issue(t *testing.T, dir, name, cn string, server bool) (certFi
 		NotBefore:    time.Now().Add(-time.Minute),
 		NotAfter:     time.Now().Add(time.Hour),
 		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{usage},
+		ExtKeyUsage:  usages,
 		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1)},
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
@@ -198,45 +204,68 @@ func (s *syncBuffer) String() string {
 
 var readyAddr = regexp.MustCompile(`samsa broker ready.* addr=(\S+)`)
 
+// serveRun is `samsa serve` running in-process.
+type serveRun struct {
+	cancel context.CancelFunc
+	stderr *syncBuffer
+	done   chan int
+}
+
+// startServe starts `samsa serve args...` in-process and returns at once;
+// waitReady waits for it.
+func startServe(args ...string) *serveRun {
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &serveRun{cancel: cancel, stderr: &syncBuffer{}, done: make(chan int, 1)}
+	go func() {
+		r.done <- run(ctx, append([]string{"serve"}, args...), env{
+			stdin: strings.NewReader(""), stdout: &bytes.Buffer{}, stderr: r.stderr,
+			getenv: func(string) string { return "" },
+		})
+	}()
+	return r
+}
+
+// waitReady returns the broker's Kafka address once it is ready, failing
+// the test if it exits first or is not ready within 60 s.
+func (r *serveRun) waitReady(t *testing.T) string {
+	t.Helper()
+	deadline := time.After(60 * time.Second)
+	for {
+		if m := readyAddr.FindStringSubmatch(r.stderr.String()); m != nil {
+			return m[1]
+		}
+		select {
+		case code := <-r.done:
+			r.cancel()
+			t.Fatalf("serve exited %d before it was ready; stderr:\n%s", code, r.stderr.String())
+		case <-deadline:
+			r.stop(t)
+			t.Fatalf("serve not ready after 60 s; stderr:\n%s", r.stderr.String())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// stop cancels the command and returns its exit code and stderr.
+func (r *serveRun) stop(t *testing.T) (int, string) {
+	t.Helper()
+	r.cancel()
+	select {
+	case code := <-r.done:
+		return code, r.stderr.String()
+	case <-time.After(60 * time.Second):
+		t.Fatalf("serve did not stop 60 s after cancel; stderr:\n%s", r.stderr.String())
+		return 0, ""
+	}
+}
+
 // runServe runs `samsa serve args...` in-process until the broker is
 // ready, and returns its Kafka address and a stop function that cancels
 // the command and returns its exit code and stderr.
 func runServe(t *testing.T, args ...string) (addr string, stop func() (int, string)) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	var stderr syncBuffer
-	done := make(chan int, 1)
-	go func() {
-		done <- run(ctx, append([]string{"serve"}, args...), env{
-			stdin: strings.NewReader(""), stdout: &bytes.Buffer{}, stderr: &stderr,
-			getenv: func(string) string { return "" },
-		})
-	}()
-	stop = func() (int, string) {
-		cancel()
-		select {
-		case code := <-done:
-			return code, stderr.String()
-		case <-time.After(60 * time.Second):
-			t.Fatalf("serve did not stop 60 s after cancel; stderr:\n%s", stderr.String())
-			return 0, ""
-		}
-	}
-	deadline := time.After(60 * time.Second)
-	for {
-		if m := readyAddr.FindStringSubmatch(stderr.String()); m != nil {
-			return m[1], stop
-		}
-		select {
-		case code := <-done:
-			cancel()
-			t.Fatalf("serve exited %d before it was ready; stderr:\n%s", code, stderr.String())
-		case <-deadline:
-			stop()
-			t.Fatalf("serve not ready after 60 s; stderr:\n%s", stderr.String())
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
+	r := startServe(args...)
+	return r.waitReady(t), func() (int, string) { return r.stop(t) }
 }
 
 // produceConsume creates topic with 3 partitions on the broker at addr,
@@ -399,6 +428,7 @@ func TestServeRefusesBadEtcdTLS(t *testing.T) {
 	dir := t.TempDir()
 	ca := newTestCA(t, dir, "ca")
 	cert, key := ca.issue(t, dir, "client", "samsa", false)
+	srvCert, srvKey := ca.issue(t, dir, "server", "etcd", true)
 	notPEM := filepath.Join(dir, "not.pem")
 	if err := os.WriteFile(notPEM, []byte("not a certificate\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -422,6 +452,14 @@ func TestServeRefusesBadEtcdTLS(t *testing.T) {
 			"use one scheme for every endpoint"},
 		{"TLS with the embedded etcd", []string{"--etcd-cacert", ca.file, "--etcd-cert", cert, "--etcd-key", key},
 			"etcd.ssl.ca.file is set but etcd.endpoints is empty"},
+		{"embedded peer cert without key", []string{"--override", "etcd.peer.ssl.cert.file=" + cert},
+			"etcd.peer.ssl.cert.file, etcd.peer.ssl.key.file and etcd.peer.ssl.ca.file: set all three"},
+		{"embedded https peer URL without certificates", []string{"--override", "etcd.initial.cluster=a=https://127.0.0.1:1,b=https://127.0.0.1:2",
+			"--override", "etcd.name=a"}, "etcd.initial.cluster: https://127.0.0.1:1 needs TLS: set etcd.peer.ssl.*"},
+		{"embedded client CA without certificate", []string{"--override", "etcd.client.ssl.ca.file=" + ca.file},
+			"etcd.client.ssl.cert.file and etcd.client.ssl.key.file: set both"},
+		{"embedded client TLS on a unix socket", []string{"--override", "etcd.client.ssl.cert.file=" + srvCert, "--override", "etcd.client.ssl.key.file=" + srvKey,
+			"--override", "etcd.listen.client.urls=unix:///tmp/e.sock"}, "etcd.listen.client.urls: unix:///tmp/e.sock is plain text but etcd.client.ssl.* is set"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			args := append([]string{"serve", "--override", "log.dirs=" + filepath.Join(dir, "data"),

@@ -103,6 +103,13 @@ func StartNode(ctx context.Context, cfg *config.Broker, log *slog.Logger) (_ *No
 	if err != nil {
 		return nil, err
 	}
+	var peerTLS, clientTLS *cluster.MemberTLS
+	if cfg.EtcdPeerTLSOn() {
+		peerTLS = &cluster.MemberTLS{CertFile: cfg.EtcdPeerSSLCertFile, KeyFile: cfg.EtcdPeerSSLKeyFile, CAFile: cfg.EtcdPeerSSLCAFile}
+	}
+	if cfg.EtcdClientTLSOn() {
+		clientTLS = &cluster.MemberTLS{CertFile: cfg.EtcdClientSSLCertFile, KeyFile: cfg.EtcdClientSSLKeyFile, CAFile: cfg.EtcdClientSSLCAFile}
+	}
 	n.cluster, err = cluster.Open(ctx, cluster.Config{
 		NodeID:             cfg.NodeID,
 		DataDir:            dir,
@@ -119,6 +126,8 @@ func StartNode(ctx context.Context, cfg *config.Broker, log *slog.Logger) (_ *No
 			AdvertisePeerURLs:   cfg.EtcdAdvertisePeerURLs,
 			ListenClientURLs:    cfg.EtcdListenClientURLs,
 			AdvertiseClientURLs: cfg.EtcdAdvertiseClientURLs,
+			PeerTLS:             peerTLS,
+			ClientTLS:           clientTLS,
 		},
 		AdvertisedHost: host,
 		AdvertisedPort: port,

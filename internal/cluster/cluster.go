@@ -36,8 +36,9 @@ type Config struct {
 	EtcdEndpoints []string
 	// EtcdTLS, EtcdUsername and EtcdPassword secure the connection to
 	// EtcdEndpoints: TLS (nil is plain text, or the system's roots for an
-	// https:// endpoint) and etcd user authentication. Open refuses them
-	// with an embedded etcd.
+	// https:// endpoint) and etcd user authentication. With an embedded
+	// etcd, EtcdTLS is required when Embedded.ClientTLS is set and refused
+	// otherwise, and a user and password are refused.
 	EtcdTLS                    *tls.Config
 	EtcdUsername, EtcdPassword string
 	// EtcdConnectTimeout bounds Open's first request to etcd; zero is
@@ -122,6 +123,9 @@ func Open(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 	}
 	if cfg.NodeID < 0 {
 		return nil, fmt.Errorf("cluster: invalid node id %d", cfg.NodeID)
+	}
+	if err := checkClientSecurity(cfg); err != nil {
+		return nil, err
 	}
 	if cfg.SessionTimeout <= 0 {
 		cfg.SessionTimeout = DefaultSessionTimeout

@@ -20,7 +20,9 @@
 // every member's client URL (refreshed from the member list), and the
 // metadata stays writable while a majority of the members runs. Multi-member
 // raft uses a 100 ms tick and a 1 s election timeout instead of the
-// single member's 10 ms / 100 ms.
+// single member's 10 ms / 100 ms. Embedded.PeerTLS and Embedded.ClientTLS
+// put the member's peer and client traffic under (mutual) TLS; with
+// ClientTLS, Config.EtcdTLS is the broker's own client side.
 //
 // To wait for a change, take Changed() before Image():
 //

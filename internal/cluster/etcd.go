@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"net"
 	"net/url"
@@ -11,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"go.etcd.io/etcd/client/pkg/v3/transport"
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap"
 )
@@ -63,9 +65,52 @@ type EmbeddedConfig struct {
 	// default to ListenPeerURLs, or to the InitialCluster URLs when set.
 	ListenPeerURLs, AdvertisePeerURLs []string
 	// ListenClientURLs default to a unix socket in the data dir (loopback
-	// TCP when its path is too long); AdvertiseClientURLs to
-	// ListenClientURLs.
+	// TCP when its path is too long; https://127.0.0.1:<free port> with
+	// ClientTLS); AdvertiseClientURLs to ListenClientURLs.
 	ListenClientURLs, AdvertiseClientURLs []string
+	// PeerTLS, if set, secures the traffic between members with mutual
+	// TLS (etcd --peer-cert-file, --peer-key-file, --peer-trusted-ca-file,
+	// --peer-client-cert-auth). All three files are required. Every peer
+	// URL, those of the other members in InitialCluster included, must
+	// then be https://; without PeerTLS, none may be.
+	PeerTLS *MemberTLS
+	// ClientTLS, if set, serves the client URLs over TLS (etcd
+	// --cert-file, --key-file), and with a CAFile asks every client for a
+	// certificate that CAFile verifies (--trusted-ca-file,
+	// --client-cert-auth); with etcd authentication on, that
+	// certificate's common name is the client's etcd user. Every client
+	// URL must then be https:// or unixs://: etcd would serve an http://
+	// or unix:// one in plain text, without asking for certificates.
+	// Without ClientTLS, none may be. Config.EtcdTLS is the broker's own
+	// client side and is required with ClientTLS.
+	ClientTLS *MemberTLS
+}
+
+// MemberTLS names the PEM files of one side (peer or client) of an
+// embedded member's TLS. etcd reads the certificate and key again at each
+// handshake, so a renewed pair needs no restart; it reads CAFile once, at
+// start.
+type MemberTLS struct {
+	// CertFile and KeyFile are the member's certificate and unencrypted
+	// key. A peer certificate serves both ends of a peer connection, so
+	// it needs the server and client authentication usages and names
+	// the member's host; etcd also checks that a connecting peer's
+	// certificate names the address it connects from, when it names any.
+	CertFile, KeyFile string
+	// CAFile holds the CA certificates that verify the other end's
+	// certificate: peers both ways, or clients.
+	CAFile string
+}
+
+// tlsInfo is etcd's form of m. A CAFile makes the member ask the other end
+// for a certificate that CAFile verifies.
+func (m *MemberTLS) tlsInfo() transport.TLSInfo {
+	return transport.TLSInfo{
+		CertFile:       m.CertFile,
+		KeyFile:        m.KeyFile,
+		TrustedCAFile:  m.CAFile,
+		ClientCertAuth: m.CAFile != "",
+	}
 }
 
 // embedded is a started member and the endpoints its clients use.
@@ -105,12 +150,34 @@ func startEmbedded(ctx context.Context, dataDir string, nodeID int32, ec Embedde
 	cfg.Metrics = "basic"
 	cfg.ListenMetricsUrls = nil
 
+	if err := checkMemberTLS(ec); err != nil {
+		return nil, err
+	}
+	peerScheme := "http"
+	if ec.PeerTLS != nil {
+		peerScheme = "https"
+		cfg.PeerTLSInfo = ec.PeerTLS.tlsInfo()
+	}
+	if ec.ClientTLS != nil {
+		cfg.ClientTLSInfo = ec.ClientTLS.tlsInfo()
+	}
+
 	var err error
-	if len(ec.ListenClientURLs) > 0 {
+	switch {
+	case len(ec.ListenClientURLs) > 0:
 		if cfg.ListenClientUrls, err = parseURLs("etcd.listen.client.urls", ec.ListenClientURLs); err != nil {
 			return nil, err
 		}
-	} else {
+	case ec.ClientTLS != nil:
+		// NB: a unixs:// socket would do, but etcd's client checks a
+		// socket's base name in the server certificate, which no
+		// certificate is likely to carry.
+		port, err := freeLoopbackPort()
+		if err != nil {
+			return nil, err
+		}
+		cfg.ListenClientUrls = []url.URL{{Scheme: "https", Host: net.JoinHostPort("127.0.0.1", strconv.Itoa(port))}}
+	default:
 		u, err := clientListenURL(dataDir)
 		if err != nil {
 			return nil, err
@@ -143,7 +210,7 @@ func startEmbedded(ctx context.Context, dataDir string, nodeID int32, ec Embedde
 		if err != nil {
 			return nil, err
 		}
-		cfg.ListenPeerUrls = []url.URL{{Scheme: "http", Host: net.JoinHostPort("127.0.0.1", strconv.Itoa(port))}}
+		cfg.ListenPeerUrls = []url.URL{{Scheme: peerScheme, Host: net.JoinHostPort("127.0.0.1", strconv.Itoa(port))}}
 	}
 	switch {
 	case len(ec.AdvertisePeerURLs) > 0:
@@ -169,7 +236,7 @@ func startEmbedded(ctx context.Context, dataDir string, nodeID int32, ec Embedde
 
 	e, err := embed.StartEtcd(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("cluster: start embedded etcd in %s: %w", cfg.Dir, err)
+		return nil, fmt.Errorf("cluster: start embedded etcd in %s: %w%s", cfg.Dir, err, diagnosePeers(ctx, cfg))
 	}
 	wait := etcdStartTimeout
 	if multi {
@@ -187,7 +254,7 @@ func startEmbedded(ctx context.Context, dataDir string, nodeID int32, ec Embedde
 		return nil, fmt.Errorf("cluster: start embedded etcd: %w", ctx.Err())
 	case <-timer.C:
 		e.Close()
-		return nil, fmt.Errorf("cluster: embedded etcd not ready after %s", wait)
+		return nil, fmt.Errorf("cluster: embedded etcd not ready after %s%s", wait, diagnosePeers(ctx, cfg))
 	}
 	own := cfg.AdvertiseClientUrls[0].String()
 	out := &embedded{e: e, clientURL: own, endpoints: []string{own}, multi: multi}
@@ -203,6 +270,85 @@ func startEmbedded(ctx context.Context, dataDir string, nodeID int32, ec Embedde
 		}
 	}
 	return out, nil
+}
+
+// checkMemberTLS refuses TLS settings that are half given, and URLs whose
+// scheme does not match them: etcd serves an http:// or unix:// URL in
+// plain text even when given certificates, and refuses an https:// one
+// without, with an error that names its own flags. URLs left to their
+// defaults get the right scheme from startEmbedded.
+func checkMemberTLS(ec EmbeddedConfig) error {
+	if p := ec.PeerTLS; p != nil && (p.CertFile == "" || p.KeyFile == "" || p.CAFile == "") {
+		return fmt.Errorf("%w: etcd.peer.ssl.cert.file, etcd.peer.ssl.key.file and etcd.peer.ssl.ca.file: set all three for mutual TLS between members", ErrEtcdConfig)
+	}
+	if c := ec.ClientTLS; c != nil && (c.CertFile == "" || c.KeyFile == "") {
+		return fmt.Errorf("%w: etcd.client.ssl.cert.file and etcd.client.ssl.key.file: set both for TLS on the member's client URLs", ErrEtcdConfig)
+	}
+	var initial []string
+	for _, kv := range splitTrim(ec.InitialCluster) {
+		if _, u, ok := strings.Cut(kv, "="); ok {
+			initial = append(initial, u)
+		}
+	}
+	for _, set := range []struct {
+		name   string
+		urls   []string
+		client bool
+	}{
+		{"etcd.initial.cluster", initial, false},
+		{"etcd.listen.peer.urls", ec.ListenPeerURLs, false},
+		{"etcd.advertise.peer.urls", ec.AdvertisePeerURLs, false},
+		{"etcd.listen.client.urls", ec.ListenClientURLs, true},
+		{"etcd.advertise.client.urls", ec.AdvertiseClientURLs, true},
+	} {
+		tlsOn, tlsName := ec.PeerTLS != nil, "etcd.peer.ssl.*"
+		if set.client {
+			tlsOn, tlsName = ec.ClientTLS != nil, "etcd.client.ssl.*"
+		}
+		for _, raw := range set.urls {
+			scheme, _ := endpointTarget(strings.TrimSpace(raw))
+			secure := scheme == "https" || (set.client && scheme == "unixs")
+			switch {
+			case tlsOn && !secure && set.client:
+				return fmt.Errorf("%w: %s: %s is plain text but %s is set: write it https:// (or unixs://)", ErrEtcdConfig, set.name, raw, tlsName)
+			case tlsOn && !secure:
+				return fmt.Errorf("%w: %s: %s is plain text but %s is set: write it https://", ErrEtcdConfig, set.name, raw, tlsName)
+			case !tlsOn && secure:
+				return fmt.Errorf("%w: %s: %s needs TLS: set %s", ErrEtcdConfig, set.name, raw, tlsName)
+			}
+		}
+	}
+	return nil
+}
+
+// diagnosePeers dials the peer URLs of the other members in cfg's initial
+// cluster as this member does, with its peer TLS, and returns what went
+// wrong in diagnose's form. etcd reports a member that cannot reach its
+// peers (for a refused peer certificate: "could not retrieve cluster
+// information", or no leader) without saying why.
+func diagnosePeers(ctx context.Context, cfg *embed.Config) string {
+	if ctx.Err() != nil {
+		return ""
+	}
+	var tc *tls.Config
+	if !cfg.PeerTLSInfo.Empty() {
+		c, err := cfg.PeerTLSInfo.ClientConfig()
+		if err != nil {
+			return " (peer TLS: " + err.Error() + ")"
+		}
+		tc = c
+	}
+	own := make(map[string]bool)
+	for _, u := range cfg.AdvertisePeerUrls {
+		own[u.String()] = true
+	}
+	var others []string
+	for _, kv := range strings.Split(cfg.InitialCluster, ",") {
+		if name, u, ok := strings.Cut(kv, "="); ok && name != cfg.Name && !own[u] {
+			others = append(others, u)
+		}
+	}
+	return diagnose(ctx, others, tc)
 }
 
 // initialClusterURLs returns the peer URLs of member name in an

@@ -29,7 +29,8 @@ const (
 )
 
 // connectEtcd connects to etcd at endpoints, with the TLS and authentication
-// of cfg for an external etcd (cfg.EtcdEndpoints set). A non-zero autoSync
+// of cfg: for an external etcd (cfg.EtcdEndpoints set), or TLS alone for an
+// embedded member with cfg.Embedded.ClientTLS. A non-zero autoSync
 // refreshes the endpoints from the member list at that interval.
 //
 // It blocks until etcd answers a first read, cfg.EtcdConnectTimeout passes
@@ -39,9 +40,8 @@ const (
 // refused connection, a certificate the servers do not accept, ...) to the
 // error.
 func connectEtcd(ctx context.Context, cfg Config, endpoints []string, autoSync time.Duration) (*clientv3.Client, error) {
-	external := len(cfg.EtcdEndpoints) > 0
-	if !external && (cfg.EtcdTLS != nil || cfg.EtcdUsername != "" || cfg.EtcdPassword != "") {
-		return nil, fmt.Errorf("%w: TLS and etcd authentication apply only to an external etcd (Config.EtcdEndpoints)", ErrEtcdConfig)
+	if err := checkClientSecurity(cfg); err != nil {
+		return nil, err
 	}
 	if err := checkEndpointSchemes(endpoints, cfg.EtcdTLS != nil); err != nil {
 		return nil, err
@@ -83,6 +83,26 @@ func connectEtcd(ctx context.Context, cfg Config, endpoints []string, autoSync t
 		return nil, fmt.Errorf("cluster: connect to etcd %s: %w", strings.Join(endpoints, ","), ctx.Err())
 	}
 	return nil, fmt.Errorf("cluster: etcd %s did not answer within %s: %w%s", strings.Join(endpoints, ","), timeout, err, why())
+}
+
+// checkClientSecurity refuses client TLS and credentials that do not fit
+// the etcd cfg names: an embedded member serving plain text gets no TLS,
+// one serving TLS needs it, and etcd users and passwords are for an
+// external etcd only (an embedded member knows its clients by their
+// certificates).
+func checkClientSecurity(cfg Config) error {
+	if len(cfg.EtcdEndpoints) > 0 {
+		return nil
+	}
+	switch {
+	case cfg.EtcdUsername != "" || cfg.EtcdPassword != "":
+		return fmt.Errorf("%w: etcd user and password apply only to an external etcd (Config.EtcdEndpoints); an embedded member knows its clients by their certificates (Embedded.ClientTLS)", ErrEtcdConfig)
+	case cfg.EtcdTLS != nil && cfg.Embedded.ClientTLS == nil:
+		return fmt.Errorf("%w: Config.EtcdTLS is set but the embedded member serves plain text (no Embedded.ClientTLS)", ErrEtcdConfig)
+	case cfg.EtcdTLS == nil && cfg.Embedded.ClientTLS != nil:
+		return fmt.Errorf("%w: the embedded member serves TLS (Embedded.ClientTLS) but Config.EtcdTLS is nil", ErrEtcdConfig)
+	}
+	return nil
 }
 
 // checkEndpointSchemes refuses endpoints for which etcd's client would not

@@ -5,6 +5,8 @@ import (
 	"crypto/tls"
 	"errors"
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -55,15 +57,23 @@ func TestCheckEndpointSchemes(t *testing.T) {
 	}
 }
 
-// TestOpenRefusesTLSWithEmbeddedEtcd checks that TLS or etcd credentials
-// given for an embedded etcd are refused rather than ignored.
+// TestOpenRefusesTLSWithEmbeddedEtcd checks that client TLS that does not
+// fit the embedded member (TLS to a plain-text member, none to a TLS one)
+// and etcd credentials given for an embedded etcd are refused rather than
+// ignored, before etcd starts.
 func TestOpenRefusesTLSWithEmbeddedEtcd(t *testing.T) {
+	member := &MemberTLS{CertFile: "cert.pem", KeyFile: "key.pem"}
 	for _, cfg := range []Config{
 		{DataDir: t.TempDir(), EtcdTLS: &tls.Config{}},
+		{DataDir: t.TempDir(), Embedded: EmbeddedConfig{ClientTLS: member}},
 		{DataDir: t.TempDir(), EtcdUsername: "u", EtcdPassword: "p"},
+		{DataDir: t.TempDir(), EtcdUsername: "u", EtcdPassword: "p", EtcdTLS: &tls.Config{}, Embedded: EmbeddedConfig{ClientTLS: member}},
 	} {
 		if _, err := Open(testCtx(t), cfg); !errors.Is(err, ErrEtcdConfig) {
 			t.Fatalf("err %v, want ErrEtcdConfig", err)
+		}
+		if _, err := os.Stat(filepath.Join(cfg.DataDir, "etcd")); !os.IsNotExist(err) {
+			t.Fatalf("etcd started (stat: %v)", err)
 		}
 	}
 }

@@ -154,6 +154,12 @@ type Broker struct {
 	EtcdSSLCertFile               string            // etcd.ssl.cert.file
 	EtcdSSLKeyFile                string            // etcd.ssl.key.file
 	EtcdSSLServerName             string            // etcd.ssl.server.name
+	EtcdPeerSSLCertFile           string            // etcd.peer.ssl.cert.file; see checkEmbeddedEtcd
+	EtcdPeerSSLKeyFile            string            // etcd.peer.ssl.key.file
+	EtcdPeerSSLCAFile             string            // etcd.peer.ssl.ca.file
+	EtcdClientSSLCertFile         string            // etcd.client.ssl.cert.file
+	EtcdClientSSLKeyFile          string            // etcd.client.ssl.key.file
+	EtcdClientSSLCAFile           string            // etcd.client.ssl.ca.file
 	EtcdUsername                  string            // etcd.username; "" without etcd authentication
 	EtcdPassword                  string            // etcd.password (sensitive)
 	EtcdConnectionTimeoutMs       int32             // etcd.connection.timeout.ms
@@ -325,6 +331,12 @@ func FromRaw(set map[string]string) (*Broker, error) {
 	b.EtcdSSLCertFile = strings.TrimSpace(r.str("etcd.ssl.cert.file"))
 	b.EtcdSSLKeyFile = strings.TrimSpace(r.str("etcd.ssl.key.file"))
 	b.EtcdSSLServerName = strings.TrimSpace(r.str("etcd.ssl.server.name"))
+	b.EtcdPeerSSLCertFile = strings.TrimSpace(r.str("etcd.peer.ssl.cert.file"))
+	b.EtcdPeerSSLKeyFile = strings.TrimSpace(r.str("etcd.peer.ssl.key.file"))
+	b.EtcdPeerSSLCAFile = strings.TrimSpace(r.str("etcd.peer.ssl.ca.file"))
+	b.EtcdClientSSLCertFile = strings.TrimSpace(r.str("etcd.client.ssl.cert.file"))
+	b.EtcdClientSSLKeyFile = strings.TrimSpace(r.str("etcd.client.ssl.key.file"))
+	b.EtcdClientSSLCAFile = strings.TrimSpace(r.str("etcd.client.ssl.ca.file"))
 	b.EtcdUsername = strings.TrimSpace(r.str("etcd.username"))
 	b.EtcdPassword = r.str("etcd.password")
 	b.EtcdConnectionTimeoutMs = r.int32("etcd.connection.timeout.ms")

@@ -61,8 +61,15 @@ func TestEtcdMemberConfigs(t *testing.T) {
 }
 
 // pemFiles writes a self-signed ECDSA certificate valid from notBefore to
-// notAfter, and its key, into dir as name.pem and name-key.pem.
+// notAfter, for client authentication, and its key, into dir as name.pem
+// and name-key.pem.
 func pemFiles(t *testing.T, dir, name string, notBefore, notAfter time.Time) (certFile, keyFile string) {
+	t.Helper()
+	return pemFilesFor(t, dir, name, notBefore, notAfter, x509.ExtKeyUsageClientAuth)
+}
+
+// pemFilesFor is pemFiles with the certificate's extended key usages.
+func pemFilesFor(t *testing.T, dir, name string, notBefore, notAfter time.Time, usages ...x509.ExtKeyUsage) (certFile, keyFile string) {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -76,7 +83,7 @@ func pemFiles(t *testing.T, dir, name string, notBefore, notAfter time.Time) (ce
 		IsCA:                  true,
 		BasicConstraintsValid: true,
 		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+		ExtKeyUsage:           usages,
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
 	if err != nil {
@@ -237,5 +244,112 @@ func TestEtcdClientCertificateReloads(t *testing.T) {
 	}
 	if got := serial(); got != second {
 		t.Fatalf("with a broken key file: %s, want the last good %s", got, second)
+	}
+}
+
+// TestEtcdMemberTLSConfigs checks the embedded member's etcd.peer.ssl.*
+// and etcd.client.ssl.* configs: half-given settings, URLs whose scheme
+// does not match them, and certificates not made for their use are
+// refused naming the config at fault; the broker's own client of the
+// member gets the CA and certificate the rules choose.
+func TestEtcdMemberTLSConfigs(t *testing.T) {
+	dir := t.TempDir()
+	now, later := time.Now().Add(-time.Minute), time.Now().Add(time.Hour)
+	both, bothKey := pemFilesFor(t, dir, "member", now, later, x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth)
+	server, serverKey := pemFilesFor(t, dir, "server-only", now, later, x509.ExtKeyUsageServerAuth)
+	client, clientKey := pemFilesFor(t, dir, "samsa", now, later, x509.ExtKeyUsageClientAuth)
+	ca, _ := pemFilesFor(t, dir, "ca", now, later)
+	peer := []string{"etcd.peer.ssl.cert.file=" + both, "etcd.peer.ssl.key.file=" + bothKey, "etcd.peer.ssl.ca.file=" + ca}
+	cli := []string{"etcd.client.ssl.cert.file=" + both, "etcd.client.ssl.key.file=" + bothKey, "etcd.client.ssl.ca.file=" + ca}
+	with := func(base []string, more ...string) []string { return append(append([]string(nil), base...), more...) }
+
+	bad := []struct {
+		name string
+		set  []string
+		want string // in the error
+	}{
+		{"peer cert alone", []string{"etcd.peer.ssl.cert.file=" + both}, "etcd.peer.ssl.cert.file, etcd.peer.ssl.key.file and etcd.peer.ssl.ca.file: set all three"},
+		{"peer without CA", peer[:2], "set all three"},
+		{"peer key of another cert", []string{"etcd.peer.ssl.cert.file=" + both, "etcd.peer.ssl.key.file=" + serverKey, "etcd.peer.ssl.ca.file=" + ca},
+			"etcd.peer.ssl.cert.file=" + `"` + both + `", etcd.peer.ssl.key.file=`},
+		{"peer cert for servers only", []string{"etcd.peer.ssl.cert.file=" + server, "etcd.peer.ssl.key.file=" + serverKey, "etcd.peer.ssl.ca.file=" + ca},
+			"etcd.peer.ssl.cert.file=" + `"` + server + `": the certificate's extended key usage does not allow TLS client authentication`},
+		{"peer cert for clients only", []string{"etcd.peer.ssl.cert.file=" + client, "etcd.peer.ssl.key.file=" + clientKey, "etcd.peer.ssl.ca.file=" + ca},
+			"does not allow TLS server authentication"},
+		{"peer CA missing", with(peer[:2], "etcd.peer.ssl.ca.file="+dir+"/none.pem"), "etcd.peer.ssl.ca.file=" + `"` + dir + `/none.pem": open`},
+		{"peer TLS with http initial cluster", with(peer, "etcd.initial.cluster=a=https://h0:2380,b=http://h1:2380"),
+			"etcd.initial.cluster: http://h1:2380 is plain text but etcd.peer.ssl.* is set: write it https://"},
+		{"peer TLS with http listen URL", with(peer, "etcd.listen.peer.urls=http://0.0.0.0:2380"), "etcd.listen.peer.urls: http://0.0.0.0:2380 is plain text"},
+		{"https peer URL without peer TLS", []string{"etcd.advertise.peer.urls=https://h1:2380"},
+			"etcd.advertise.peer.urls: https://h1:2380 needs TLS: set etcd.peer.ssl.*"},
+		{"client CA alone", []string{"etcd.client.ssl.ca.file=" + ca}, "etcd.client.ssl.cert.file and etcd.client.ssl.key.file: set both"},
+		{"client cert without key", []string{"etcd.client.ssl.cert.file=" + both}, "etcd.client.ssl.cert.file and etcd.client.ssl.key.file: set both"},
+		{"client TLS with unix listen URL", with(cli, "etcd.listen.client.urls=unix:///run/e.sock"),
+			"etcd.listen.client.urls: unix:///run/e.sock is plain text but etcd.client.ssl.* is set: write it https:// or unixs://"},
+		{"https client URL without client TLS", []string{"etcd.listen.client.urls=https://0.0.0.0:2379"},
+			"etcd.listen.client.urls: https://0.0.0.0:2379 needs TLS: set etcd.client.ssl.*"},
+		{"unixs client URL without client TLS", []string{"etcd.advertise.client.urls=unixs:///run/e.sock"}, "needs TLS: set etcd.client.ssl.*"},
+		{"member cert the broker cannot present", []string{"etcd.client.ssl.cert.file=" + server, "etcd.client.ssl.key.file=" + serverKey, "etcd.client.ssl.ca.file=" + ca},
+			"etcd.client.ssl.cert.file=" + `"` + server + `": the certificate's extended key usage does not allow TLS client authentication`},
+		{"member cert for clients only", []string{"etcd.client.ssl.cert.file=" + client, "etcd.client.ssl.key.file=" + clientKey}, "does not allow TLS server authentication"},
+		{"client CA not PEM", with(cli[:2], "etcd.client.ssl.ca.file="+bothKey), "etcd.client.ssl.ca.file=" + `"` + bothKey + `": no PEM CERTIFICATE block`},
+		{"broker cert without key", with(cli, "etcd.ssl.cert.file="+client), "etcd.ssl.cert.file and etcd.ssl.key.file: set both or neither"},
+		{"member TLS with an external etcd", []string{"etcd.endpoints=https://e1:2379", "etcd.client.ssl.ca.file=" + ca},
+			"etcd.client.ssl.ca.file secures the embedded etcd member, but etcd.endpoints names an external etcd"},
+		{"password with the embedded member", with(cli, "etcd.username=samsa", "etcd.password=p"), "apply only to an external etcd"},
+	}
+	for _, tt := range bad {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Load("", tt.set)
+			if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("err %v; want ErrInvalidConfig containing %q", err, tt.want)
+			}
+		})
+	}
+
+	good := []struct {
+		name       string
+		set        []string
+		peer       bool
+		client     bool
+		roots      bool   // RootCAs set
+		presenting string // common name of the certificate the broker presents, "" for none
+	}{
+		{"peer TLS alone", with(peer, "etcd.initial.cluster=a=https://h0:2380,b=https://h1:2380"), true, false, false, ""},
+		{"client mTLS with the member's certificate", with(cli, "etcd.listen.client.urls=https://0.0.0.0:2379,unixs:///run/e.sock"), false, true, true, "member"},
+		{"client mTLS with a certificate of the broker's", []string{"etcd.client.ssl.cert.file=" + server, "etcd.client.ssl.key.file=" + serverKey,
+			"etcd.client.ssl.ca.file=" + ca, "etcd.ssl.cert.file=" + client, "etcd.ssl.key.file=" + clientKey}, false, true, true, "samsa"},
+		{"client TLS without client certificates", []string{"etcd.client.ssl.cert.file=" + server, "etcd.client.ssl.key.file=" + serverKey,
+			"etcd.ssl.ca.file=" + ca}, false, true, true, "server-only"},
+		{"both sides", with(with(peer, cli...), "etcd.ssl.server.name=etcd.internal"), true, true, true, "member"},
+	}
+	for _, tt := range good {
+		t.Run(tt.name, func(t *testing.T) {
+			b, err := Load("", tt.set)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if b.EtcdPeerTLSOn() != tt.peer || b.EtcdClientTLSOn() != tt.client || b.EtcdTLSOn() != tt.client {
+				t.Fatalf("peer TLS %v, client TLS %v, etcd client TLS %v; want %v, %v, %v",
+					b.EtcdPeerTLSOn(), b.EtcdClientTLSOn(), b.EtcdTLSOn(), tt.peer, tt.client, tt.client)
+			}
+			c, err := b.EtcdTLS()
+			if err != nil || (c != nil) != tt.client {
+				t.Fatalf("EtcdTLS: %v, %v", c, err)
+			}
+			if c == nil {
+				return
+			}
+			if (c.RootCAs != nil) != tt.roots || c.ServerName != b.EtcdSSLServerName {
+				t.Fatalf("roots %v, server name %q", c.RootCAs != nil, c.ServerName)
+			}
+			got, err := c.GetClientCertificate(&tls.CertificateRequestInfo{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cn := got.Leaf.Subject.CommonName; cn != tt.presenting {
+				t.Fatalf("the broker presents %q, want %q", cn, tt.presenting)
+			}
+		})
 	}
 }
