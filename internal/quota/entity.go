@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"net/url"
 	"strings"
 )
 
@@ -162,4 +163,69 @@ func validateEntity(e Entity) error {
 		}
 	}
 	return nil
+}
+
+// Key encodes the entity as the key it is stored under: Kafka's path form
+// without the leading slash, each name path-escaped and <default> for the
+// default entity of its type (users/alice/clients/<default>, clients/app%2F1,
+// ips/10.0.0.1). A name spelled "<default>" is escaped, so it never reads as the
+// default. ParseEntityKey reverses it.
+func (e Entity) Key() string {
+	var parts []string
+	add := func(dir string, c Component) {
+		if !c.Set {
+			return
+		}
+		name := DefaultName
+		if !c.Default {
+			name = url.PathEscape(c.Name)
+		}
+		parts = append(parts, dir, name)
+	}
+	add("users", e.User)
+	add("clients", e.ClientID)
+	add("ips", e.IP)
+	return strings.Join(parts, "/")
+}
+
+// ParseEntityKey decodes a key made by Entity.Key. It fails with
+// ErrInvalidEntity on a key of another shape or an entity NewEntity refuses.
+func ParseEntityKey(key string) (Entity, error) {
+	parts := strings.Split(key, "/")
+	if len(parts)%2 != 0 || len(parts) == 0 {
+		return Entity{}, fmt.Errorf("%w: key %q", ErrInvalidEntity, key)
+	}
+	comps := make([]EntityComponent, 0, len(parts)/2)
+	for i := 0; i < len(parts); i += 2 {
+		var typ string
+		switch parts[i] {
+		case "users":
+			typ = EntityUser
+		case "clients":
+			typ = EntityClientID
+		case "ips":
+			typ = EntityIP
+		default:
+			return Entity{}, fmt.Errorf("%w: key %q", ErrInvalidEntity, key)
+		}
+		c := EntityComponent{Type: typ}
+		if parts[i+1] != DefaultName {
+			name, err := url.PathUnescape(parts[i+1])
+			if err != nil {
+				return Entity{}, fmt.Errorf("%w: key %q: %w", ErrInvalidEntity, key, err)
+			}
+			c.Name = &name
+		}
+		comps = append(comps, c)
+	}
+	e, err := NewEntity(comps...)
+	if err != nil {
+		return Entity{}, err
+	}
+	if e.Key() != key {
+		// Out of order (clients before users) or not canonically escaped:
+		// one entity must have one key.
+		return Entity{}, fmt.Errorf("%w: key %q is not canonical (want %q)", ErrInvalidEntity, key, e.Key())
+	}
+	return e, nil
 }

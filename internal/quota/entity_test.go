@@ -1,0 +1,43 @@
+package quota
+
+import (
+	"errors"
+	"testing"
+)
+
+// Entity keys round-trip, a name spelled <default> stays a name, and a key
+// that is not the canonical one of its entity is refused, so one entity has
+// exactly one stored key.
+func TestEntityKeyRoundTripsAndIsCanonical(t *testing.T) {
+	for _, tc := range []struct {
+		e   Entity
+		key string
+	}{
+		{lvUC, "users/alice/clients/app"},
+		{lvUdCd, "users/<default>/clients/<default>"},
+		{lvU, "users/alice"},
+		{lvCd, "clients/<default>"},
+		{Entity{User: Named("a/b c"), ClientID: Named("<default>")}, "users/a%2Fb%20c/clients/%3Cdefault%3E"},
+		{Entity{User: Named("")}, "users/"},
+		{Entity{IP: Named("10.0.0.1")}, "ips/10.0.0.1"},
+		{Entity{IP: Named("::1")}, "ips/::1"},
+		{Entity{IP: Default()}, "ips/<default>"},
+	} {
+		if got := tc.e.Key(); got != tc.key {
+			t.Errorf("%s: Key %q, want %q", tc.e, got, tc.key)
+		}
+		e, err := ParseEntityKey(tc.key)
+		if err != nil || e != tc.e {
+			t.Errorf("ParseEntityKey(%q) = %s, %v; want %s", tc.key, e, err, tc.e)
+		}
+	}
+	for _, bad := range []string{
+		"", "users", "users/a/clients", "clients/app/users/alice", "groups/g",
+		"users/a/users/b", "ips/host.example", "ips/1.2.3.4/users/a", "users/%zz",
+		"users/a%2fb", // lower-case escape: not the canonical key of user a/b
+	} {
+		if e, err := ParseEntityKey(bad); !errors.Is(err, ErrInvalidEntity) {
+			t.Errorf("ParseEntityKey(%q) = %s, %v; want ErrInvalidEntity", bad, e, err)
+		}
+	}
+}
