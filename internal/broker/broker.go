@@ -58,6 +58,8 @@ type Broker struct {
 	groups *group.Coordinator
 	// acls is the authorizer and the ACL set it was built from.
 	acls *aclState
+	// quotas is the client quota image and the quota set it was built from.
+	quotas quotaState
 	// groupsLoaded is the __consumer_offsets partitions whose groups the
 	// coordinator loaded (or is loading), guarded by reconcileMu.
 	groupsLoaded map[int32]*replica.Partition
@@ -369,6 +371,10 @@ func (b *Broker) dispatch(ctx context.Context, c *server.Conn, req *server.Reque
 		return inOrder(func(ctx context.Context) kmsg.Response { return b.handleCreateACLs(ctx, c, r) })
 	case *kmsg.DeleteACLsRequest:
 		return inOrder(func(ctx context.Context) kmsg.Response { return b.handleDeleteACLs(ctx, c, r) })
+	case *kmsg.DescribeClientQuotasRequest:
+		return msg(b.handleDescribeClientQuotas(c, r))
+	case *kmsg.AlterClientQuotasRequest:
+		return inOrder(func(ctx context.Context) kmsg.Response { return b.handleAlterClientQuotas(ctx, c, r) })
 	case *kmsg.DescribeUserSCRAMCredentialsRequest:
 		return inOrder(func(context.Context) kmsg.Response { return b.handleDescribeUserSCRAMCredentials(c, r) })
 	case *kmsg.AlterUserSCRAMCredentialsRequest:

@@ -96,8 +96,9 @@ type EntityComponent struct {
 }
 
 // NewEntity builds an Entity from wire components. It fails with ErrInvalidEntity on an
-// empty list, an unknown or repeated type, an ip combined with user or client-id, or an ip
-// name that is not an IP address.
+// empty list, an unknown or repeated type, an empty name, an ip combined with user or
+// client-id, or an ip name that is not an IP address. An ip name comes back in its
+// canonical form (netip.Addr.String).
 func NewEntity(comps ...EntityComponent) (Entity, error) {
 	var e Entity
 	if len(comps) == 0 {
@@ -124,7 +125,14 @@ func NewEntity(comps ...EntityComponent) (Entity, error) {
 			*dst = Named(*c.Name)
 		}
 	}
-	return e, validateEntity(e)
+	if err := validateEntity(e); err != nil {
+		return Entity{}, err
+	}
+	if e.IP.Set && !e.IP.Default {
+		// One address, one entity: store and compare the canonical form.
+		e.IP.Name = netip.MustParseAddr(e.IP.Name).String()
+	}
+	return e, nil
 }
 
 // Components returns the entity as wire components, user before client-id. The caller owns
@@ -149,12 +157,16 @@ func (e Entity) Components() []EntityComponent {
 }
 
 // validateEntity applies Kafka's entity rules (ClientQuotaControlManager): at least one
-// component; ip alone; an ip name must be an address. Kafka also accepts a resolvable host
+// component; no empty name; ip alone; an ip name must be an address. Kafka also accepts a resolvable host
 // name; this package does no IO, so it takes only literal addresses.
 func validateEntity(e Entity) error {
 	switch {
 	case !e.User.Set && !e.ClientID.Set && !e.IP.Set:
 		return fmt.Errorf("%w: empty entity", ErrInvalidEntity)
+	case e.User.Set && !e.User.Default && e.User.Name == "",
+		e.ClientID.Set && !e.ClientID.Default && e.ClientID.Name == "",
+		e.IP.Set && !e.IP.Default && e.IP.Name == "":
+		return fmt.Errorf("%w: %s: an empty name is not supported (null names the default)", ErrInvalidEntity, e)
 	case e.IP.Set && (e.User.Set || e.ClientID.Set):
 		return fmt.Errorf("%w: %s: ip must not be combined with user or client-id", ErrInvalidEntity, e)
 	case e.IP.Set && !e.IP.Default:

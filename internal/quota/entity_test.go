@@ -18,7 +18,6 @@ func TestEntityKeyRoundTripsAndIsCanonical(t *testing.T) {
 		{lvU, "users/alice"},
 		{lvCd, "clients/<default>"},
 		{Entity{User: Named("a/b c"), ClientID: Named("<default>")}, "users/a%2Fb%20c/clients/%3Cdefault%3E"},
-		{Entity{User: Named("")}, "users/"},
 		{Entity{IP: Named("10.0.0.1")}, "ips/10.0.0.1"},
 		{Entity{IP: Named("::1")}, "ips/::1"},
 		{Entity{IP: Default()}, "ips/<default>"},
@@ -32,12 +31,23 @@ func TestEntityKeyRoundTripsAndIsCanonical(t *testing.T) {
 		}
 	}
 	for _, bad := range []string{
-		"", "users", "users/a/clients", "clients/app/users/alice", "groups/g",
+		"", "users", "users/", "users/a/clients", "clients/app/users/alice", "groups/g",
 		"users/a/users/b", "ips/host.example", "ips/1.2.3.4/users/a", "users/%zz",
 		"users/a%2fb", // lower-case escape: not the canonical key of user a/b
 	} {
 		if e, err := ParseEntityKey(bad); !errors.Is(err, ErrInvalidEntity) {
 			t.Errorf("ParseEntityKey(%q) = %s, %v; want ErrInvalidEntity", bad, e, err)
 		}
+	}
+}
+
+// One address is one entity, however it is spelled.
+func TestNewEntityCanonicalisesIPs(t *testing.T) {
+	e, err := NewEntity(EntityComponent{Type: EntityIP, Name: ptr("0:0::1")})
+	if err != nil || e.IP != Named("::1") {
+		t.Fatalf("NewEntity(ip 0:0::1) = %s, %v; want /ips/::1", e, err)
+	}
+	if _, err := NewEntity(EntityComponent{Type: EntityClientID, Name: ptr("")}); !errors.Is(err, ErrInvalidEntity) {
+		t.Errorf("empty client id: %v, want ErrInvalidEntity", err)
 	}
 }
