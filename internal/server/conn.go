@@ -68,7 +68,7 @@ type conn struct {
 	// takes no request (Reply.Throttle); the reader and the writer move it
 	// forward, never back.
 	mutedUntil atomic.Int64
-	closeOnce   sync.Once
+	closeOnce  sync.Once
 }
 
 func newConn(s *Server, nc net.Conn, lc *ListenerConfig) *conn {
