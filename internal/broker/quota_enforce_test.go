@@ -1,0 +1,284 @@
+package broker_test
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/binary"
+	"io"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"samsa/internal/record"
+	"samsa/internal/testutil"
+)
+
+// quotaBroker starts a broker whose quota rates measure over two samples
+// of one second, so a rate is the bytes of the last second or two and a
+// throttle shows after one request.
+func quotaBroker(t *testing.T) *testutil.Broker {
+	t.Helper()
+	return testutil.StartBroker(t, "quota.window.num=2", "quota.window.size.seconds=1", "num.partitions=1")
+}
+
+// setQuota stores one quota on a client id and fails the test on error.
+func setQuota(t *testing.T, adm *kadm.Client, clientID, key string, v float64) {
+	t.Helper()
+	if errs := alterQuotas(t, adm, false, kadm.AlterClientQuotaEntry{
+		Entity: entity("client-id", clientID), Ops: []kadm.AlterClientQuotaOp{set(key, v)},
+	}); errs[0] != "" {
+		t.Fatalf("set %s on client id %s: %s", key, clientID, errs[0])
+	}
+}
+
+// rawConn is one Kafka connection that sends requests exactly as given
+// (version, acks) under a chosen client id.
+type rawConn struct {
+	t        *testing.T
+	nc       net.Conn
+	r        *bufio.Reader
+	clientID string
+	corr     int32
+}
+
+func dialRaw(t *testing.T, addr, clientID string) *rawConn {
+	t.Helper()
+	nc, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		t.Fatalf("dial: %v", err)
+	}
+	t.Cleanup(func() { nc.Close() })
+	return &rawConn{t: t, nc: nc, r: bufio.NewReader(nc), clientID: clientID}
+}
+
+// send writes req at its version.
+func (c *rawConn) send(req kmsg.Request) {
+	c.t.Helper()
+	c.corr++
+	msg := []byte{0, 0, 0, 0}
+	msg = binary.BigEndian.AppendUint16(msg, uint16(req.Key()))
+	msg = binary.BigEndian.AppendUint16(msg, uint16(req.GetVersion()))
+	msg = binary.BigEndian.AppendUint32(msg, uint32(c.corr))
+	msg = binary.BigEndian.AppendUint16(msg, uint16(len(c.clientID)))
+	msg = append(msg, c.clientID...)
+	if req.IsFlexible() {
+		msg = append(msg, 0)
+	}
+	msg = req.AppendTo(msg)
+	binary.BigEndian.PutUint32(msg, uint32(len(msg)-4))
+	c.nc.SetWriteDeadline(time.Now().Add(10 * time.Second))
+	if _, err := c.nc.Write(msg); err != nil {
+		c.t.Fatalf("write: %v", err)
+	}
+}
+
+// recv reads the response to the last request sent, req.
+func (c *rawConn) recv(req kmsg.Request) kmsg.Response {
+	c.t.Helper()
+	c.nc.SetReadDeadline(time.Now().Add(30 * time.Second))
+	var size [4]byte
+	if _, err := io.ReadFull(c.r, size[:]); err != nil {
+		c.t.Fatalf("read response size: %v", err)
+	}
+	body := make([]byte, binary.BigEndian.Uint32(size[:]))
+	if _, err := io.ReadFull(c.r, body); err != nil {
+		c.t.Fatalf("read response: %v", err)
+	}
+	if got := int32(binary.BigEndian.Uint32(body)); got != c.corr {
+		c.t.Fatalf("correlation id %d, want %d", got, c.corr)
+	}
+	body = body[4:]
+	if req.IsFlexible() && req.Key() != 18 {
+		body = body[1:]
+	}
+	resp := req.ResponseKind()
+	resp.SetVersion(req.GetVersion())
+	if err := resp.ReadFrom(body); err != nil {
+		c.t.Fatalf("decode %s response: %v", kmsg.NameForKey(req.Key()), err)
+	}
+	return resp
+}
+
+func (c *rawConn) roundTrip(req kmsg.Request) kmsg.Response {
+	c.t.Helper()
+	c.send(req)
+	return c.recv(req)
+}
+
+// bigBatch is one record batch holding a value of n bytes.
+func bigBatch(t *testing.T, n int) []byte {
+	t.Helper()
+	bb := record.NewBuilder(record.CodecNone, time.Now().UnixMilli())
+	bb.Add(record.Record{Key: []byte("k"), Value: bytes.Repeat([]byte("v"), n)})
+	batch, err := bb.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return batch
+}
+
+func produceReq(version, acks int16, topic string, records []byte) *kmsg.ProduceRequest {
+	req := kmsg.NewPtrProduceRequest()
+	req.Version, req.Acks, req.TimeoutMillis = version, acks, 10000
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewProduceRequestTopicPartition()
+	rp.Records = records
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	return req
+}
+
+func metadataReq() *kmsg.MetadataRequest {
+	req := kmsg.NewPtrMetadataRequest()
+	req.Version = 12
+	req.Topics = []kmsg.MetadataRequestTopic{}
+	return req
+}
+
+// Reference: KIP-219: a produce above producer_byte_rate is answered at
+// once with throttle_time_ms, and the connection is muted for that long.
+func TestProduceAboveProducerByteRateIsAnsweredThenMuted(t *testing.T) {
+	t.Parallel()
+	b := quotaBroker(t)
+	adm := b.Admin()
+	testutil.CreateTopic(t, adm, "q", 1)
+	setQuota(t, adm, "slow", "producer_byte_rate", 4096)
+
+	c := dialRaw(t, b.Addr(), "slow")
+	// About 8 KiB in one second against 4 KiB/s: about one second.
+	began := time.Now()
+	resp := c.roundTrip(produceReq(8, 1, "q", bigBatch(t, 8<<10))).(*kmsg.ProduceResponse)
+	if code := resp.Topics[0].Partitions[0].ErrorCode; code != 0 {
+		t.Fatalf("produce error %d", code)
+	}
+	throttle := time.Duration(resp.ThrottleMillis) * time.Millisecond
+	if throttle <= 0 || throttle > 5*time.Second {
+		t.Fatalf("throttle_time_ms %d, want about 1000", resp.ThrottleMillis)
+	}
+	if d := time.Since(began); d >= throttle {
+		t.Errorf("the throttled response took %v; it must not wait for the %v throttle", d, throttle)
+	}
+	c.roundTrip(metadataReq())
+	if d := time.Since(began); d < throttle {
+		t.Errorf("the next request was answered after %v, inside the %v mute", d, throttle)
+	}
+
+	// A client id without a quota is never throttled.
+	other := dialRaw(t, b.Addr(), "free")
+	for range 3 {
+		if resp := other.roundTrip(produceReq(8, 1, "q", bigBatch(t, 8<<10))).(*kmsg.ProduceResponse); resp.ThrottleMillis != 0 {
+			t.Fatalf("unquoted client throttled %d ms", resp.ThrottleMillis)
+		}
+	}
+}
+
+// Reference: KafkaApis.handleProduceRequest: acks=0 is exempt from the
+// request quota but still recorded against producer_byte_rate, and its
+// connection is muted although no response is sent.
+func TestProduceWithAcksZeroStillRecordsAndMutes(t *testing.T) {
+	t.Parallel()
+	b := quotaBroker(t)
+	adm := b.Admin()
+	testutil.CreateTopic(t, adm, "q0", 1)
+	setQuota(t, adm, "fire", "producer_byte_rate", 4096)
+
+	c := dialRaw(t, b.Addr(), "fire")
+	began := time.Now()
+	c.send(produceReq(8, 0, "q0", bigBatch(t, 8<<10)))
+	c.roundTrip(metadataReq())
+	if d := time.Since(began); d < 500*time.Millisecond {
+		t.Errorf("a request after an acks=0 produce over the quota was answered after %v; want it muted about a second", d)
+	}
+	// The bytes were recorded: the client id's rate is over its quota, so
+	// a tiny acks=1 produce on another connection is throttled too.
+	resp := dialRaw(t, b.Addr(), "fire").roundTrip(produceReq(8, 1, "q0", bigBatch(t, 10))).(*kmsg.ProduceResponse)
+	if resp.ThrottleMillis <= 0 {
+		t.Errorf("throttle_time_ms %d after the acks=0 burst, want > 0", resp.ThrottleMillis)
+	}
+}
+
+// Reference: KIP-219: a client older than it (Produce v5) does not back off
+// by itself, so its throttled response is held back instead.
+func TestPreKIP219ResponseIsDelayedByTheThrottle(t *testing.T) {
+	t.Parallel()
+	b := quotaBroker(t)
+	adm := b.Admin()
+	testutil.CreateTopic(t, adm, "q5", 1)
+	setQuota(t, adm, "old", "producer_byte_rate", 4096)
+
+	c := dialRaw(t, b.Addr(), "old")
+	began := time.Now()
+	resp := c.roundTrip(produceReq(5, 1, "q5", bigBatch(t, 8<<10))).(*kmsg.ProduceResponse)
+	throttle := time.Duration(resp.ThrottleMillis) * time.Millisecond
+	if throttle <= 0 {
+		t.Fatalf("throttle_time_ms %d, want > 0", resp.ThrottleMillis)
+	}
+	if d := time.Since(began); d < throttle {
+		t.Errorf("v5 response after %v, before its %v throttle", d, throttle)
+	}
+}
+
+// Reference: KafkaApis.handleFetchRequest: a consumer fetch over
+// consumer_byte_rate takes back what it recorded and answers with no data
+// but the throttle time; the client fetches again after it.
+func TestFetchAboveConsumerByteRateAnswersEmptyWithThrottle(t *testing.T) {
+	t.Parallel()
+	b := quotaBroker(t)
+	adm := b.Admin()
+	testutil.CreateTopic(t, adm, "qf", 1)
+	setQuota(t, adm, "reader", "consumer_byte_rate", 4096)
+	if resp := dialRaw(t, b.Addr(), "writer").roundTrip(produceReq(8, -1, "qf", bigBatch(t, 12<<10))).(*kmsg.ProduceResponse); resp.Topics[0].Partitions[0].ErrorCode != 0 {
+		t.Fatalf("produce: error %d", resp.Topics[0].Partitions[0].ErrorCode)
+	}
+	fetch := func() *kmsg.FetchRequest {
+		req := kmsg.NewPtrFetchRequest()
+		req.Version, req.ReplicaID, req.MaxBytes, req.SessionEpoch = 12, -1, 1<<20, -1
+		rt := kmsg.NewFetchRequestTopic()
+		rt.Topic = "qf"
+		rp := kmsg.NewFetchRequestTopicPartition()
+		rp.PartitionMaxBytes, rp.CurrentLeaderEpoch, rp.LogStartOffset = 1<<20, -1, -1
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		return req
+	}
+	// 12 KiB in one response against 4 KiB/s: throttled, and empty.
+	resp := dialRaw(t, b.Addr(), "reader").roundTrip(fetch()).(*kmsg.FetchResponse)
+	if resp.ThrottleMillis <= 0 || len(resp.Topics) != 0 {
+		t.Fatalf("throttle_time_ms %d with %d topics; want > 0 and no data", resp.ThrottleMillis, len(resp.Topics))
+	}
+	// A client id without a quota gets the data, unthrottled.
+	resp = dialRaw(t, b.Addr(), "other").roundTrip(fetch()).(*kmsg.FetchResponse)
+	if resp.ThrottleMillis != 0 || len(resp.Topics) != 1 || len(resp.Topics[0].Partitions[0].RecordBatches) < 12<<10 {
+		t.Fatalf("unquoted fetch: throttle %d, %d topics", resp.ThrottleMillis, len(resp.Topics))
+	}
+}
+
+// Reference: ClientRequestQuotaManager: handler time counts against
+// request_percentage, the throttle is capped at one window sample, and
+// ApiVersions is not throttled.
+func TestRequestPercentageThrottlesBusyClients(t *testing.T) {
+	t.Parallel()
+	b := quotaBroker(t)
+	adm := b.Admin()
+	setQuota(t, adm, "busy", "request_percentage", 0.001) // 10 µs of handler time per second
+
+	var throttle int32
+	for i := 0; i < 200 && throttle == 0; i++ {
+		resp := dialRaw(t, b.Addr(), "busy").roundTrip(metadataReq()).(*kmsg.MetadataResponse)
+		throttle = resp.ThrottleMillis
+	}
+	if throttle <= 0 || throttle > 1000 {
+		t.Fatalf("throttle_time_ms %d, want 1..1000 (capped at one sample)", throttle)
+	}
+	av := kmsg.NewPtrApiVersionsRequest()
+	av.Version = 3
+	av.ClientSoftwareName, av.ClientSoftwareVersion = "t", "1"
+	if resp := dialRaw(t, b.Addr(), "busy").roundTrip(av).(*kmsg.ApiVersionsResponse); resp.ThrottleMillis != 0 {
+		t.Errorf("ApiVersions throttled %d ms", resp.ThrottleMillis)
+	}
+}
+
