@@ -281,4 +281,3 @@ func TestRequestPercentageThrottlesBusyClients(t *testing.T) {
 		t.Errorf("ApiVersions throttled %d ms", resp.ThrottleMillis)
 	}
 }
-
