@@ -49,6 +49,9 @@ type conn struct {
 	nc  net.Conn // a *tls.Conn on TLS listeners
 	pub *Conn
 	lc  *ListenerConfig
+	// limitIP is the ip Config.Connections counts the connection under;
+	// "" when it is not counted.
+	limitIP string
 	// auth is the authentication state; only the reader touches it.
 	auth auth
 

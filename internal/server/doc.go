@@ -65,6 +65,11 @@
 //
 // # What closes a connection
 //
+//   - the connection limits (Config.Connections) refusing it in the
+//     acceptor, before it is served: over max.connections.per.ip, at once;
+//     over an ip's connection_creation_rate, after the throttle time. A
+//     broker-wide or listener limit instead holds the acceptor until a
+//     connection closes or the rate allows, as Kafka's acceptor blocks;
 //   - a frame size <= 0 or above socket.request.max.bytes (checked before
 //     anything is allocated; a TLS ClientHello on a plaintext port falls
 //     here);
