@@ -142,14 +142,14 @@ var securityDefs = []Def{
 		Doc: "Number of samples a client quota rate is measured over."},
 	{Name: "quota.window.size.seconds", Type: TypeInt, Default: "1", ReadOnly: true, Validate: atLeast(1),
 		Doc: "Length of one sample of a client quota rate, in seconds."},
-	{Name: "max.connections", Type: TypeInt, Default: maxInt32, ReadOnly: true, Validate: atLeast(0),
-		Doc: "Most connections the broker holds open; a new one waits in the acceptor until one closes. Also settable per listener as listener.name.<l>.max.connections. With several listeners the inter-broker listener is exempt from the broker-wide count (KIP-402)."},
+	{Name: "max.connections", Type: TypeInt, Default: maxInt32, ReadOnly: true, Validate: atLeast(1),
+		Doc: "Most connections the broker holds open (at least 1); a new one waits in the acceptor until one closes. Also settable per listener as listener.name.<l>.max.connections. With several listeners the inter-broker listener is exempt from the broker-wide count (KIP-402)."},
 	{Name: "max.connections.per.ip", Type: TypeInt, Default: maxInt32, ReadOnly: true, Validate: atLeast(0),
 		Doc: "Most connections from one IP address; a connection beyond it is closed at once."},
 	{Name: "max.connections.per.ip.overrides", Type: TypeString, Default: "", ReadOnly: true, Validate: ipOverrides,
 		Doc: "Per-address exceptions to max.connections.per.ip: ip:count entries, comma separated. samsa takes IP addresses only, no host names."},
-	{Name: "max.connection.creation.rate", Type: TypeInt, Default: maxInt32, ReadOnly: true, Validate: atLeast(0),
-		Doc: "Most new connections per second the broker accepts; beyond it the acceptor waits (KIP-612). Also settable per listener as listener.name.<l>.max.connection.creation.rate."},
+	{Name: "max.connection.creation.rate", Type: TypeInt, Default: maxInt32, ReadOnly: true, Validate: atLeast(1),
+		Doc: "Most new connections per second the broker accepts (at least 1); beyond it the acceptor waits (KIP-612). Also settable per listener as listener.name.<l>.max.connection.creation.rate."},
 }
 
 // maxInt32 is Kafka's default for the connection limits: Int.MaxValue, no limit.

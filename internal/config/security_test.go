@@ -150,7 +150,8 @@ func TestQuotaAndConnectionConfigsResolve(t *testing.T) {
 		{"max.connections.per.ip.overrides": "10.0.0.1:-1"},
 		{"max.connections.per.ip": "0"},
 		{"quota.window.num": "0"},
-		{"max.connections": "-1"},
+		{"max.connections": "0"},
+		{"listener.name.plaintext.max.connection.creation.rate": "0"},
 	} {
 		bad["listeners"] = "PLAINTEXT://127.0.0.1:9092"
 		if _, err := FromRaw(bad); !errors.Is(err, ErrInvalidConfig) {
