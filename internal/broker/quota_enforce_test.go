@@ -6,10 +6,13 @@ import (
 	"encoding/binary"
 	"io"
 	"net"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"samsa/internal/record"
@@ -279,5 +282,73 @@ func TestRequestPercentageThrottlesBusyClients(t *testing.T) {
 	av.ClientSoftwareName, av.ClientSoftwareVersion = "t", "1"
 	if resp := dialRaw(t, b.Addr(), "busy").roundTrip(av).(*kmsg.ApiVersionsResponse); resp.ThrottleMillis != 0 {
 		t.Errorf("ApiVersions throttled %d ms", resp.ThrottleMillis)
+	}
+}
+
+// throttleHook records the largest throttle a client was told of.
+type throttleHook struct {
+	mu  sync.Mutex
+	max time.Duration
+	n   int
+}
+
+func (h *throttleHook) OnBrokerThrottle(_ kgo.BrokerMetadata, d time.Duration, _ bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.n++
+	h.max = max(h.max, d)
+}
+
+// Reference: KIP-13, KIP-219: a producer that sends as fast as it can is
+// throttled and held near its producer_byte_rate. The bound is loose (2x):
+// exact figures belong in a benchmark.
+func TestProducerAboveByteRateIsHeldNearItsQuota(t *testing.T) {
+	t.Parallel()
+	// Three one-second samples: the first two seconds' worth is a burst the
+	// quota allows, then the rate is held.
+	b := testutil.StartBroker(t, "quota.window.num=3", "quota.window.size.seconds=1", "num.partitions=1")
+	adm := b.Admin()
+	testutil.CreateTopic(t, adm, "rate", 1)
+	const quota = 128 << 10
+	setQuota(t, adm, "rate-test", "producer_byte_rate", quota)
+
+	hook := &throttleHook{}
+	// NB: uncompressed, so that the bytes on the wire, which the quota
+	// counts, are the bytes this test counts.
+	cl := b.Client(kgo.ClientID("rate-test"), kgo.WithHooks(hook), kgo.DefaultProduceTopic("rate"),
+		kgo.MaxBufferedRecords(64), kgo.ProducerLinger(0), kgo.ProducerBatchCompression(kgo.NoCompression()))
+	value := bytes.Repeat([]byte("x"), 1<<10)
+	var acked atomic.Int64
+	var failed atomic.Value
+	ctx := ctxT(t, 60*time.Second)
+	const run = 4 * time.Second
+	began := time.Now()
+	for time.Since(began) < run {
+		cl.Produce(ctx, &kgo.Record{Value: value}, func(r *kgo.Record, err error) {
+			if err != nil {
+				failed.Store(err)
+				return
+			}
+			acked.Add(int64(len(r.Value)))
+		})
+	}
+	if err := cl.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	elapsed := time.Since(began)
+	if err, _ := failed.Load().(error); err != nil {
+		t.Fatalf("produce: %v", err)
+	}
+	rate := float64(acked.Load()) / elapsed.Seconds()
+	hook.mu.Lock()
+	n, maxThrottle := hook.n, hook.max
+	hook.mu.Unlock()
+	t.Logf("%d KiB in %v: %.0f KiB/s against a quota of %d KiB/s; %d throttles, the longest %v",
+		acked.Load()>>10, elapsed.Round(time.Millisecond), rate/1024, quota>>10, n, maxThrottle)
+	if n == 0 {
+		t.Error("the producer was never throttled (throttle_time_ms always 0)")
+	}
+	if rate < quota/2 || rate > 2*quota {
+		t.Errorf("measured %.0f B/s, want within 2x of the %d B/s quota", rate, quota)
 	}
 }
