@@ -172,6 +172,18 @@ func (q *fetchQuota) reply(b *Broker, req *kmsg.FetchRequest, f *fetchResult) se
 	if throttle <= 0 {
 		return r
 	}
+	if q.bytes.Found && f.n > q.maxBytes {
+		// NB: a first batch larger than the quota allows in a window (the
+		// one a fetch returns whole) would be withheld for ever, and the
+		// consumer stuck: it goes out, with its throttle. Kafka withholds it.
+		f.resp.ThrottleMillis = throttleMillis(throttle)
+		r = f.reply() // encoded again, with the throttle
+		if _, after := f.resp.Throttle(); !after {
+			return delayReply(r, throttle)
+		}
+		r.Throttle = throttle
+		return r
+	}
 	if q.bytes.Found {
 		b.quotas.bytes.Record(now, q.bytes.Sensor, math.Inf(1), -size)
 	}

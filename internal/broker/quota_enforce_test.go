@@ -227,36 +227,67 @@ func TestPreKIP219ResponseIsDelayedByTheThrottle(t *testing.T) {
 
 // Reference: KafkaApis.handleFetchRequest: a consumer fetch over
 // consumer_byte_rate takes back what it recorded and answers with no data
-// but the throttle time; the client fetches again after it.
+// but the throttle time; the client fetches again after it. A response is
+// capped at what the quota allows in a window, but a first batch larger
+// than that still goes out, with its throttle, lest the consumer be stuck.
 func TestFetchAboveConsumerByteRateAnswersEmptyWithThrottle(t *testing.T) {
 	t.Parallel()
 	b := quotaBroker(t)
 	adm := b.Admin()
 	testutil.CreateTopic(t, adm, "qf", 1)
 	setQuota(t, adm, "reader", "consumer_byte_rate", 4096)
-	if resp := dialRaw(t, b.Addr(), "writer").roundTrip(produceReq(8, -1, "qf", bigBatch(t, 12<<10))).(*kmsg.ProduceResponse); resp.Topics[0].Partitions[0].ErrorCode != 0 {
-		t.Fatalf("produce: error %d", resp.Topics[0].Partitions[0].ErrorCode)
+	w := dialRaw(t, b.Addr(), "writer")
+	for _, n := range []int{3 << 10, 3 << 10, 12 << 10} {
+		if resp := w.roundTrip(produceReq(8, -1, "qf", bigBatch(t, n))).(*kmsg.ProduceResponse); resp.Topics[0].Partitions[0].ErrorCode != 0 {
+			t.Fatalf("produce: error %d", resp.Topics[0].Partitions[0].ErrorCode)
+		}
 	}
-	fetch := func() *kmsg.FetchRequest {
+	fetch := func(offset int64) *kmsg.FetchRequest {
 		req := kmsg.NewPtrFetchRequest()
 		req.Version, req.ReplicaID, req.MaxBytes, req.SessionEpoch = 12, -1, 1<<20, -1
 		rt := kmsg.NewFetchRequestTopic()
 		rt.Topic = "qf"
 		rp := kmsg.NewFetchRequestTopicPartition()
-		rp.PartitionMaxBytes, rp.CurrentLeaderEpoch, rp.LogStartOffset = 1<<20, -1, -1
+		rp.FetchOffset, rp.PartitionMaxBytes, rp.CurrentLeaderEpoch, rp.LogStartOffset = offset, 1<<20, -1, -1
 		rt.Partitions = append(rt.Partitions, rp)
 		req.Topics = append(req.Topics, rt)
 		return req
 	}
-	// 12 KiB in one response against 4 KiB/s: throttled, and empty.
-	resp := dialRaw(t, b.Addr(), "reader").roundTrip(fetch()).(*kmsg.FetchResponse)
-	if resp.ThrottleMillis <= 0 || len(resp.Topics) != 0 {
-		t.Fatalf("throttle_time_ms %d with %d topics; want > 0 and no data", resp.ThrottleMillis, len(resp.Topics))
+	batches := func(resp *kmsg.FetchResponse) int {
+		if len(resp.Topics) == 0 {
+			return 0
+		}
+		n, rest := 0, resp.Topics[0].Partitions[0].RecordBatches
+		for len(rest) > 0 {
+			_, r, err := record.Split(rest)
+			if err != nil {
+				t.Fatalf("fetched records: %v", err)
+			}
+			n, rest = n+1, r
+		}
+		return n
 	}
-	// A client id without a quota gets the data, unthrottled.
-	resp = dialRaw(t, b.Addr(), "other").roundTrip(fetch()).(*kmsg.FetchResponse)
-	if resp.ThrottleMillis != 0 || len(resp.Topics) != 1 || len(resp.Topics[0].Partitions[0].RecordBatches) < 12<<10 {
-		t.Fatalf("unquoted fetch: throttle %d, %d topics", resp.ThrottleMillis, len(resp.Topics))
+	// The window allows 4 KiB a response: one 3 KiB batch, within the quota.
+	c := dialRaw(t, b.Addr(), "reader")
+	resp := c.roundTrip(fetch(0)).(*kmsg.FetchResponse)
+	if resp.ThrottleMillis != 0 || batches(resp) != 1 {
+		t.Fatalf("first fetch: throttle_time_ms %d, %d batches; want 0 and 1", resp.ThrottleMillis, batches(resp))
+	}
+	// The next 3 KiB in the same second is over 4 KiB/s: no data, a throttle.
+	resp = c.roundTrip(fetch(1)).(*kmsg.FetchResponse)
+	if resp.ThrottleMillis <= 0 || len(resp.Topics) != 0 {
+		t.Fatalf("second fetch: throttle_time_ms %d with %d topics; want > 0 and no data", resp.ThrottleMillis, len(resp.Topics))
+	}
+	// The 12 KiB batch alone is over what a window allows: it goes out
+	// with its throttle (after the mute of the fetch before).
+	resp = c.roundTrip(fetch(2)).(*kmsg.FetchResponse)
+	if resp.ThrottleMillis <= 0 || batches(resp) != 1 {
+		t.Fatalf("oversized batch: throttle_time_ms %d, %d batches; want > 0 and 1", resp.ThrottleMillis, batches(resp))
+	}
+	// A client id without a quota gets everything, unthrottled.
+	resp = dialRaw(t, b.Addr(), "other").roundTrip(fetch(0)).(*kmsg.FetchResponse)
+	if resp.ThrottleMillis != 0 || batches(resp) != 3 {
+		t.Fatalf("unquoted fetch: throttle %d, %d batches", resp.ThrottleMillis, batches(resp))
 	}
 }
 
@@ -350,5 +381,56 @@ func TestProducerAboveByteRateIsHeldNearItsQuota(t *testing.T) {
 	}
 	if rate < quota/2 || rate > 2*quota {
 		t.Errorf("measured %.0f B/s, want within 2x of the %d B/s quota", rate, quota)
+	}
+}
+
+// Reference: KIP-13, KIP-219: a consumer over consumer_byte_rate is
+// throttled, gets every record all the same (a throttled fetch is answered
+// empty and fetched again), and reads near its quota.
+func TestConsumerAboveByteRateReadsEverythingNearItsQuota(t *testing.T) {
+	t.Parallel()
+	b := testutil.StartBroker(t, "quota.window.num=3", "quota.window.size.seconds=1", "num.partitions=1")
+	adm := b.Admin()
+	testutil.CreateTopic(t, adm, "crate", 1)
+	const quota = 64 << 10
+	setQuota(t, adm, "crate-reader", "consumer_byte_rate", quota)
+
+	const records, size = 256, 1 << 10
+	// Batches well under the 128 KiB a response may hold (two one-second
+	// samples of the quota).
+	pr := b.Client(kgo.DefaultProduceTopic("crate"), kgo.ProducerBatchCompression(kgo.NoCompression()),
+		kgo.ProducerBatchMaxBytes(16<<10))
+	value := bytes.Repeat([]byte("y"), size)
+	var rs []*kgo.Record
+	for range records {
+		rs = append(rs, &kgo.Record{Value: value})
+	}
+	produceSync(t, pr, rs...)
+
+	hook := &throttleHook{}
+	cl := b.Client(kgo.ClientID("crate-reader"), kgo.WithHooks(hook), kgo.ConsumeTopics("crate"),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(100*time.Millisecond))
+	ctx := ctxT(t, 60*time.Second)
+	began := time.Now()
+	var got, gotBytes int
+	for got < records {
+		fs := cl.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			t.Fatalf("consumed %d of %d records: %v", got, records, err)
+		}
+		fs.EachRecord(func(r *kgo.Record) { got++; gotBytes += len(r.Value) })
+	}
+	elapsed := time.Since(began)
+	rate := float64(gotBytes) / elapsed.Seconds()
+	hook.mu.Lock()
+	n, maxThrottle := hook.n, hook.max
+	hook.mu.Unlock()
+	t.Logf("%d KiB in %v: %.0f KiB/s against a quota of %d KiB/s; %d throttles, the longest %v",
+		gotBytes>>10, elapsed.Round(time.Millisecond), rate/1024, quota>>10, n, maxThrottle)
+	if n == 0 {
+		t.Error("the consumer was never throttled")
+	}
+	if rate > 2*quota {
+		t.Errorf("measured %.0f B/s, want at most twice the %d B/s quota", rate, quota)
 	}
 }

@@ -26,7 +26,10 @@ import (
 //     exempt. A consumer fetch reads at most what the quota allows in a
 //     window, quota x (quota.window.num - 1) x quota.window.size.seconds,
 //     and a throttled fetch takes back what it recorded and answers with no
-//     data, so the client fetches it again after the throttle.
+//     data, so the client fetches it again after the throttle. Unlike
+//     Kafka, a first batch larger than that cap (which a fetch returns
+//     whole) goes out with its throttle rather than being withheld for
+//     ever.
 //   - Every other request records its handler time against
 //     request_percentage (quota.RequestPercentage): the time Handle runs on
 //     the connection's read goroutine. Work done in Reply.Wait (waiting
