@@ -121,10 +121,11 @@ func (b *Broker) newFetchQuota(c *server.Conn, req *kmsg.FetchRequest, clientID 
 		return &noFetchQuota
 	}
 	user, cid := quotaUser(c.Principal), quotaClientID(clientID)
-	q := &fetchQuota{
-		bytes:    img.Resolve(user, cid, quota.KeyConsumerByteRate),
-		requests: img.Resolve(user, cid, quota.KeyRequestPercentage),
+	bytes, requests := img.Resolve(user, cid, quota.KeyConsumerByteRate), img.Resolve(user, cid, quota.KeyRequestPercentage)
+	if !bytes.Found && !requests.Found {
+		return &noFetchQuota
 	}
+	q := &fetchQuota{bytes: bytes, requests: requests}
 	if q.bytes.Found {
 		// Reference: ClientQuotaManager.getMaxValueInQuotaWindow.
 		w := b.quotas.window

@@ -316,3 +316,21 @@ func TestImageHasOnlyTheKeysSomeEntitySets(t *testing.T) {
 		t.Errorf("Has: producer %v consumer %v request %v", img.Has(KeyProducerByteRate), img.Has(KeyConsumerByteRate), img.Has(KeyRequestPercentage))
 	}
 }
+
+// The checks the broker makes on every request allocate nothing, whether or
+// not a quota applies to the client.
+func TestImageLookupsDoNotAllocate(t *testing.T) {
+	c := make(Config)
+	mustAlter(t, c, lvC, KeyProducerByteRate, 1024)
+	img := NewImage(c)
+	empty := NewImage(make(Config))
+	allocs := testing.AllocsPerRun(100, func() {
+		_ = empty.Empty() || empty.Has(KeyProducerByteRate)
+		_ = img.Has(KeyRequestPercentage)
+		_ = img.Resolve("alice", "app", KeyProducerByteRate)
+		_ = img.Resolve("bob", "other", KeyProducerByteRate)
+	})
+	if allocs != 0 {
+		t.Errorf("%v allocations per lookup round, want 0", allocs)
+	}
+}
