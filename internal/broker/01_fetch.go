@@ -24,6 +24,12 @@ package broker
 //   with the leader's address (KIP-951), so a consumer moves without a
 //   metadata round trip.
 //
+// Quotas (quotas.go): a consumer's fetch records its response size against
+// consumer_byte_rate and its read time against request_percentage; a
+// response holds at most what the byte quota allows in a window, and a
+// throttled one carries no data, only throttle_time_ms (v8+, KIP-219; an
+// older response is delayed instead). A follower's fetch is exempt.
+//
 // max_wait_ms/min_bytes long-poll: the request waits on the write goroutine
 // until min_bytes are available, a partition errors, or max_wait_ms passes,
 // woken by the logs' change notifications (no polling). Records above the
@@ -178,7 +184,9 @@ func (q *fetchQuota) reply(b *Broker, req *kmsg.FetchRequest, f *fetchResult) se
 		// one a fetch returns whole) would be withheld for ever, and the
 		// consumer stuck: it goes out, with its throttle. Kafka withholds it.
 		f.resp.ThrottleMillis = throttleMillis(throttle)
-		r = f.reply() // encoded again, with the throttle
+		if r.Body != nil {
+			r = f.reply() // encoded again, with the throttle; a Msg is f.resp
+		}
 		if _, after := f.resp.Throttle(); !after {
 			return delayReply(r, throttle)
 		}
