@@ -309,7 +309,13 @@ func (b *Broker) Handle(ctx context.Context, c *server.Conn, req *server.Request
 	if timed {
 		handlerTime = b.now().Sub(start)
 	}
-	return throttleReply(reply, req.APIVersion, b.recordQuotas(qimg, c, req, timed, handlerTime))
+	throttle := b.recordQuotas(qimg, c, req, timed, handlerTime)
+	if tr, ok := reply.Msg.(kmsg.ThrottleResponse); ok {
+		// A handler's own throttle (controller_mutation_rate) mutes too.
+		ms, _ := tr.Throttle()
+		throttle = max(throttle, time.Duration(ms)*time.Millisecond)
+	}
+	return throttleReply(reply, req.APIVersion, throttle)
 }
 
 // handleAuthorized authorizes a request (with an authorizer, guard checks
@@ -343,9 +349,9 @@ func (b *Broker) dispatch(ctx context.Context, c *server.Conn, req *server.Reque
 	case *kmsg.ApiVersionsRequest:
 		return msg(b.handleApiVersions(r, req.UnsupportedVersion))
 	case *kmsg.CreateTopicsRequest:
-		return msg(b.handleCreateTopics(ctx, r))
+		return msg(b.handleCreateTopics(ctx, b.newMutationQuota(c, req.ClientID, req.APIKey, req.APIVersion), r))
 	case *kmsg.DeleteTopicsRequest:
-		return msg(b.handleDeleteTopics(ctx, r))
+		return msg(b.handleDeleteTopics(ctx, b.newMutationQuota(c, req.ClientID, req.APIKey, req.APIVersion), r))
 	case *kmsg.DeleteRecordsRequest:
 		return msg(b.handleDeleteRecords(r))
 	case *kmsg.DescribeConfigsRequest:
@@ -355,7 +361,7 @@ func (b *Broker) dispatch(ctx context.Context, c *server.Conn, req *server.Reque
 	case *kmsg.DescribeLogDirsRequest:
 		return msg(b.handleDescribeLogDirs(r))
 	case *kmsg.CreatePartitionsRequest:
-		return msg(b.handleCreatePartitions(ctx, r))
+		return msg(b.handleCreatePartitions(ctx, b.newMutationQuota(c, req.ClientID, req.APIKey, req.APIVersion), r))
 	case *kmsg.ElectLeadersRequest:
 		return msg(b.handleElectLeaders(ctx, r))
 	case *kmsg.AlterPartitionAssignmentsRequest:

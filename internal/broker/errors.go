@@ -110,6 +110,8 @@ func errCode(err error) *kerr.Error {
 		errors.Is(err, quota.ErrInvalidValue), errors.Is(err, quota.ErrInvalidFilter),
 		errors.Is(err, errDuplicateQuota):
 		return kerr.InvalidRequest
+	case errors.Is(err, quota.ErrThrottlingQuotaExceeded):
+		return kerr.ThrottlingQuotaExceeded
 	case errors.Is(err, cluster.ErrNotFound):
 		return kerr.ResourceNotFound
 	case errors.Is(err, sasl.ErrUnsupportedMechanism):

@@ -69,6 +69,7 @@ func TestErrCodeMapsEverySentinel(t *testing.T) {
 		{quota.ErrInvalidValue, kerr.InvalidRequest},
 		{quota.ErrInvalidFilter, kerr.InvalidRequest},
 		{errDuplicateQuota, kerr.InvalidRequest},
+		{quota.ErrThrottlingQuotaExceeded, kerr.ThrottlingQuotaExceeded},
 		{cluster.ErrNotFound, kerr.ResourceNotFound},
 		{sasl.ErrUnsupportedMechanism, kerr.UnsupportedSaslMechanism},
 		{sasl.ErrIterations, kerr.UnacceptableCredential},

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -432,5 +433,69 @@ func TestConsumerAboveByteRateReadsEverythingNearItsQuota(t *testing.T) {
 	}
 	if rate > 2*quota {
 		t.Errorf("measured %.0f B/s, want at most twice the %d B/s quota", rate, quota)
+	}
+}
+
+func createTopicsReq(version int16, partitions map[string]int32, order ...string) *kmsg.CreateTopicsRequest {
+	req := kmsg.NewPtrCreateTopicsRequest()
+	req.Version, req.TimeoutMillis = version, 10000
+	for _, name := range order {
+		rt := kmsg.NewCreateTopicsRequestTopic()
+		rt.Topic, rt.NumPartitions, rt.ReplicationFactor = name, partitions[name], 1
+		req.Topics = append(req.Topics, rt)
+	}
+	return req
+}
+
+// Reference: KIP-599: controller_mutation_rate is a token bucket of
+// partitions; from CreateTopics v6 on a topic asked for once it is spent
+// gets THROTTLING_QUOTA_EXCEEDED (one topic may overdraw it), and older
+// versions go through with only a throttle.
+func TestControllerMutationRateRefusesTopicsOnceSpent(t *testing.T) {
+	t.Parallel()
+	b := quotaBroker(t) // a bucket of 2 samples x 1 s x quota tokens
+	adm := b.Admin()
+	setQuota(t, adm, "creator", "controller_mutation_rate", 2)
+	setQuota(t, adm, "old-creator", "controller_mutation_rate", 2)
+	parts := map[string]int32{"m1": 3, "m2": 3, "m3": 1}
+
+	resp := dialRaw(t, b.Addr(), "creator").roundTrip(createTopicsReq(7, parts, "m1", "m2", "m3")).(*kmsg.CreateTopicsResponse)
+	codes := map[string]int16{}
+	for _, rt := range resp.Topics {
+		codes[rt.Topic] = rt.ErrorCode
+	}
+	// 4 tokens: m1 takes 3, m2 overdraws to -2, m3 finds the bucket spent.
+	if codes["m1"] != 0 || codes["m2"] != 0 || codes["m3"] != kerr.ThrottlingQuotaExceeded.Code {
+		t.Fatalf("codes %v; want m1, m2 created and m3 THROTTLING_QUOTA_EXCEEDED", codes)
+	}
+	if resp.ThrottleMillis <= 0 || resp.ThrottleMillis > 2000 {
+		t.Errorf("throttle_time_ms %d, want about 1000 (2 tokens at 2/s)", resp.ThrottleMillis)
+	}
+
+	// Before v6: every topic is created; the overdraft shows as a throttle.
+	parts = map[string]int32{"o1": 3, "o2": 3, "o3": 1}
+	resp = dialRaw(t, b.Addr(), "old-creator").roundTrip(createTopicsReq(5, parts, "o1", "o2", "o3")).(*kmsg.CreateTopicsResponse)
+	for _, rt := range resp.Topics {
+		if rt.ErrorCode != 0 {
+			t.Errorf("v5 %s: error %d, want created", rt.Topic, rt.ErrorCode)
+		}
+	}
+	if resp.ThrottleMillis <= 0 {
+		t.Errorf("v5 throttle_time_ms %d, want > 0 after drawing 7 of 4 tokens", resp.ThrottleMillis)
+	}
+
+	// Deletes draw from the same bucket, a token per partition.
+	del := kmsg.NewPtrDeleteTopicsRequest()
+	del.Version, del.TimeoutMillis = 6, 10000
+	for _, name := range []string{"m1", "m2"} {
+		rt := kmsg.NewDeleteTopicsRequestTopic()
+		rt.Topic = kmsg.StringPtr(name)
+		del.Topics = append(del.Topics, rt)
+	}
+	dresp := dialRaw(t, b.Addr(), "creator").roundTrip(del).(*kmsg.DeleteTopicsResponse)
+	for _, rt := range dresp.Topics {
+		if rt.ErrorCode != kerr.ThrottlingQuotaExceeded.Code {
+			t.Errorf("delete %s right after: error %d, want THROTTLING_QUOTA_EXCEEDED", *rt.Topic, rt.ErrorCode)
+		}
 	}
 }

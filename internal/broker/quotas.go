@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"strings"
 	"sync"
@@ -39,6 +40,13 @@ import (
 //     OffsetForLeaderEpoch, which need CLUSTER_ACTION), Produce with
 //     acks=0, and, unlike Kafka, ApiVersions (SASL is answered by the
 //     server before Handle).
+//   - CreateTopics, CreatePartitions and DeleteTopics take one
+//     controller_mutation_rate token per partition created or deleted
+//     (KIP-599, mutationQuota). From CreateTopics v6, CreatePartitions v3
+//     and DeleteTopics v5 on, a topic asked for once the tokens are spent
+//     fails with THROTTLING_QUOTA_EXCEEDED (strict); older versions always
+//     go through and are only throttled. The handler puts the throttle in
+//     throttle_time_ms; Handle mutes the connection for it.
 //
 // The throttle time of a request is the largest of its quotas'. It goes in
 // the response's throttle_time_ms, and the server mutes the connection for
@@ -61,10 +69,11 @@ type quotaState struct {
 	mu    sync.Mutex
 	built atomic.Pointer[builtQuotas]
 
-	window   quota.WindowConfig
-	bytes    *quota.Tracker     // producer_byte_rate and consumer_byte_rate
-	requests *quota.Tracker     // request_percentage
-	conns    *quota.ConnLimiter // nil without connection limits
+	window    quota.WindowConfig
+	bytes     *quota.Tracker         // producer_byte_rate and consumer_byte_rate
+	requests  *quota.Tracker         // request_percentage
+	mutations *quota.MutationTracker // controller_mutation_rate
+	conns     *quota.ConnLimiter     // nil without connection limits
 }
 
 // builtQuotas is a quota.Image over the quotas of src.
@@ -83,6 +92,7 @@ func (s *quotaState) init(cfg *config.Broker, conns *quota.ConnLimiter) {
 	s.window = quotaWindow(cfg)
 	s.bytes = quota.NewTracker(quota.TrackerConfig{Window: s.window})
 	s.requests = quota.NewTracker(quota.RequestTrackerConfig(s.window))
+	s.mutations = quota.NewMutationTracker(s.window, 0)
 	s.conns = conns
 }
 
@@ -90,6 +100,7 @@ func (s *quotaState) init(cfg *config.Broker, conns *quota.ConnLimiter) {
 func (s *quotaState) expire(now time.Time) {
 	s.bytes.Expire(now)
 	s.requests.Expire(now)
+	s.mutations.Expire(now)
 	if s.conns != nil {
 		s.conns.Expire(now)
 	}
@@ -242,3 +253,48 @@ func throttleMillis(d time.Duration) int32 {
 	}
 	return int32(ms)
 }
+
+// mutationQuota applies controller_mutation_rate to one CreateTopics,
+// CreatePartitions or DeleteTopics request (KIP-599). The zero value
+// applies nothing.
+type mutationQuota struct {
+	b        *Broker
+	res      quota.Resolution // Found: the quota applies
+	strict   bool
+	throttle time.Duration
+}
+
+func (b *Broker) newMutationQuota(c *server.Conn, clientID *string, key, version int16) *mutationQuota {
+	img := b.quotaImage()
+	if !img.Has(quota.KeyControllerMutationRate) {
+		return &mutationQuota{}
+	}
+	res := img.Resolve(quotaUser(c.Principal), quotaClientID(clientID), quota.KeyControllerMutationRate)
+	return &mutationQuota{b: b, res: res, strict: quota.StrictMutationQuota(key, version)}
+}
+
+// record takes n partitions' worth of tokens for one topic. In strict mode
+// it fails with quota.ErrThrottlingQuotaExceeded, taking nothing, once the
+// tokens are spent; call it after the topic's other checks, and create or
+// delete the topic only if it succeeds.
+func (m *mutationQuota) record(n int) error {
+	if !m.res.Found {
+		return nil
+	}
+	now := m.b.now()
+	if !m.strict {
+		m.throttle = max(m.throttle, m.b.quotas.mutations.RecordPermissive(now, m.res.Sensor, m.res.Quota, float64(n)))
+		return nil
+	}
+	th, err := m.b.quotas.mutations.RecordStrict(now, m.res.Sensor, m.res.Quota, float64(n))
+	if err != nil {
+		m.throttle = max(m.throttle, th)
+		return fmt.Errorf("%w: %s of %s spent", err, quota.KeyControllerMutationRate, m.res.Entity)
+	}
+	return nil
+}
+
+// throttleMillis is the request's throttle_time_ms: in strict mode the time
+// until a refused topic could go through, else the time until the bucket
+// the request drew below zero is back at zero.
+func (m *mutationQuota) throttleMillis() int32 { return throttleMillis(m.throttle) }
