@@ -73,3 +73,29 @@ func TestMaxConnectionsPerIPClosesTheThirdConnection(t *testing.T) {
 		return apiVersions(dialT(t, b.Addr()), 3)
 	})
 }
+
+// Reference: KIP-612: an ip's connection_creation_rate, set through
+// AlterClientQuotas, refuses connections beyond it; the refused one is
+// closed only after the throttle time.
+func TestIPConnectionCreationRateRefusesFasterConnections(t *testing.T) {
+	b := testutil.StartBroker(t, "quota.window.num=2", "quota.window.size.seconds=1")
+	mustSamsa(t, b.Addr(), "quota", "alter", "--entity-type", "ips", "--entity-name", "127.0.0.1",
+		"--add-config", "connection_creation_rate=1")
+	// The limiter learns the rate from the broker's image; wait until a
+	// burst of connections meets it.
+	var closedAfter time.Duration
+	testutil.Eventually(t, 10*time.Second, func() error {
+		for range 3 {
+			nc := dialT(t, b.Addr())
+			began := time.Now()
+			if err := apiVersions(nc, 1); err != nil {
+				closedAfter = time.Since(began)
+				return nil
+			}
+		}
+		return errors.New("three connections in a row all served")
+	})
+	if closedAfter < 300*time.Millisecond {
+		t.Errorf("the refused connection closed after %v; want it held for the throttle (about a second)", closedAfter)
+	}
+}
