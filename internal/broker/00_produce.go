@@ -20,6 +20,11 @@ package broker
 // A batch not committed within the request's timeout (TimeoutMillis > 0) is
 // answered REQUEST_TIMED_OUT; it stays in the log and may still commit.
 //
+// Quotas (quotas.go): the request's size counts against
+// producer_byte_rate, with acks=0 too, and over it the response carries
+// throttle_time_ms (v6+, KIP-219; an older response is delayed instead) and
+// the connection is muted.
+//
 // Idempotent batches (producer id >= 0) are deduplicated per partition
 // (replica.Partition.Append, KIP-98): a retry of one of the producer's last
 // five batches gets the original offsets and no error, and, with acks=all,

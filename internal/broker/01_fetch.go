@@ -24,6 +24,12 @@ package broker
 //   with the leader's address (KIP-951), so a consumer moves without a
 //   metadata round trip.
 //
+// Quotas (quotas.go): a consumer's fetch records its response size against
+// consumer_byte_rate and its read time against request_percentage; a
+// response holds at most what the byte quota allows in a window, and a
+// throttled one carries no data, only throttle_time_ms (v8+, KIP-219; an
+// older response is delayed instead). A follower's fetch is exempt.
+//
 // max_wait_ms/min_bytes long-poll: the request waits on the write goroutine
 // until min_bytes are available, a partition errors, or max_wait_ms passes,
 // woken by the logs' change notifications (no polling). Records above the
@@ -34,6 +40,7 @@ package broker
 
 import (
 	"context"
+	"math"
 	"reflect"
 	"slices"
 	"time"
@@ -42,6 +49,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"samsa/internal/cluster"
+	"samsa/internal/quota"
 	"samsa/internal/replica"
 	"samsa/internal/server"
 	"samsa/internal/storage"
@@ -50,7 +58,7 @@ import (
 // fetchMaxBytes is Kafka's fetch.max.bytes default, the cap on a response.
 const fetchMaxBytes = 55 << 20
 
-func (b *Broker) handleFetch(ctx context.Context, c *server.Conn, req *kmsg.FetchRequest) server.Reply {
+func (b *Broker) handleFetch(ctx context.Context, c *server.Conn, req *kmsg.FetchRequest, clientID *string) server.Reply {
 	if req.Version >= 7 && req.SessionID != 0 {
 		resp := req.ResponseKind().(*kmsg.FetchResponse)
 		resp.ErrorCode = kerr.FetchSessionIDNotFound.Code
@@ -77,22 +85,119 @@ func (b *Broker) handleFetch(ctx context.Context, c *server.Conn, req *kmsg.Fetc
 			}
 		}
 	}
-	f := b.fetchOnce(req, c.Listener, allowed)
+	q := b.newFetchQuota(c, req, clientID)
+	f := q.fetch(b, req, c.Listener, allowed)
 	if f.done || f.n >= int64(req.MinBytes) || req.MaxWaitMillis <= 0 {
-		return f.reply()
+		return q.reply(b, req, f)
 	}
 	deadline := b.now().Add(time.Duration(req.MaxWaitMillis) * time.Millisecond)
 	return server.Reply{Wait: func(ctx context.Context) server.Reply {
 		for {
 			if !waitAny(ctx, b.draining, f.wake, deadline.Sub(b.now())) {
-				return b.fetchOnce(req, c.Listener, allowed).reply()
+				return q.reply(b, req, q.fetch(b, req, c.Listener, allowed))
 			}
-			f = b.fetchOnce(req, c.Listener, allowed)
+			f = q.fetch(b, req, c.Listener, allowed)
 			if f.done || f.n >= int64(req.MinBytes) {
-				return f.reply()
+				return q.reply(b, req, f)
 			}
 		}
 	}}
+}
+
+// fetchQuota applies consumer_byte_rate and request_percentage to one
+// consumer Fetch (quotas.go). The zero value applies nothing: a follower's
+// fetch, or no such quota configured.
+type fetchQuota struct {
+	bytes, requests quota.Resolution // Found: the quota applies
+	// maxBytes caps the response at what the byte quota allows in one
+	// window; 0 means no cap.
+	maxBytes int64
+	// work is the time spent reading the logs, for request_percentage.
+	work time.Duration
+}
+
+// noFetchQuota is the fetchQuota of fetches no quota applies to. It is
+// shared, and never changed: fetch and reply write nothing when no quota
+// was found.
+var noFetchQuota fetchQuota
+
+func (b *Broker) newFetchQuota(c *server.Conn, req *kmsg.FetchRequest, clientID *string) *fetchQuota {
+	img := b.quotaImage()
+	if fetchReplicaID(req) >= 0 || !(img.Has(quota.KeyConsumerByteRate) || img.Has(quota.KeyRequestPercentage)) {
+		return &noFetchQuota
+	}
+	user, cid := quotaUser(c.Principal), quotaClientID(clientID)
+	bytes, requests := img.Resolve(user, cid, quota.KeyConsumerByteRate), img.Resolve(user, cid, quota.KeyRequestPercentage)
+	if !bytes.Found && !requests.Found {
+		return &noFetchQuota
+	}
+	q := &fetchQuota{bytes: bytes, requests: requests}
+	if q.bytes.Found {
+		// Reference: ClientQuotaManager.getMaxValueInQuotaWindow.
+		w := b.quotas.window
+		q.maxBytes = max(1, int64(q.bytes.Quota*float64(w.Samples-1)*w.Size.Seconds()))
+	}
+	return q
+}
+
+func (q *fetchQuota) on() bool { return q.bytes.Found || q.requests.Found }
+
+// fetch is fetchOnce, timed when request_percentage applies.
+func (q *fetchQuota) fetch(b *Broker, req *kmsg.FetchRequest, listener string, allowed func(string) bool) *fetchResult {
+	if !q.requests.Found {
+		return b.fetchOnce(req, listener, allowed, q.maxBytes)
+	}
+	start := b.now()
+	f := b.fetchOnce(req, listener, allowed, q.maxBytes)
+	q.work += b.now().Sub(start)
+	return f
+}
+
+// reply records the response and returns it, or, if a quota is exceeded,
+// takes back the bytes it recorded and returns a response without data
+// carrying the throttle time, as Kafka's KafkaApis does: the client fetches
+// the same offsets again once the throttle has passed.
+func (q *fetchQuota) reply(b *Broker, req *kmsg.FetchRequest, f *fetchResult) server.Reply {
+	r := f.reply()
+	if !q.on() {
+		return r
+	}
+	now := b.now()
+	var throttle time.Duration
+	var size float64
+	if q.bytes.Found {
+		if r.Body != nil {
+			size = float64(r.Body.Len())
+		} else {
+			size = float64(len(r.Msg.AppendTo(nil)))
+		}
+		throttle = b.quotas.bytes.Record(now, q.bytes.Sensor, q.bytes.Quota, size)
+	}
+	if q.requests.Found {
+		throttle = max(throttle, b.quotas.requests.Record(now, q.requests.Sensor, q.requests.Quota, quota.RequestPercentage(q.work)))
+	}
+	if throttle <= 0 {
+		return r
+	}
+	if q.bytes.Found && f.n > q.maxBytes {
+		// NB: a first batch larger than the quota allows in a window (the
+		// one a fetch returns whole) would be withheld for ever, and the
+		// consumer stuck: it goes out, with its throttle. Kafka withholds it.
+		f.resp.ThrottleMillis = throttleMillis(throttle)
+		if r.Body != nil {
+			r = f.reply() // encoded again, with the throttle; a Msg is f.resp
+		}
+		if _, after := f.resp.Throttle(); !after {
+			return delayReply(r, throttle)
+		}
+		r.Throttle = throttle
+		return r
+	}
+	if q.bytes.Found {
+		b.quotas.bytes.Record(now, q.bytes.Sensor, math.Inf(1), -size)
+	}
+	resp := req.ResponseKind().(*kmsg.FetchResponse)
+	return throttleReply(server.Reply{Msg: resp}, req.Version, throttle)
 }
 
 // fetchResult is one pass over the logs for a Fetch request.
@@ -165,7 +270,8 @@ func (f *fetchResult) materialize() {
 
 // fetchOnce builds a response from what the logs hold now.
 // allowed, if not nil, says whether the request may read a topic.
-func (b *Broker) fetchOnce(req *kmsg.FetchRequest, listener string, allowed func(topic string) bool) *fetchResult {
+// quotaMax, if not 0, caps the response bytes further (consumer_byte_rate).
+func (b *Broker) fetchOnce(req *kmsg.FetchRequest, listener string, allowed func(topic string) bool, quotaMax int64) *fetchResult {
 	f := &fetchResult{resp: req.ResponseKind().(*kmsg.FetchResponse), listener: listener}
 	follower := fetchReplicaID(req)
 	f.resp.SetVersion(req.Version)
@@ -174,6 +280,9 @@ func (b *Broker) fetchOnce(req *kmsg.FetchRequest, listener string, allowed func
 	budget := int64(req.MaxBytes)
 	if budget > fetchMaxBytes {
 		budget = fetchMaxBytes
+	}
+	if quotaMax > 0 && budget > quotaMax {
+		budget = quotaMax
 	}
 	if budget < 0 {
 		budget = 0

@@ -7,6 +7,10 @@ package broker
 //   (num.partitions, default.replication.factor). (KIP-464)
 // * v5: flexible versions; the response carries the topic's partition count,
 //   replication factor and configs (KIP-525).
+// * v6: THROTTLING_QUOTA_EXCEEDED per topic once the client's
+//   controller_mutation_rate is spent (KIP-599); before v6 the request
+//   goes through and is only throttled. One token per partition, taken
+//   after every other check, also for validate_only, as in Kafka.
 // * v7: topic ids (KIP-516).
 //
 // Names follow Kafka's rules: 1-249 characters of [a-zA-Z0-9._-], not "."
@@ -26,7 +30,7 @@ import (
 	"samsa/internal/config"
 )
 
-func (b *Broker) handleCreateTopics(ctx context.Context, req *kmsg.CreateTopicsRequest) kmsg.Response {
+func (b *Broker) handleCreateTopics(ctx context.Context, mq *mutationQuota, req *kmsg.CreateTopicsRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
 	seen := make(map[string]int)
 	for _, rt := range req.Topics {
@@ -97,6 +101,10 @@ func (b *Broker) handleCreateTopics(ctx context.Context, req *kmsg.CreateTopicsR
 			fail(kerr.InvalidConfig, err)
 			continue
 		}
+		if err := mq.record(int(partitions)); err != nil {
+			fail(errCode(err), err)
+			continue
+		}
 		if !req.ValidateOnly {
 			t, err := b.cluster.CreateTopic(ctx, rt.Topic, partitions, rf, configs)
 			if err != nil {
@@ -117,6 +125,7 @@ func (b *Broker) handleCreateTopics(ctx context.Context, req *kmsg.CreateTopicsR
 			b.log.Warn("reconcile after create topics", "err", err)
 		}
 	}
+	resp.ThrottleMillis = mq.throttleMillis()
 	return resp
 }
 

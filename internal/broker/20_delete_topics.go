@@ -3,7 +3,9 @@ package broker
 // DeleteTopics: v1-6
 //
 // * v4: flexible versions.
-// * v5: ErrorMessage.
+// * v5: ErrorMessage; THROTTLING_QUOTA_EXCEEDED per topic once the
+//   client's controller_mutation_rate is spent (KIP-599), one token per
+//   partition deleted; before v5 the request is only throttled.
 // * v6: topics by name or by id (KIP-516); UNKNOWN_TOPIC_ID.
 //
 // The topic's metadata goes from etcd at once; each broker then deletes its
@@ -17,7 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func (b *Broker) handleDeleteTopics(ctx context.Context, req *kmsg.DeleteTopicsRequest) kmsg.Response {
+func (b *Broker) handleDeleteTopics(ctx context.Context, mq *mutationQuota, req *kmsg.DeleteTopicsRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.DeleteTopicsResponse)
 	type target struct {
 		name *string
@@ -55,7 +57,10 @@ func (b *Broker) handleDeleteTopics(ctx context.Context, req *kmsg.DeleteTopicsR
 		default:
 			name := t.Name
 			st.Topic, st.TopicID = &name, t.ID
-			if err := b.cluster.DeleteTopic(ctx, t.Name); err != nil {
+			if err := mq.record(len(t.Replicas)); err != nil {
+				st.ErrorCode = errCode(err).Code
+				st.ErrorMessage = errMessage(err)
+			} else if err := b.cluster.DeleteTopic(ctx, t.Name); err != nil {
 				st.ErrorCode = errCode(err).Code
 				st.ErrorMessage = errMessage(err)
 			} else {
@@ -69,5 +74,6 @@ func (b *Broker) handleDeleteTopics(ctx context.Context, req *kmsg.DeleteTopicsR
 			b.log.Warn("reconcile after delete topics", "err", err)
 		}
 	}
+	resp.ThrottleMillis = mq.throttleMillis()
 	return resp
 }

@@ -3,6 +3,9 @@ package broker
 // CreatePartitions: v0-3
 //
 // * v2: flexible versions.
+// * v3: THROTTLING_QUOTA_EXCEEDED per topic once the client's
+//   controller_mutation_rate is spent (KIP-599), one token per partition
+//   added; before v3 the request is only throttled.
 //
 // Grows a topic to Count partitions; new partitions get replicas assigned
 // like a new topic's. Fewer or equal partitions than now is
@@ -17,7 +20,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func (b *Broker) handleCreatePartitions(ctx context.Context, req *kmsg.CreatePartitionsRequest) kmsg.Response {
+func (b *Broker) handleCreatePartitions(ctx context.Context, mq *mutationQuota, req *kmsg.CreatePartitionsRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.CreatePartitionsResponse)
 	changed := false
 	for _, rt := range req.Topics {
@@ -35,8 +38,15 @@ func (b *Broker) handleCreatePartitions(ctx context.Context, req *kmsg.CreatePar
 			code, err = kerr.InvalidPartitions, fmt.Errorf("%d partitions is more than the %d a topic may have", rt.Count, maxPartitions)
 		case int(rt.Count) <= len(t.Replicas):
 			code, err = kerr.InvalidPartitions, fmt.Errorf("topic %q has %d partitions; the count must grow", rt.Topic, len(t.Replicas))
-		case req.ValidateOnly:
 		default:
+			err = mq.record(int(rt.Count) - len(t.Replicas))
+			if err != nil {
+				code = errCode(err)
+				break
+			}
+			if req.ValidateOnly {
+				break
+			}
 			if err = b.cluster.CreatePartitions(ctx, rt.Topic, rt.Count); err != nil {
 				code = errCode(err)
 			} else {
@@ -52,5 +62,6 @@ func (b *Broker) handleCreatePartitions(ctx context.Context, req *kmsg.CreatePar
 			b.log.Warn("reconcile after create partitions", "err", err)
 		}
 	}
+	resp.ThrottleMillis = mq.throttleMillis()
 	return resp
 }

@@ -17,6 +17,7 @@ import (
 	"samsa/internal/cluster"
 	"samsa/internal/config"
 	"samsa/internal/group"
+	"samsa/internal/quota"
 	"samsa/internal/replica"
 	"samsa/internal/server"
 	"samsa/internal/storage"
@@ -38,6 +39,9 @@ type Config struct {
 	// InterBrokerOpts secure this broker's connections to other brokers
 	// (TLS, SASL) on the inter-broker listener.
 	InterBrokerOpts []kgo.Opt
+	// Connections, if not nil, is the connection limiter of the node's
+	// server; the broker keeps its connection_creation_rate values current.
+	Connections *quota.ConnLimiter
 }
 
 // Broker serves Kafka requests. Create it with New and stop it with Close.
@@ -58,6 +62,8 @@ type Broker struct {
 	groups *group.Coordinator
 	// acls is the authorizer and the ACL set it was built from.
 	acls *aclState
+	// quotas is the client quota image and the quota set it was built from.
+	quotas quotaState
 	// groupsLoaded is the __consumer_offsets partitions whose groups the
 	// coordinator loaded (or is loading), guarded by reconcileMu.
 	groupsLoaded map[int32]*replica.Partition
@@ -125,6 +131,7 @@ func New(cfg Config) (*Broker, error) {
 	})
 	b.acls = newACLState(acl.Config{SuperUsers: cfg.Broker.SuperUsers, AllowEveryoneIfNoACLFound: cfg.Broker.AllowEveryoneIfNoACLFound},
 		authorizerEnabled(cfg.Broker.AuthorizerClassName))
+	b.quotas.init(cfg.Broker, cfg.Connections)
 	b.producerIDs.cluster = cfg.Cluster
 	gcfg := group.ConfigFromBroker(cfg.Broker)
 	gcfg.Logger, gcfg.Now = b.log, b.now
@@ -186,6 +193,7 @@ func (b *Broker) runReconciler() {
 		if err := b.reconcile(); err != nil {
 			b.log.Error("reconcile partitions", "err", err)
 		}
+		b.quotaImage() // hands new connection_creation_rate values to the limiter
 		select {
 		case <-b.stop:
 			return
@@ -194,6 +202,7 @@ func (b *Broker) runReconciler() {
 			if err := b.maintainProducers(); err != nil {
 				b.log.Error("producer state maintenance", "err", err)
 			}
+			b.quotas.expire(b.now())
 		case <-time.After(5 * time.Second):
 			// Retry after errors even when nothing changes.
 		}
@@ -281,9 +290,37 @@ func (b *Broker) reconcile() error {
 	return firstErr
 }
 
-// Handle implements server.Handler. With an authorizer, guard checks the
-// request first (authz_apis.go).
+// Handle implements server.Handler: it handles the request, then applies
+// the client quotas (quotas.go).
 func (b *Broker) Handle(ctx context.Context, c *server.Conn, req *server.Request) server.Reply {
+	// NB: with no quota configured this costs two atomic loads; the clock
+	// is read only when a request_percentage quota exists (quotas.go).
+	qimg := b.quotaImage()
+	timed := qimg.Has(quota.KeyRequestPercentage) && !requestQuotaExempt(req)
+	var start time.Time
+	if timed {
+		start = b.now()
+	}
+	reply := b.handleAuthorized(ctx, c, req)
+	if qimg.Empty() {
+		return reply
+	}
+	var handlerTime time.Duration
+	if timed {
+		handlerTime = b.now().Sub(start)
+	}
+	throttle := b.recordQuotas(qimg, c, req, timed, handlerTime)
+	if tr, ok := reply.Msg.(kmsg.ThrottleResponse); ok {
+		// A handler's own throttle (controller_mutation_rate) mutes too.
+		ms, _ := tr.Throttle()
+		throttle = max(throttle, time.Duration(ms)*time.Millisecond)
+	}
+	return throttleReply(reply, req.APIVersion, throttle)
+}
+
+// handleAuthorized authorizes a request (with an authorizer, guard checks
+// it first; authz_apis.go) and hands it to its handler.
+func (b *Broker) handleAuthorized(ctx context.Context, c *server.Conn, req *server.Request) server.Reply {
 	var fix func(kmsg.Response)
 	if z := b.authzFor(c); z.on() {
 		var deny kmsg.Response
@@ -304,7 +341,7 @@ func (b *Broker) dispatch(ctx context.Context, c *server.Conn, req *server.Reque
 	case *kmsg.ProduceRequest:
 		return b.handleProduce(ctx, c, r)
 	case *kmsg.FetchRequest:
-		return b.handleFetch(ctx, c, r)
+		return b.handleFetch(ctx, c, r, req.ClientID)
 	case *kmsg.ListOffsetsRequest:
 		return msg(b.handleListOffsets(r))
 	case *kmsg.MetadataRequest:
@@ -312,9 +349,9 @@ func (b *Broker) dispatch(ctx context.Context, c *server.Conn, req *server.Reque
 	case *kmsg.ApiVersionsRequest:
 		return msg(b.handleApiVersions(r, req.UnsupportedVersion))
 	case *kmsg.CreateTopicsRequest:
-		return msg(b.handleCreateTopics(ctx, r))
+		return msg(b.handleCreateTopics(ctx, b.newMutationQuota(c, req.ClientID, req.APIKey, req.APIVersion), r))
 	case *kmsg.DeleteTopicsRequest:
-		return msg(b.handleDeleteTopics(ctx, r))
+		return msg(b.handleDeleteTopics(ctx, b.newMutationQuota(c, req.ClientID, req.APIKey, req.APIVersion), r))
 	case *kmsg.DeleteRecordsRequest:
 		return msg(b.handleDeleteRecords(r))
 	case *kmsg.DescribeConfigsRequest:
@@ -324,7 +361,7 @@ func (b *Broker) dispatch(ctx context.Context, c *server.Conn, req *server.Reque
 	case *kmsg.DescribeLogDirsRequest:
 		return msg(b.handleDescribeLogDirs(r))
 	case *kmsg.CreatePartitionsRequest:
-		return msg(b.handleCreatePartitions(ctx, r))
+		return msg(b.handleCreatePartitions(ctx, b.newMutationQuota(c, req.ClientID, req.APIKey, req.APIVersion), r))
 	case *kmsg.ElectLeadersRequest:
 		return msg(b.handleElectLeaders(ctx, r))
 	case *kmsg.AlterPartitionAssignmentsRequest:
@@ -369,6 +406,10 @@ func (b *Broker) dispatch(ctx context.Context, c *server.Conn, req *server.Reque
 		return inOrder(func(ctx context.Context) kmsg.Response { return b.handleCreateACLs(ctx, c, r) })
 	case *kmsg.DeleteACLsRequest:
 		return inOrder(func(ctx context.Context) kmsg.Response { return b.handleDeleteACLs(ctx, c, r) })
+	case *kmsg.DescribeClientQuotasRequest:
+		return msg(b.handleDescribeClientQuotas(c, r))
+	case *kmsg.AlterClientQuotasRequest:
+		return inOrder(func(ctx context.Context) kmsg.Response { return b.handleAlterClientQuotas(ctx, c, r) })
 	case *kmsg.DescribeUserSCRAMCredentialsRequest:
 		return inOrder(func(context.Context) kmsg.Response { return b.handleDescribeUserSCRAMCredentials(c, r) })
 	case *kmsg.AlterUserSCRAMCredentialsRequest:

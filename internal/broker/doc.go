@@ -12,9 +12,16 @@
 // Errors: packages below return Go errors; errCode in errors.go is the one
 // place that maps them to Kafka error codes.
 //
+// Client quotas: Handle records each request against the client's quotas
+// after its handler returns and sets the response's throttle time and
+// Reply.Throttle (quotas.go; Fetch records its own, in 01_fetch.go). With no
+// quota configured that costs two atomic loads.
+//
 // Concurrency: Handle runs on a connection's read goroutine; it appends in
 // request order and leaves waiting (acks=all durability, Fetch long-poll) to
 // the Reply's Wait, which runs on the connection's write goroutine. The
 // Broker owns one goroutine, the reconciler, which makes the hosted
-// partitions follow the cluster metadata image.
+// partitions follow the cluster metadata image. The mutexes that build the
+// authorizer (aclState.mu) and the quota image (quotaState.mu) are leaves,
+// as are the quota trackers' shard locks.
 package broker

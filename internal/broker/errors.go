@@ -14,6 +14,7 @@ import (
 	"samsa/internal/cluster"
 	"samsa/internal/config"
 	"samsa/internal/group"
+	"samsa/internal/quota"
 	"samsa/internal/record"
 	"samsa/internal/replica"
 	"samsa/internal/sasl"
@@ -105,6 +106,12 @@ func errCode(err error) *kerr.Error {
 		return kerr.SecurityDisabled
 	case errors.Is(err, acl.ErrInvalidBinding), errors.Is(err, acl.ErrInvalidFilter):
 		return kerr.InvalidRequest
+	case errors.Is(err, quota.ErrInvalidEntity), errors.Is(err, quota.ErrUnknownKey),
+		errors.Is(err, quota.ErrInvalidValue), errors.Is(err, quota.ErrInvalidFilter),
+		errors.Is(err, errDuplicateQuota):
+		return kerr.InvalidRequest
+	case errors.Is(err, quota.ErrThrottlingQuotaExceeded):
+		return kerr.ThrottlingQuotaExceeded
 	case errors.Is(err, cluster.ErrNotFound):
 		return kerr.ResourceNotFound
 	case errors.Is(err, sasl.ErrUnsupportedMechanism):

@@ -11,6 +11,7 @@ import (
 	"samsa/internal/acl"
 	"samsa/internal/cluster"
 	"samsa/internal/config"
+	"samsa/internal/quota"
 	"samsa/internal/record"
 	"samsa/internal/replica"
 	"samsa/internal/sasl"
@@ -63,6 +64,12 @@ func TestErrCodeMapsEverySentinel(t *testing.T) {
 		{errSecurityDisabled, kerr.SecurityDisabled},
 		{acl.ErrInvalidBinding, kerr.InvalidRequest},
 		{acl.ErrInvalidFilter, kerr.InvalidRequest},
+		{quota.ErrInvalidEntity, kerr.InvalidRequest},
+		{quota.ErrUnknownKey, kerr.InvalidRequest},
+		{quota.ErrInvalidValue, kerr.InvalidRequest},
+		{quota.ErrInvalidFilter, kerr.InvalidRequest},
+		{errDuplicateQuota, kerr.InvalidRequest},
+		{quota.ErrThrottlingQuotaExceeded, kerr.ThrottlingQuotaExceeded},
 		{cluster.ErrNotFound, kerr.ResourceNotFound},
 		{sasl.ErrUnsupportedMechanism, kerr.UnsupportedSaslMechanism},
 		{sasl.ErrIterations, kerr.UnacceptableCredential},

@@ -42,6 +42,8 @@ var versions = map[int16]apiRange{
 	45: {0, 1},  // AlterPartitionReassignments
 	46: {0, 0},  // ListPartitionReassignments
 	47: {0, 0},  // OffsetDelete
+	48: {0, 1},  // DescribeClientQuotas
+	49: {0, 1},  // AlterClientQuotas
 	50: {0, 0},  // DescribeUserScramCredentials
 	51: {0, 0},  // AlterUserScramCredentials
 	60: {0, 1},  // DescribeCluster

@@ -15,11 +15,11 @@ type serverCollector struct {
 	s                           *server.Server
 	conns, accepted             *prometheus.Desc
 	requests, bytesIn, bytesOut *prometheus.Desc
-	panics                      *prometheus.Desc
+	panics, refused             *prometheus.Desc
 }
 
 func (c *serverCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.conns, c.accepted, c.requests, c.bytesIn, c.bytesOut, c.panics} {
+	for _, d := range []*prometheus.Desc{c.conns, c.accepted, c.requests, c.bytesIn, c.bytesOut, c.panics, c.refused} {
 		ch <- d
 	}
 }
@@ -35,6 +35,7 @@ func (c *serverCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.bytesIn, prometheus.CounterValue, float64(st.BytesIn))
 	ch <- prometheus.MustNewConstMetric(c.bytesOut, prometheus.CounterValue, float64(st.BytesOut))
 	ch <- prometheus.MustNewConstMetric(c.panics, prometheus.CounterValue, float64(st.Panics))
+	ch <- prometheus.MustNewConstMetric(c.refused, prometheus.CounterValue, float64(st.ConnectionsRefused))
 }
 
 // registerMetrics exposes the server's counters to Prometheus.
@@ -47,5 +48,6 @@ func registerMetrics(reg *prometheus.Registry, s *server.Server) {
 		bytesIn:  prometheus.NewDesc("samsa_request_bytes_total", "Request bytes read from clients.", nil, nil),
 		bytesOut: prometheus.NewDesc("samsa_response_bytes_total", "Response bytes written to clients.", nil, nil),
 		panics:   prometheus.NewDesc("samsa_handler_panics_total", "Request handler panics recovered (each closed its connection).", nil, nil),
+		refused:  prometheus.NewDesc("samsa_connections_refused_total", "Connections closed by the connection limits (max.connections.per.ip, connection_creation_rate).", nil, nil),
 	})
 }

@@ -170,9 +170,13 @@ func StartNode(ctx context.Context, cfg *config.Broker, log *slog.Logger) (_ *No
 			return nil, err
 		}
 	}
+	conns, err := connLimiter(cfg)
+	if err != nil {
+		return nil, err
+	}
 	n.broker, err = broker.New(broker.Config{
 		Broker: cfg, Cluster: n.cluster, Logs: n.logs, LogDir: dir, Logger: log,
-		InterBrokerOpts: ibOpts,
+		InterBrokerOpts: ibOpts, Connections: conns,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("broker: %w", err)
@@ -181,6 +185,7 @@ func StartNode(ctx context.Context, cfg *config.Broker, log *slog.Logger) (_ *No
 		MaxRequestBytes:   cfg.SocketRequestMaxBytes,
 		IdleTimeout:       time.Duration(cfg.ConnectionsMaxIdleMs) * time.Millisecond,
 		QueuedMaxRequests: int(cfg.QueuedMaxRequests),
+		Connections:       connLimits{conns},
 		Logger:            log,
 	}, n.broker)
 	for i, ln := range n.lns {

@@ -175,6 +175,7 @@ so that a password need not appear on the command line.`,
 		newConfigCmd(e),
 		newACLCmd(g, e),
 		newUserCmd(g, e),
+		newQuotaCmd(g, e),
 	)
 	return root
 }

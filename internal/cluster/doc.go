@@ -52,6 +52,11 @@
 //	| configs/brokers/<node|default>| {configs}                              | Put / Delete (replace)        |
 //	| controller/<node>             | <node> (plain text)                    | Put under the broker's lease, |
 //	|                               |                                        | with brokers/<node>           |
+//	| users/<user>/<mechanism>      | {salt, iterations, stored_key,         | Put / Delete                  |
+//	|                               |  server_key} (SCRAM, KIP-554)          |                               |
+//	| acls/<id>                     | one ACL binding                        | Put / Delete, in transactions |
+//	| quotas/<entity>               | {quota key: value, ...} (KIP-546)      | CAS on every altered entity,  |
+//	|                               |                                        | in one transaction            |
 //	+-------------------------------+----------------------------------------+-------------------------------+
 //
 // A topic and all its partition keys are created in one transaction and

@@ -116,6 +116,9 @@ type Image struct {
 	// ACLs is every ACL binding; replaced (a new pointer) only when an
 	// ACL key changes.
 	ACLs *ACLSet
+	// Quotas is every client quota; replaced (a new pointer) only when a
+	// quota key changes.
+	Quotas *QuotaSet
 }
 
 // BrokerIDs returns the ids of the registered brokers in increasing order.
@@ -174,6 +177,7 @@ func (b *builder) reset(clusterID string) {
 
 		ScramCredentials: map[string]map[string]ScramCredential{},
 		ACLs:             &ACLSet{Bindings: map[string][]byte{}},
+		Quotas:           &QuotaSet{Entries: map[string]map[string]float64{}},
 	}
 	b.topicVals = map[string]topicValue{}
 	b.topicRevs = map[string]int64{}
@@ -198,7 +202,7 @@ func (b *builder) load(kvs []*mvccpb.KeyValue, rev int64) *Image {
 func (b *builder) apply(evs []*mvccpb.Event, rev int64) *Image {
 	prev := b.cur
 	next := *prev
-	var brokersCloned, configsCloned, electionChanged, scramCloned, aclsCloned bool
+	var brokersCloned, configsCloned, electionChanged, scramCloned, aclsCloned, quotasCloned bool
 	dirty := map[string]bool{}
 	for _, ev := range evs {
 		kv := ev.Kv
@@ -274,6 +278,8 @@ func (b *builder) apply(evs []*mvccpb.Event, rev int64) *Image {
 			next.BrokerConfigs[pk.node] = v.Configs
 		case kindScram, kindACL:
 			b.applySecurity(&next, prev, pk, kv, del, &scramCloned, &aclsCloned)
+		case kindQuota:
+			b.applyQuota(&next, prev, pk.entity, kv, del, &quotasCloned)
 		}
 	}
 	if len(dirty) > 0 {

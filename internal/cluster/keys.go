@@ -122,6 +122,7 @@ const (
 	kindController
 	kindScram
 	kindACL
+	kindQuota
 )
 
 // parsedKey is a key under the cluster prefix, split into its parts.
@@ -134,6 +135,7 @@ type parsedKey struct {
 	user      string // kindScram
 	mechanism string // kindScram
 	aclID     string // kindACL
+	entity    string // kindQuota
 }
 
 // parse splits a full etcd key. Keys it does not know (producer ids,
@@ -181,6 +183,9 @@ func (k keys) parse(key string) parsedKey {
 			node = ""
 		}
 		return parsedKey{kind: kindBrokerConfig, node: node}
+	}
+	if entity, ok := parseQuota(rest); ok {
+		return parsedKey{kind: kindQuota, entity: entity}
 	}
 	if kind, user, mech, id := k.parseSecurity(rest); kind != kindUnknown {
 		return parsedKey{kind: kind, user: user, mechanism: mech, aclID: id}

@@ -84,6 +84,12 @@ type Broker struct {
 	AuthorizerClassName           string            // authorizer.class.name
 	SuperUsers                    []string          // super.users
 	AllowEveryoneIfNoACLFound     bool              // allow.everyone.if.no.acl.found
+	QuotaWindowNum                int32             // quota.window.num
+	QuotaWindowSizeSeconds        int32             // quota.window.size.seconds
+	MaxConnections                int32             // max.connections; per listener: ListenerInt64
+	MaxConnectionsPerIP           int32             // max.connections.per.ip
+	MaxConnectionsPerIPOverrides  string            // max.connections.per.ip.overrides, ip:count,...
+	MaxConnectionCreationRate     int32             // max.connection.creation.rate; per listener: ListenerInt64
 	LogDirs                       []string          // log.dirs (alias log.dir)
 	NumPartitions                 int32             // num.partitions
 	DefaultReplicationFactor      int16             // default.replication.factor

@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
@@ -137,6 +138,40 @@ var securityDefs = []Def{
 		Doc: "Principals allowed everything, separated by semicolons (User:admin;User:broker)."},
 	{Name: "allow.everyone.if.no.acl.found", Type: TypeBoolean, Default: "false", ReadOnly: true,
 		Doc: "Allow a request on a resource that no ACL names."},
+	{Name: "quota.window.num", Type: TypeInt, Default: "11", ReadOnly: true, Validate: atLeast(1),
+		Doc: "Number of samples a client quota rate is measured over."},
+	{Name: "quota.window.size.seconds", Type: TypeInt, Default: "1", ReadOnly: true, Validate: atLeast(1),
+		Doc: "Length of one sample of a client quota rate, in seconds."},
+	{Name: "max.connections", Type: TypeInt, Default: maxInt32, ReadOnly: true, Validate: atLeast(1),
+		Doc: "Most connections the broker holds open (at least 1); a new one waits in the acceptor until one closes. Also settable per listener as listener.name.<l>.max.connections. With several listeners the inter-broker listener is exempt from the broker-wide count (KIP-402)."},
+	{Name: "max.connections.per.ip", Type: TypeInt, Default: maxInt32, ReadOnly: true, Validate: atLeast(0),
+		Doc: "Most connections from one IP address; a connection beyond it is closed at once."},
+	{Name: "max.connections.per.ip.overrides", Type: TypeString, Default: "", ReadOnly: true, Validate: ipOverrides,
+		Doc: "Per-address exceptions to max.connections.per.ip: ip:count entries, comma separated. samsa takes IP addresses only, no host names."},
+	{Name: "max.connection.creation.rate", Type: TypeInt, Default: maxInt32, ReadOnly: true, Validate: atLeast(1),
+		Doc: "Most new connections per second the broker accepts (at least 1); beyond it the acceptor waits (KIP-612). Also settable per listener as listener.name.<l>.max.connection.creation.rate."},
+}
+
+// maxInt32 is Kafka's default for the connection limits: Int.MaxValue, no limit.
+const maxInt32 = "2147483647"
+
+// ipOverrides checks max.connections.per.ip.overrides: ip:count entries, the
+// count after the last colon (so IPv6 addresses need no brackets).
+func ipOverrides(v string) error {
+	for _, it := range splitList(v) {
+		i := strings.LastIndexByte(it, ':')
+		if i < 0 {
+			return fmt.Errorf("entry %q: want ip:count", it)
+		}
+		host, count := strings.TrimSpace(it[:i]), strings.TrimSpace(it[i+1:])
+		if _, err := netip.ParseAddr(host); err != nil {
+			return fmt.Errorf("entry %q: %q is not an IP address", it, host)
+		}
+		if n, err := strconv.ParseInt(count, 10, 32); err != nil || n < 0 {
+			return fmt.Errorf("entry %q: count must be a non-negative integer", it)
+		}
+	}
+	return nil
 }
 
 // ListenerSecurity is one listener with its security protocol.
@@ -293,6 +328,12 @@ func (b *Broker) resolveSecurity(r *resolver) {
 		}
 	}
 	b.AllowEveryoneIfNoACLFound = r.bool("allow.everyone.if.no.acl.found")
+	b.QuotaWindowNum = r.int32("quota.window.num")
+	b.QuotaWindowSizeSeconds = r.int32("quota.window.size.seconds")
+	b.MaxConnections = r.int32("max.connections")
+	b.MaxConnectionsPerIP = r.int32("max.connections.per.ip")
+	b.MaxConnectionsPerIPOverrides = strings.TrimSpace(r.str("max.connections.per.ip.overrides"))
+	b.MaxConnectionCreationRate = r.int32("max.connection.creation.rate")
 }
 
 // checkSecurity enforces the rules that span the security configs. A
@@ -339,6 +380,11 @@ func (b *Broker) checkSecurity() error {
 				}
 			}
 		}
+	}
+	if b.MaxConnectionsPerIP == 0 && b.MaxConnectionsPerIPOverrides == "" {
+		// Kafka's rule: a per-ip limit of 0 refuses everyone unless some
+		// address is let in by an override.
+		return fmt.Errorf("%w: max.connections.per.ip is 0: set max.connections.per.ip.overrides too", ErrInvalidConfig)
 	}
 	if b.SecurityInterBrokerProtocol != "" {
 		if _, set := b.Raw["inter.broker.listener.name"]; set {

@@ -110,3 +110,52 @@ func TestSecurityMissingSettingsAreErrors(t *testing.T) {
 		})
 	}
 }
+
+// Reference: Kafka's KafkaConfig: quota windows and connection limits, with
+// Int.MaxValue (no limit) as the default of every limit.
+func TestQuotaAndConnectionConfigsResolve(t *testing.T) {
+	b, err := FromRaw(map[string]string{"listeners": "PLAINTEXT://127.0.0.1:9092"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.QuotaWindowNum != 11 || b.QuotaWindowSizeSeconds != 1 {
+		t.Errorf("quota window %d x %ds, want 11 x 1s", b.QuotaWindowNum, b.QuotaWindowSizeSeconds)
+	}
+	const unlimited = 2147483647
+	if b.MaxConnections != unlimited || b.MaxConnectionsPerIP != unlimited || b.MaxConnectionCreationRate != unlimited || b.MaxConnectionsPerIPOverrides != "" {
+		t.Errorf("connection limits %d %d %d %q", b.MaxConnections, b.MaxConnectionsPerIP, b.MaxConnectionCreationRate, b.MaxConnectionsPerIPOverrides)
+	}
+	b, err = FromRaw(map[string]string{
+		"listeners":                                            "PLAINTEXT://127.0.0.1:9092",
+		"max.connections.per.ip":                               "2",
+		"max.connections.per.ip.overrides":                     "10.0.0.1:5, ::1:0",
+		"listener.name.plaintext.max.connections":              "7",
+		"listener.name.plaintext.max.connection.creation.rate": "3",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.MaxConnectionsPerIP != 2 || b.MaxConnectionsPerIPOverrides != "10.0.0.1:5, ::1:0" {
+		t.Errorf("per-ip %d %q", b.MaxConnectionsPerIP, b.MaxConnectionsPerIPOverrides)
+	}
+	if n := b.ListenerInt64("PLAINTEXT", "max.connections", 0); n != 7 {
+		t.Errorf("listener max.connections %d, want 7", n)
+	}
+	if n := b.ListenerInt64("PLAINTEXT", "max.connection.creation.rate", 0); n != 3 {
+		t.Errorf("listener max.connection.creation.rate %d, want 3", n)
+	}
+	for _, bad := range []map[string]string{
+		{"max.connections.per.ip.overrides": "10.0.0.1"},
+		{"max.connections.per.ip.overrides": "host.example:3"},
+		{"max.connections.per.ip.overrides": "10.0.0.1:-1"},
+		{"max.connections.per.ip": "0"},
+		{"quota.window.num": "0"},
+		{"max.connections": "0"},
+		{"listener.name.plaintext.max.connection.creation.rate": "0"},
+	} {
+		bad["listeners"] = "PLAINTEXT://127.0.0.1:9092"
+		if _, err := FromRaw(bad); !errors.Is(err, ErrInvalidConfig) {
+			t.Errorf("%v: err %v, want ErrInvalidConfig", bad, err)
+		}
+	}
+}

@@ -115,12 +115,44 @@ type Resolution struct {
 // atomic.Pointer. All its methods are safe for concurrent use.
 type Image struct {
 	entries Config
+	keys    uint8 // keyBit of every key some entity sets
 }
 
 // NewImage builds an Image from c. The Image keeps a copy; later changes to c do not show.
 func NewImage(c Config) *Image {
-	return &Image{entries: c.Clone()}
+	img := &Image{entries: c.Clone()}
+	for _, m := range c {
+		for k := range m {
+			img.keys |= keyBit(k)
+		}
+	}
+	return img
 }
+
+// keyBit numbers the quota keys for Image.Has; 0 for an unknown key.
+func keyBit(key string) uint8 {
+	switch key {
+	case KeyProducerByteRate:
+		return 1 << 0
+	case KeyConsumerByteRate:
+		return 1 << 1
+	case KeyRequestPercentage:
+		return 1 << 2
+	case KeyControllerMutationRate:
+		return 1 << 3
+	case KeyConnectionCreationRate:
+		return 1 << 4
+	}
+	return 0
+}
+
+// Has reports whether any entity sets key. It allocates nothing and takes no lock, so the
+// broker calls it on every request to skip quota work when no quota of that kind exists.
+// A nil Image has no key.
+func (img *Image) Has(key string) bool { return img != nil && img.keys&keyBit(key) != 0 }
+
+// Empty reports whether the Image has no entry at all; a nil Image is empty.
+func (img *Image) Empty() bool { return img == nil || len(img.entries) == 0 }
 
 // Config returns a copy of the entries, which the caller owns.
 func (img *Image) Config() Config { return img.entries.Clone() }

@@ -298,3 +298,39 @@ func TestDescribeFiltersLikeKIP546(t *testing.T) {
 		})
 	}
 }
+
+// Has and Empty let the broker skip quota work; they see only what the Image holds.
+func TestImageHasOnlyTheKeysSomeEntitySets(t *testing.T) {
+	if img := NewImage(make(Config)); !img.Empty() || img.Has(KeyProducerByteRate) {
+		t.Error("an empty image has keys")
+	}
+	var nilImg *Image
+	if !nilImg.Empty() || nilImg.Has(KeyProducerByteRate) {
+		t.Error("a nil image has keys")
+	}
+	c := make(Config)
+	mustAlter(t, c, lvUd, KeyProducerByteRate, 1024)
+	img := NewImage(c)
+	mustAlter(t, c, lvC, KeyRequestPercentage, 10) // after NewImage: not seen
+	if img.Empty() || !img.Has(KeyProducerByteRate) || img.Has(KeyConsumerByteRate) || img.Has(KeyRequestPercentage) || img.Has("nope") {
+		t.Errorf("Has: producer %v consumer %v request %v", img.Has(KeyProducerByteRate), img.Has(KeyConsumerByteRate), img.Has(KeyRequestPercentage))
+	}
+}
+
+// The checks the broker makes on every request allocate nothing, whether or
+// not a quota applies to the client.
+func TestImageLookupsDoNotAllocate(t *testing.T) {
+	c := make(Config)
+	mustAlter(t, c, lvC, KeyProducerByteRate, 1024)
+	img := NewImage(c)
+	empty := NewImage(make(Config))
+	allocs := testing.AllocsPerRun(100, func() {
+		_ = empty.Empty() || empty.Has(KeyProducerByteRate)
+		_ = img.Has(KeyRequestPercentage)
+		_ = img.Resolve("alice", "app", KeyProducerByteRate)
+		_ = img.Resolve("bob", "other", KeyProducerByteRate)
+	})
+	if allocs != 0 {
+		t.Errorf("%v allocations per lookup round, want 0", allocs)
+	}
+}

@@ -27,7 +27,8 @@ var (
 type ConnConfig struct {
 	MaxConnections int            // max.connections, broker-wide
 	PerListener    map[string]int // listener.name.X.max.connections, by listener name
-	// MaxConnectionsPerIP is max.connections.per.ip.
+	// MaxConnectionsPerIP is max.connections.per.ip. A negative value refuses every address
+	// that has no override: Kafka's max.connections.per.ip=0, which zero cannot say here.
 	MaxConnectionsPerIP int
 	// PerIPOverrides is max.connections.per.ip.overrides (see ParseOverrides), by address.
 	// An override of 0 refuses every connection from that address.
@@ -215,7 +216,7 @@ func (l *ConnLimiter) Accept(now time.Time, listener, ip string) Decision {
 		}
 		max = o
 	}
-	if !limitOK(l.mu.ips[ip], max) {
+	if max < 0 || !limitOK(l.mu.ips[ip], max) {
 		return Decision{Verdict: Reject, Reason: ErrMaxConnectionsPerIP}
 	}
 	l.mu.ips[ip]++

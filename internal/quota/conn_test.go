@@ -81,6 +81,18 @@ func TestConnLimiterDecisions(t *testing.T) {
 			},
 		},
 		{
+			// Kafka's max.connections.per.ip=0: only addresses with an override get in.
+			name: "a negative per-ip cap admits only overridden addresses",
+			cfg: func(*testing.T) ConnConfig {
+				return ConnConfig{MaxConnectionsPerIP: -1, PerIPOverrides: map[string]int{"10.0.0.1": 1}}
+			},
+			steps: []connStep{
+				{ip: "10.0.0.2", want: reject(ErrMaxConnectionsPerIP, 0)},
+				{ip: "10.0.0.1", want: accept()},
+				{ip: "10.0.0.1", want: reject(ErrMaxConnectionsPerIP, 0)},
+			},
+		},
+		{
 			name: "listener cap delays until a release",
 			cfg:  func(*testing.T) ConnConfig { return ConnConfig{PerListener: map[string]int{"PLAIN": 1}} },
 			steps: []connStep{

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"net/url"
 	"strings"
 )
 
@@ -95,8 +96,9 @@ type EntityComponent struct {
 }
 
 // NewEntity builds an Entity from wire components. It fails with ErrInvalidEntity on an
-// empty list, an unknown or repeated type, an ip combined with user or client-id, or an ip
-// name that is not an IP address.
+// empty list, an unknown or repeated type, an empty name, an ip combined with user or
+// client-id, or an ip name that is not an IP address. An ip name comes back in its
+// canonical form (netip.Addr.String).
 func NewEntity(comps ...EntityComponent) (Entity, error) {
 	var e Entity
 	if len(comps) == 0 {
@@ -123,7 +125,14 @@ func NewEntity(comps ...EntityComponent) (Entity, error) {
 			*dst = Named(*c.Name)
 		}
 	}
-	return e, validateEntity(e)
+	if err := validateEntity(e); err != nil {
+		return Entity{}, err
+	}
+	if e.IP.Set && !e.IP.Default {
+		// One address, one entity: store and compare the canonical form.
+		e.IP.Name = netip.MustParseAddr(e.IP.Name).String()
+	}
+	return e, nil
 }
 
 // Components returns the entity as wire components, user before client-id. The caller owns
@@ -148,12 +157,16 @@ func (e Entity) Components() []EntityComponent {
 }
 
 // validateEntity applies Kafka's entity rules (ClientQuotaControlManager): at least one
-// component; ip alone; an ip name must be an address. Kafka also accepts a resolvable host
+// component; no empty name; ip alone; an ip name must be an address. Kafka also accepts a resolvable host
 // name; this package does no IO, so it takes only literal addresses.
 func validateEntity(e Entity) error {
 	switch {
 	case !e.User.Set && !e.ClientID.Set && !e.IP.Set:
 		return fmt.Errorf("%w: empty entity", ErrInvalidEntity)
+	case e.User.Set && !e.User.Default && e.User.Name == "",
+		e.ClientID.Set && !e.ClientID.Default && e.ClientID.Name == "",
+		e.IP.Set && !e.IP.Default && e.IP.Name == "":
+		return fmt.Errorf("%w: %s: an empty name is not supported (null names the default)", ErrInvalidEntity, e)
 	case e.IP.Set && (e.User.Set || e.ClientID.Set):
 		return fmt.Errorf("%w: %s: ip must not be combined with user or client-id", ErrInvalidEntity, e)
 	case e.IP.Set && !e.IP.Default:
@@ -162,4 +175,69 @@ func validateEntity(e Entity) error {
 		}
 	}
 	return nil
+}
+
+// Key encodes the entity as the key it is stored under: Kafka's path form
+// without the leading slash, each name path-escaped and <default> for the
+// default entity of its type (users/alice/clients/<default>, clients/app%2F1,
+// ips/10.0.0.1). A name spelled "<default>" is escaped, so it never reads as the
+// default. ParseEntityKey reverses it.
+func (e Entity) Key() string {
+	var parts []string
+	add := func(dir string, c Component) {
+		if !c.Set {
+			return
+		}
+		name := DefaultName
+		if !c.Default {
+			name = url.PathEscape(c.Name)
+		}
+		parts = append(parts, dir, name)
+	}
+	add("users", e.User)
+	add("clients", e.ClientID)
+	add("ips", e.IP)
+	return strings.Join(parts, "/")
+}
+
+// ParseEntityKey decodes a key made by Entity.Key. It fails with
+// ErrInvalidEntity on a key of another shape or an entity NewEntity refuses.
+func ParseEntityKey(key string) (Entity, error) {
+	parts := strings.Split(key, "/")
+	if len(parts)%2 != 0 || len(parts) == 0 {
+		return Entity{}, fmt.Errorf("%w: key %q", ErrInvalidEntity, key)
+	}
+	comps := make([]EntityComponent, 0, len(parts)/2)
+	for i := 0; i < len(parts); i += 2 {
+		var typ string
+		switch parts[i] {
+		case "users":
+			typ = EntityUser
+		case "clients":
+			typ = EntityClientID
+		case "ips":
+			typ = EntityIP
+		default:
+			return Entity{}, fmt.Errorf("%w: key %q", ErrInvalidEntity, key)
+		}
+		c := EntityComponent{Type: typ}
+		if parts[i+1] != DefaultName {
+			name, err := url.PathUnescape(parts[i+1])
+			if err != nil {
+				return Entity{}, fmt.Errorf("%w: key %q: %w", ErrInvalidEntity, key, err)
+			}
+			c.Name = &name
+		}
+		comps = append(comps, c)
+	}
+	e, err := NewEntity(comps...)
+	if err != nil {
+		return Entity{}, err
+	}
+	if e.Key() != key {
+		// Out of order (clients before users) or not canonically escaped:
+		// one entity must have one key.
+		return Entity{}, fmt.Errorf("%w: key %q is not canonical (want %q)", ErrInvalidEntity, key, e.Key())
+	}
+	return e, nil
 }

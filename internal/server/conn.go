@@ -49,6 +49,9 @@ type conn struct {
 	nc  net.Conn // a *tls.Conn on TLS listeners
 	pub *Conn
 	lc  *ListenerConfig
+	// limitIP is the ip Config.Connections counts the connection under;
+	// "" when it is not counted.
+	limitIP string
 	// auth is the authentication state; only the reader touches it.
 	auth auth
 
@@ -61,8 +64,14 @@ type conn struct {
 	inflight atomic.Int64
 	// stopReading is set by Shutdown: the reader stops, the writer drains.
 	readStopped atomic.Bool
-	readerDone  chan struct{}
-	closeOnce   sync.Once
+	// readStop is closed with readStopped set, to wake a muted reader.
+	readStop   chan struct{}
+	readerDone chan struct{}
+	// mutedUntil is the unix time in nanoseconds until which the reader
+	// takes no request (Reply.Throttle); the reader and the writer move it
+	// forward, never back.
+	mutedUntil atomic.Int64
+	closeOnce  sync.Once
 }
 
 func newConn(s *Server, nc net.Conn, lc *ListenerConfig) *conn {
@@ -81,6 +90,7 @@ func newConn(s *Server, nc net.Conn, lc *ListenerConfig) *conn {
 		pub:        pub,
 		lc:         lc,
 		replies:    make(chan pending, s.cfg.QueuedMaxRequests),
+		readStop:   make(chan struct{}),
 		readerDone: make(chan struct{}),
 	}
 	c.auth.lc = lc
@@ -104,8 +114,45 @@ func (c *conn) close() {
 // stopReading asks the reader to stop taking requests; replies already
 // queued are still written.
 func (c *conn) stopReading() {
-	c.readStopped.Store(true)
+	if c.readStopped.CompareAndSwap(false, true) {
+		close(c.readStop)
+	}
 	c.nc.SetReadDeadline(time.Now())
+}
+
+// mute keeps the reader from taking a request for d from now.
+func (c *conn) mute(d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	until := time.Now().Add(d).UnixNano()
+	for {
+		cur := c.mutedUntil.Load()
+		if cur >= until || c.mutedUntil.CompareAndSwap(cur, until) {
+			return
+		}
+	}
+}
+
+// waitMuted blocks while the connection is muted. It reports false if the
+// connection closed or the reader was asked to stop meanwhile.
+func (c *conn) waitMuted() bool {
+	for {
+		d := time.Until(time.Unix(0, c.mutedUntil.Load()))
+		if d <= 0 {
+			return true
+		}
+		t := time.NewTimer(d)
+		select {
+		case <-t.C:
+		case <-c.ctx.Done():
+			t.Stop()
+			return false
+		case <-c.readStop:
+			t.Stop()
+			return false
+		}
+	}
 }
 
 // deadliner moves a socket deadline forward. Setting a deadline costs a
@@ -140,7 +187,7 @@ func (c *conn) readLoop() {
 	br := bufio.NewReaderSize(c.nc, readBufferSize)
 	var deadline deadliner
 	for {
-		if c.readStopped.Load() {
+		if c.readStopped.Load() || !c.waitMuted() {
 			return
 		}
 		deadline.extend(c.nc.SetReadDeadline, c.s.cfg.IdleTimeout)
@@ -165,6 +212,11 @@ func (c *conn) readLoop() {
 			return
 		}
 		c.s.bytesIn.Add(4 + int64(len(frame)))
+		// NB: a mute that the writer set while the reader waited for this
+		// frame holds it back too.
+		if !c.waitMuted() {
+			return
+		}
 		if !c.serve(frame) {
 			return
 		}
@@ -250,6 +302,7 @@ func (c *conn) serve(frame []byte) (ok bool) {
 		if req.APIKey == produceKey {
 			putFrame(frame)
 		}
+		c.mute(reply.Throttle)
 	}
 	return c.queue(pending{req: req, reply: reply, after: after})
 }
@@ -375,6 +428,7 @@ func (c *conn) writeLoop() {
 			if r, ok = c.wait(p.req, r.Wait); !ok || c.ctx.Err() != nil {
 				return
 			}
+			c.mute(r.Throttle)
 		}
 		if d := p.after.delay; d > 0 {
 			t := time.NewTimer(d)

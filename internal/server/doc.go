@@ -56,8 +56,20 @@
 // Responses therefore go out in request order, and a slow Wait holds back
 // the responses after it but not the handling of later requests.
 //
+// A Reply with Throttle set mutes its connection (KIP-219): from when the
+// reader (Handle returned it) or the writer (Wait returned it) gets the
+// Reply, the reader takes no further request, neither reading the next
+// frame nor handling one it has already read, until the throttle has
+// passed. The mute is one atomic deadline per connection that only moves
+// forward; Shutdown and Close end it.
+//
 // # What closes a connection
 //
+//   - the connection limits (Config.Connections) refusing it in the
+//     acceptor, before it is served: over max.connections.per.ip, at once;
+//     over an ip's connection_creation_rate, after the throttle time. A
+//     broker-wide or listener limit instead holds the acceptor until a
+//     connection closes or the rate allows, as Kafka's acceptor blocks;
 //   - a frame size <= 0 or above socket.request.max.bytes (checked before
 //     anything is allocated; a TLS ClientHello on a plaintext port falls
 //     here);

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -34,6 +35,12 @@ type Reply struct {
 	Wait func(ctx context.Context) Reply
 	// None means no response is sent (Produce with acks=0).
 	None bool
+	// Throttle mutes the connection (KIP-219): from when the server gets
+	// this Reply (Handle or Wait returned it), it reads and handles no
+	// further request of the connection until Throttle has passed. It goes
+	// with any of the fields above, a Reply from Wait included; the
+	// handler puts the same time in the response's throttle_time_ms.
+	Throttle time.Duration
 
 	// raw is a bare SASL token written with only a size prefix (the
 	// exchange after SaslHandshake v0).

@@ -21,7 +21,10 @@ type Config struct {
 	// requests of one connection may wait for their response before the
 	// server stops reading from it.
 	QueuedMaxRequests int
-	Logger            *slog.Logger
+	// Connections, if not nil, limits connections in the acceptor
+	// (max.connections, max.connections.per.ip and their kin).
+	Connections ConnLimits
+	Logger      *slog.Logger
 }
 
 // Defaults of Config fields left zero.
@@ -62,12 +65,16 @@ type Server struct {
 	// drained is signalled (non-blocking) whenever a connection is removed,
 	// so that Shutdown can re-check whether all are gone.
 	drained chan struct{}
+	// released is signalled (non-blocking) whenever a connection counted by
+	// Config.Connections is released, to wake an acceptor that holds one.
+	released chan struct{}
 
 	panics atomic.Int64
 	// authFailures counts failed TLS handshakes and SASL exchanges.
 	authFailures atomic.Int64
 	connsOpen    atomic.Int64
 	connsAll     atomic.Int64
+	connsRefused atomic.Int64
 	bytesIn      atomic.Int64
 	bytesOut     atomic.Int64
 	requests     [maxTrackedKey + 1]atomic.Int64
@@ -88,7 +95,7 @@ func New(cfg Config, h Handler) *Server {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{cfg: cfg, h: h, log: cfg.Logger, drained: make(chan struct{}, 1)}
+	s := &Server{cfg: cfg, h: h, log: cfg.Logger, drained: make(chan struct{}, 1), released: make(chan struct{}, 1)}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.mu.listeners = make(map[net.Listener]struct{})
 	s.mu.conns = make(map[*conn]struct{})
@@ -160,7 +167,17 @@ func (s *Server) ServeListener(ln net.Listener, lc ListenerConfig) error {
 			return err
 		}
 		backoff = 0
-		s.startConn(nc, &lc)
+		// NB: admit may block, as Kafka's acceptor blocks while a
+		// broker-wide or listener limit holds: later connections wait in
+		// the listen backlog.
+		ip, ok := s.admit(nc, &lc)
+		if !ok {
+			if s.isStopping() {
+				return nil
+			}
+			continue
+		}
+		s.startConn(nc, &lc, ip)
 	}
 }
 
@@ -171,13 +188,16 @@ func (s *Server) isStopping() bool {
 }
 
 // startConn registers nc and starts its read and write goroutines.
-func (s *Server) startConn(nc net.Conn, lc *ListenerConfig) {
+// limitIP is the ip Config.Connections counted it under, "" if none.
+func (s *Server) startConn(nc net.Conn, lc *ListenerConfig, limitIP string) {
 	c := newConn(s, nc, lc)
+	c.limitIP = limitIP
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.mu.stopping {
 		nc.Close()
 		c.cancel()
+		s.release(c)
 		return
 	}
 	s.mu.conns[c] = struct{}{}
@@ -193,6 +213,7 @@ func (s *Server) removeConn(c *conn) {
 	s.mu.Lock()
 	delete(s.mu.conns, c)
 	s.mu.Unlock()
+	s.release(c)
 	s.connsOpen.Add(-1)
 	select {
 	case s.drained <- struct{}{}:
@@ -286,6 +307,9 @@ type Stats struct {
 	// AuthenticationFailures counts failed TLS handshakes and SASL
 	// authentications.
 	AuthenticationFailures int64
+	// ConnectionsRefused counts connections closed by the connection
+	// limits (Config.Connections).
+	ConnectionsRefused int64
 }
 
 // Stats returns a snapshot of the counters. The caller owns the map.
@@ -299,6 +323,7 @@ func (s *Server) Stats() Stats {
 		Panics:              s.panics.Load(),
 
 		AuthenticationFailures: s.authFailures.Load(),
+		ConnectionsRefused:     s.connsRefused.Load(),
 	}
 	for k := range s.requests {
 		if n := s.requests[k].Load(); n > 0 {

@@ -32,6 +32,8 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 //	panic-wait    panic in Wait
 //	none          no response
 //	body          the response as a pre-encoded Body
+//	throttle-N    an immediate Msg that mutes the connection for N ms
+//	wthrottle-N   a Msg from Wait that mutes the connection for N ms
 //	anything else an immediate Msg echoing the topic names
 type testHandler struct {
 	handled atomic.Int64
@@ -104,6 +106,15 @@ func (h *testHandler) Handle(ctx context.Context, c *Conn, req *Request) Reply {
 		case "body":
 			resp.SetVersion(req.APIVersion)
 			return Reply{Body: bytesBody(resp.AppendTo(nil))}
+		}
+		var ms int
+		if _, err := fmt.Sscanf(name, "throttle-%d", &ms); err == nil {
+			return Reply{Msg: resp, Throttle: time.Duration(ms) * time.Millisecond}
+		}
+		if _, err := fmt.Sscanf(name, "wthrottle-%d", &ms); err == nil {
+			return Reply{Wait: func(context.Context) Reply {
+				return Reply{Msg: resp, Throttle: time.Duration(ms) * time.Millisecond}
+			}}
 		}
 		return Reply{Msg: resp}
 	}
@@ -646,5 +657,66 @@ func TestCloseManyConnections(t *testing.T) {
 	wg.Wait()
 	if got := s.Stats().ConnectionsOpen; got != 0 {
 		t.Fatalf("ConnectionsOpen after Close = %d", got)
+	}
+}
+
+// Reference: KIP-219: a throttled response goes out at once and the
+// connection is muted afterwards: no later request of the connection is
+// handled until the throttle time has passed, whether the throttle came
+// from Handle (a request pipelined behind it waits too) or from Wait (a
+// request sent after the response waits; one the reader took while Wait
+// ran was handled before the throttle was known).
+func TestThrottleMutesTheConnectionAfterTheResponse(t *testing.T) {
+	for _, first := range []string{"throttle-400", "wthrottle-400"} {
+		t.Run(first, func(t *testing.T) {
+			h := newTestHandler()
+			_, addr := start(t, Config{}, h)
+			c := dial(t, addr)
+			const v = 12
+			began := time.Now()
+			pipelined := first == "throttle-400"
+			out := encode(0, metadata(first), v)
+			if pipelined {
+				out = append(out, encode(1, metadata("next"), v)...)
+			}
+			c.write(out)
+			if corr, names := c.readMetadata(v); corr != 0 || names[0] != first {
+				t.Fatalf("first response corr %d %v", corr, names)
+			}
+			if !pipelined {
+				c.write(encode(1, metadata("next"), v))
+			}
+			if d := time.Since(began); d >= 400*time.Millisecond {
+				t.Errorf("throttled response took %v; it must not wait for the throttle", d)
+			}
+			time.Sleep(100 * time.Millisecond)
+			if n := h.handled.Load(); n != 1 {
+				t.Fatalf("%d requests handled while muted, want 1", n)
+			}
+			if corr, _ := c.readMetadata(v); corr != 1 {
+				t.Fatalf("second response corr %d", corr)
+			}
+			if d := time.Since(began); d < 400*time.Millisecond {
+				t.Errorf("second response after %v, before the 400ms throttle ended", d)
+			}
+		})
+	}
+}
+
+// A long mute does not hold up Shutdown.
+func TestShutdownEndsAMute(t *testing.T) {
+	h := newTestHandler()
+	s, addr := start(t, Config{}, h)
+	c := dial(t, addr)
+	c.write(encode(0, metadata("throttle-3600000"), 12))
+	c.readMetadata(12)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	began := time.Now()
+	if err := s.Shutdown(ctx); err != nil {
+		t.Fatalf("Shutdown: %v", err)
+	}
+	if d := time.Since(began); d > 2*time.Second {
+		t.Errorf("Shutdown took %v with a muted connection", d)
 	}
 }
