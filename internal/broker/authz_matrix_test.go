@@ -1116,6 +1116,32 @@ var mxAPIs = []mxAPI{
 		got: func(m kmsg.Response, _ string) mxGot {
 			return mxCode(m.(*kmsg.ListPartitionReassignmentsResponse).ErrorCode)
 		}},
+	{key: 48, checks: []mxCheck{{index: 0}}, noTopic: true,
+		ref: "KafkaApis.handleDescribeClientQuotasRequest",
+		build: func(e *mxEnv, t *testing.T, _ string) kmsg.Request {
+			return kmsg.NewPtrDescribeClientQuotasRequest()
+		},
+		got: func(m kmsg.Response, _ string) mxGot {
+			return mxCode(m.(*kmsg.DescribeClientQuotasResponse).ErrorCode)
+		}},
+	{key: 49, checks: []mxCheck{{index: 0}}, noTopic: true,
+		ref: "KafkaApis.handleAlterClientQuotasRequest",
+		build: func(e *mxEnv, t *testing.T, _ string) kmsg.Request {
+			req := kmsg.NewPtrAlterClientQuotasRequest()
+			req.ValidateOnly = true
+			en := kmsg.NewAlterClientQuotasRequestEntry()
+			ec := kmsg.NewAlterClientQuotasRequestEntryEntity()
+			ec.Type, ec.Name = "user", kmsg.StringPtr("mx-user")
+			en.Entity = append(en.Entity, ec)
+			op := kmsg.NewAlterClientQuotasRequestEntryOp()
+			op.Key, op.Value = "producer_byte_rate", 1024
+			en.Ops = append(en.Ops, op)
+			req.Entries = append(req.Entries, en)
+			return req
+		},
+		got: func(m kmsg.Response, _ string) mxGot {
+			return mxCode(m.(*kmsg.AlterClientQuotasResponse).Entries[0].ErrorCode)
+		}},
 	{key: 47, checks: []mxCheck{{index: 0}, {index: 1}},
 		ref: "KafkaApis.handleOffsetDeleteRequest",
 		build: func(e *mxEnv, t *testing.T, topic string) kmsg.Request {
