@@ -127,6 +127,11 @@ done
 export SAMSA_IMAGE=samsa-docker-test:$PROJECT
 IMAGE=$SAMSA_IMAGE
 
+# The script's own stdout and stderr, for cleanup: a signal that arrives
+# while a client command's output is redirected into a file runs the trap
+# with that redirection still in place.
+exec 8>&1 9>&2
+
 T0=$SECONDS
 MODE=-
 log() { printf '%s docker-test [%4ds] %s: %s\n' "$(date +%T)" "$((SECONDS - T0))" "$MODE" "$*" >&2; }
@@ -179,6 +184,7 @@ cleanup() {
 	local status=$?
 	trap - EXIT INT TERM
 	set +e
+	exec 1>&8 2>&9
 	if ((STARTED)); then
 		teardown "$status"
 	fi
