@@ -1,7 +1,7 @@
 # Every target is plain go commands on one line; run them directly if you prefer.
 # test/e2e and test/chaos run with -count=1: they build and run the samsa
 # binary, which go test's result cache does not see change.
-.PHONY: run test race verify fuzz bench e2e chaos cluster docker-image docker-test
+.PHONY: run test race verify fuzz bench e2e chaos cluster docker-image docker-test docker-test-secure docker-test-all
 
 run:
 	go run ./cmd/samsa serve
@@ -37,6 +37,15 @@ cluster:
 docker-image:
 	CGO_ENABLED=0 go build -trimpath -o build/samsa ./cmd/samsa && mkdir -p build/image/data build/image/tmp && docker build -t samsa:local .
 
-# Needs a docker engine; not part of make test (CI runs it after, in .ci/run).
+# Need a docker engine; not part of make test (CI runs docker-test-all
+# after it, in .ci/run). docker-test: the plain cluster of
+# docker-compose.yml; docker-test-secure: with docker-compose.secure.yml
+# (SASL_SSL); docker-test-all: both in one run.
 docker-test:
 	scripts/docker-test.sh
+
+docker-test-secure:
+	MODES=secure scripts/docker-test.sh
+
+docker-test-all:
+	MODES="plain secure" scripts/docker-test.sh

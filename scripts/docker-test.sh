@@ -3,7 +3,10 @@
 # docker-compose.yml, and check that no acknowledged record is lost or
 # duplicated while brokers are stopped, paused and cut off the network.
 #
-# Usage: scripts/docker-test.sh          (exits 0 only if every check passed)
+# Usage: scripts/docker-test.sh                     (the plain cluster)
+#        MODES=secure scripts/docker-test.sh        (the SASL_SSL cluster)
+#        MODES="plain secure" scripts/docker-test.sh (both, one after the other)
+# It exits 0 only if every check passed.
 #
 # Steps; each check consumes the whole topic from the beginning and compares
 # it with every record acknowledged so far (same set, each exactly once):
@@ -20,30 +23,57 @@
 # idempotent producer, then runs its check before the fault is undone.
 #
 # After each fault the broker is brought back and the script waits until it
-# is ready and every partition has three in-sync replicas again. Client
-# commands run in throwaway containers of the same image on the cluster's
-# network, since the brokers advertise their service names. Readiness is
-# read from each broker's /readyz on its container address, which the host
-# reaches on Linux; no host port is published, so the test runs beside a
-# cluster started from docker-compose.yml or anything else on 9092-9094.
+# is ready and every partition has three in-sync replicas again. Readiness
+# is read from each broker's /readyz on its container address, which the
+# host reaches on Linux.
 #
-# Every run has its own compose project, network and image tag. Everything
-# the run created (the project's containers, network and volumes, the
-# client containers, the image tag) is removed on exit, whether the test
-# passed, failed or was interrupted. On failure the brokers' last log lines
-# are printed first. Every wait is bounded and says what it waited for.
-# The last line on stdout is "docker-test: P passed, F failed" (checks).
+# Modes (MODES, in the order given; a failure ends the run):
+#
+#   plain   docker-compose.yml alone: PLAINTEXT listeners advertised by
+#           service name. Client commands run in throwaway containers of
+#           the same image on the cluster's network. No host port is
+#           published, so the test runs beside a cluster started from
+#           docker-compose.yml or anything else on 9092-9094.
+#   secure  docker-compose.yml with docker-compose.secure.yml: every
+#           listener SASL_SSL with SCRAM-SHA-512 and the authorizer on,
+#           certificates from `samsa dev certs` in a directory of the run
+#           mounted read-only. Producers and consumers run on the host's
+#           network and bootstrap from the EXTERNAL listeners, published on
+#           127.0.0.1 at free ports and advertised as localhost; topic
+#           commands run on the cluster's network against the INTERNAL
+#           listeners (client certificate required), which the brokers also
+#           replicate over. After step 1 it checks that the brokers refuse
+#           plain text on both listeners, TLS without SASL, INTERNAL
+#           without a client certificate, a wrong password, and a user
+#           without ACLs. STEPS="1 2" runs a subset of steps 2-4.
+#
+# Every mode has its own compose project and network; the run has its own
+# image tag. Everything the run created (the projects' containers,
+# networks and volumes, the client containers, the image tag, the
+# certificates) is removed on exit, whether the test passed, failed or was
+# interrupted; a mode's project is removed before the next mode starts. On
+# failure the brokers' last log lines are printed first. Every wait is
+# bounded and says what it waited for. The last line on stdout is
+# "docker-test: P passed, F failed" (checks of all modes).
 #
 # Environment (all optional):
+#   MODES    plain, secure or both, space separated ("plain")
 #   N        records per step (2000)
-#   PROJECT  compose project name (samsadt<pid>); the network is
-#            <PROJECT>_net and the image samsa-docker-test:<PROJECT>
+#   STEPS    which of steps 2, 3 and 4 to run ("2 3 4"); 1 and final
+#            always run
+#   PROJECT  run name (samsadt<pid>); the compose project of mode M is
+#            <PROJECT><M>, its network <PROJECT><M>_net, the image
+#            samsa-docker-test:<PROJECT>
+#   SECURE_PORTS  three host ports for the secure mode's EXTERNAL
+#            listeners (free ones found from 20000 up)
 #
 # Needs a docker engine, docker compose or docker-compose, curl and go.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+MODES=${MODES:-plain}
 N=${N:-2000}
+STEPS=${STEPS:-2 3 4}
 PROJECT=${PROJECT:-samsadt$$}
 TOPIC=dtest
 BOOTSTRAP=samsa1:9092,samsa2:9093,samsa3:9094
@@ -58,17 +88,29 @@ CONSUME_IDLE=120    # a check's consumer gives up after no record for this long
 CONSUME_TIMEOUT=300 # one check's consumer in all
 CLIENT_TIMEOUT=120  # any other client command (create, describe)
 
-# docker-compose.yml reads these; only the base file is used, so no host
-# port is published (docker-compose.override.yml is not read).
-export SAMSA_IMAGE=samsa-docker-test:$PROJECT
-export SAMSA_NETWORK=${PROJECT}_net
-IMAGE=$SAMSA_IMAGE
-NET=$SAMSA_NETWORK
+for m in $MODES; do
+	case $m in
+	plain | secure) ;;
+	*)
+		echo "docker-test: unknown mode '$m' in MODES (plain, secure)" >&2
+		exit 2
+		;;
+	esac
+done
+for s in $STEPS; do
+	case $s in
+	2 | 3 | 4) ;;
+	*)
+		echo "docker-test: unknown step '$s' in STEPS (2, 3, 4)" >&2
+		exit 2
+		;;
+	esac
+done
 
 if docker compose version >/dev/null 2>&1; then
-	COMPOSE=(docker compose -p "$PROJECT" -f docker-compose.yml)
+	COMPOSE_CMD=(docker compose)
 elif command -v docker-compose >/dev/null; then
-	COMPOSE=(docker-compose -p "$PROJECT" -f docker-compose.yml)
+	COMPOSE_CMD=(docker-compose)
 else
 	echo "docker-test: needs docker compose or docker-compose" >&2
 	exit 1
@@ -80,57 +122,79 @@ for tool in docker curl go timeout; do
 	}
 done
 
+# The compose files read SAMSA_IMAGE and SAMSA_NETWORK (and, in secure
+# mode, the variables set in start_mode).
+export SAMSA_IMAGE=samsa-docker-test:$PROJECT
+IMAGE=$SAMSA_IMAGE
+
+# The script's own stdout and stderr, for cleanup: a signal that arrives
+# while a client command's output is redirected into a file runs the trap
+# with that redirection still in place.
+exec 8>&1 9>&2
+
 T0=$SECONDS
-log() { printf '%s docker-test [%4ds]: %s\n' "$(date +%T)" "$((SECONDS - T0))" "$*" >&2; }
+MODE=-
+log() { printf '%s docker-test [%4ds] %s: %s\n' "$(date +%T)" "$((SECONDS - T0))" "$MODE" "$*" >&2; }
 fail() {
 	log "FAIL: $*"
 	exit 1
 }
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/samsa-docker-test.XXXXXX")
-STARTED=0 # compose project may exist
+STARTED=0 # the current mode's compose project may exist
 BUILT=0   # image tag may exist
-PASSED=0  # checks passed
+PASSED=0  # checks passed, all modes
+
+# teardown STATUS removes the current mode's project (containers, network,
+# volumes) and the client containers, printing the brokers' logs first
+# when STATUS is not 0.
+teardown() {
+	local status=$1 c v
+	if ((status != 0)); then
+		log "containers of project $CPROJECT:"
+		docker ps -a --filter "label=com.docker.compose.project=$CPROJECT" \
+			--format '{{.Names}}  {{.Status}}' >&2
+		log "broker logs (last 60 lines each):"
+		for c in $(docker ps -aq --filter "label=com.docker.compose.project=$CPROJECT"); do
+			log "--- $(docker inspect -f '{{.Name}}' "$c")"
+			docker logs --tail 60 "$c" 2>&1 | sed 's/^/    /' >&2
+		done
+	fi
+	for c in $(docker ps -q --filter "label=com.docker.compose.project=$CPROJECT" --filter status=paused); do
+		docker unpause "$c" >/dev/null 2>&1
+	done
+	timeout "$UP_TIMEOUT" "${COMPOSE[@]}" down -v --remove-orphans --timeout 5 >"$WORK/down.log" 2>&1 ||
+		{ log "compose down failed:"; cat "$WORK/down.log" >&2; }
+	# Whatever compose down left, and the client containers.
+	for c in $(docker ps -aq --filter "label=com.docker.compose.project=$CPROJECT") \
+		$(docker ps -aq --filter "label=$LABEL"); do
+		docker rm -f -v "$c" >/dev/null 2>&1
+	done
+	if docker network inspect "$NET" >/dev/null 2>&1; then
+		docker network rm "$NET" >/dev/null 2>&1
+	fi
+	for v in $(docker volume ls -q --filter "label=com.docker.compose.project=$CPROJECT"); do
+		docker volume rm "$v" >/dev/null 2>&1
+	done
+	STARTED=0
+}
 
 # cleanup removes everything this run created; it runs on every exit.
 cleanup() {
-	local status=$? c v
+	local status=$?
 	trap - EXIT INT TERM
 	set +e
+	exec 1>&8 2>&9
 	if ((STARTED)); then
-		if ((status != 0)); then
-			log "containers of project $PROJECT:"
-			docker ps -a --filter "label=com.docker.compose.project=$PROJECT" \
-				--format '{{.Names}}  {{.Status}}' >&2
-			log "broker logs (last 60 lines each):"
-			for c in $(docker ps -aq --filter "label=com.docker.compose.project=$PROJECT"); do
-				log "--- $(docker inspect -f '{{.Name}}' "$c")"
-				docker logs --tail 60 "$c" 2>&1 | sed 's/^/    /' >&2
-			done
-		fi
-		for c in $(docker ps -q --filter "label=com.docker.compose.project=$PROJECT" --filter status=paused); do
-			docker unpause "$c" >/dev/null 2>&1
-		done
-		timeout "$UP_TIMEOUT" "${COMPOSE[@]}" down -v --remove-orphans --timeout 5 >"$WORK/down.log" 2>&1 ||
-			{ log "compose down failed:"; cat "$WORK/down.log" >&2; }
-		# Whatever compose down left, and the client containers.
-		for c in $(docker ps -aq --filter "label=com.docker.compose.project=$PROJECT") \
-			$(docker ps -aq --filter "label=$LABEL"); do
-			docker rm -f -v "$c" >/dev/null 2>&1
-		done
-		if docker network inspect "$NET" >/dev/null 2>&1; then
-			docker network rm "$NET" >/dev/null 2>&1
-		fi
-		for v in $(docker volume ls -q --filter "label=com.docker.compose.project=$PROJECT"); do
-			docker volume rm "$v" >/dev/null 2>&1
-		done
+		teardown "$status"
 	fi
+	MODE=-
 	if ((BUILT)); then
 		docker rmi "$IMAGE" >/dev/null 2>&1
 	fi
 	rm -rf "$WORK"
 	if ((status == 0)); then
-		log "PASS in $((SECONDS - T0))s"
+		log "PASS in $((SECONDS - T0))s (modes: $MODES)"
 		echo "docker-test: $PASSED passed, 0 failed"
 	else
 		log "FAILED after $((SECONDS - T0))s (exit $status)"
@@ -142,35 +206,92 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-if docker network inspect "$NET" >/dev/null 2>&1 ||
-	[[ -n $(docker ps -aq --filter "label=com.docker.compose.project=$PROJECT") ]]; then
-	fail "compose project $PROJECT or network $NET exists already; another run with PROJECT=$PROJECT?"
-fi
+# port_free P: nothing listens on 127.0.0.1:P.
+port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
-log "building build/samsa and image $IMAGE"
-CGO_ENABLED=0 timeout "$BUILD_TIMEOUT" go build -trimpath -o build/samsa ./cmd/samsa ||
-	fail "go build failed"
-mkdir -p build/image/data build/image/tmp
-BUILT=1
-timeout "$BUILD_TIMEOUT" docker build -q -t "$IMAGE" . >/dev/null 2>"$WORK/build.log" ||
-	{ cat "$WORK/build.log" >&2; fail "docker build failed"; }
+# free_ports prints three ports nothing listens on, from 20000 up (below
+# the usual ephemeral range), or SECURE_PORTS.
+free_ports() {
+	local p found=()
+	if [[ -n ${SECURE_PORTS:-} ]]; then
+		echo "$SECURE_PORTS"
+		return
+	fi
+	for ((p = 20000 + RANDOM % 1000; p < 32000 && ${#found[@]} < 3; p++)); do
+		if port_free "$p"; then
+			found+=("$p")
+		fi
+	done
+	((${#found[@]} == 3)) || fail "no three free ports between 20000 and 32000"
+	echo "${found[@]}"
+}
 
-log "starting the cluster (project $PROJECT, network $NET)"
-STARTED=1
-timeout "$UP_TIMEOUT" "${COMPOSE[@]}" up -d || fail "docker compose up failed"
+# start_mode M sets the compose command, network and client options of
+# mode M and starts its cluster.
+start_mode() {
+	MODE=$1
+	CPROJECT=$PROJECT$MODE
+	NET=${CPROJECT}_net
+	export SAMSA_NETWORK=$NET
+	COMPOSE=("${COMPOSE_CMD[@]}" -p "$CPROJECT" -f docker-compose.yml)
+	if docker network inspect "$NET" >/dev/null 2>&1 ||
+		[[ -n $(docker ps -aq --filter "label=com.docker.compose.project=$CPROJECT") ]]; then
+		fail "compose project $CPROJECT or network $NET exists already; another run with PROJECT=$PROJECT?"
+	fi
+	case $MODE in
+	plain)
+		# Only the base file: no host port is published
+		# (docker-compose.override.yml is not read).
+		DATA_CLIENT=(--network "$NET" -e SAMSA_BOOTSTRAP_SERVER="$BOOTSTRAP")
+		ADMIN_CLIENT=("${DATA_CLIENT[@]}")
+		;;
+	secure)
+		local certs=$WORK/certs ports
+		ports=($(free_ports))
+		COMPOSE+=(-f docker-compose.secure.yml)
+		export SAMSA_CERTS_DIR=$certs SAMSA_CERTS_GID
+		SAMSA_CERTS_GID=$(id -g)
+		export SAMSA1_EXTERNAL_PORT=${ports[0]} SAMSA2_EXTERNAL_PORT=${ports[1]} SAMSA3_EXTERNAL_PORT=${ports[2]}
+		export SAMSA_ADMIN_PASSWORD=dt-$RANDOM$RANDOM
+		# As docker-compose.secure.yml's header says: the brokers
+		# (uid 65532) read the two keys through the group of their
+		# owner, which they join.
+		build/samsa dev certs "$certs" --host samsa1 --host samsa2 --host samsa3 >/dev/null ||
+			fail "samsa dev certs failed"
+		chmod g+r "$certs/server.pem" "$certs/client.key"
+		SECURE_ENV=(-v "$certs:/certs:ro" -e SAMSA_TLS_CA=/certs/ca.pem
+			-e SAMSA_SASL_MECHANISM=SCRAM-SHA-512 -e SAMSA_USER=admin)
+		EXTERNAL=localhost:${ports[0]},localhost:${ports[1]},localhost:${ports[2]}
+		DATA_CLIENT=(--network host -e SAMSA_BOOTSTRAP_SERVER="$EXTERNAL"
+			"${SECURE_ENV[@]}" -e SAMSA_PASSWORD="$SAMSA_ADMIN_PASSWORD")
+		INTERNAL_CLIENT=(--network "$NET" --group-add "$SAMSA_CERTS_GID" -e SAMSA_BOOTSTRAP_SERVER="$BOOTSTRAP"
+			-e SAMSA_TLS_CERT=/certs/client.pem -e SAMSA_TLS_KEY=/certs/client.key "${SECURE_ENV[@]}")
+		ADMIN_CLIENT=("${INTERNAL_CLIENT[@]}" -e SAMSA_PASSWORD="$SAMSA_ADMIN_PASSWORD")
+		log "EXTERNAL listeners on $EXTERNAL"
+		;;
+	esac
+	log "starting the cluster (project $CPROJECT, network $NET)"
+	STARTED=1
+	timeout "$UP_TIMEOUT" "${COMPOSE[@]}" up -d || fail "docker compose up failed"
+}
 
-# run_client SECS ARGS... runs a samsa client command in a container on the
-# cluster network, stdin from the caller, for at most SECS seconds. The
-# bootstrap list names all three brokers, the faulty one included.
+# run_client SECS ARGS... runs a samsa producer or consumer in a container
+# (the mode's DATA_CLIENT options), stdin from the caller, for at most SECS
+# seconds. The bootstrap list names all three brokers, the faulty one
+# included.
 run_client() {
 	local secs=$1
 	shift
-	timeout "$secs" docker run --rm -i --label "$LABEL" --network "$NET" \
-		-e SAMSA_BOOTSTRAP_SERVER="$BOOTSTRAP" --entrypoint /samsa "$IMAGE" "$@"
+	timeout "$secs" docker run --rm -i --label "$LABEL" "${DATA_CLIENT[@]}" \
+		--entrypoint /samsa "$IMAGE" "$@"
 }
 
-# cli runs a short client command (topic create, describe).
-cli() { run_client "$CLIENT_TIMEOUT" "$@"; }
+# cli runs a short client command (topic create, describe) with the mode's
+# ADMIN_CLIENT options.
+cli() {
+	timeout "$CLIENT_TIMEOUT" docker run --rm -i --label "$LABEL" "${ADMIN_CLIENT[@]}" \
+		--entrypoint /samsa "$IMAGE" "$@"
+}
 
 container() {
 	local id
@@ -250,42 +371,125 @@ check() {
 	log "$step: ok, $want acknowledged records read back exactly once ($((SECONDS - start))s)"
 }
 
-for i in 1 2 3; do
-	wait_ready "$i"
+# refused WHAT PATTERN OPTIONS... runs a client command (OPTIONS are docker
+# run options, then -- and the samsa arguments) that the cluster must
+# refuse: exit 1 (not a timeout), nothing on stdout, and PATTERN
+# (extended, case-insensitive) in the error.
+refused() {
+	local what=$1 pattern=$2 rc=0 opts=()
+	shift 2
+	while (($#)) && [[ $1 != -- ]]; do
+		opts+=("$1")
+		shift
+	done
+	shift
+	timeout "$CLIENT_TIMEOUT" docker run --rm --label "$LABEL" "${opts[@]}" \
+		--entrypoint /samsa "$IMAGE" "$@" </dev/null >"$WORK/refused.out" 2>"$WORK/refused.err" || rc=$?
+	if ((rc != 1)) || [[ -s $WORK/refused.out ]] || ! grep -qiE "$pattern" "$WORK/refused.err"; then
+		log "$what: exit $rc (want 1), stdout:"
+		cat "$WORK/refused.out" >&2
+		log "$what: stderr:"
+		cat "$WORK/refused.err" >&2
+		fail "$what: not refused as expected (want exit 1 and /$pattern/ in the error)"
+	fi
+	PASSED=$((PASSED + 1))
+	log "$what: refused: $(head -1 "$WORK/refused.err" | cut -c1-160)"
+}
+
+# refusals checks what the secure cluster must not serve, on a broker of
+# each listener: plain text, TLS without SASL, no client certificate on
+# INTERNAL, a wrong password, and a user without ACLs (the authorizer).
+refusals() {
+	local wrong=(-e SAMSA_PASSWORD=wrong-"$SAMSA_ADMIN_PASSWORD")
+	refused "plain text to EXTERNAL" 'TLS|connection' \
+		--network host -e SAMSA_BOOTSTRAP_SERVER="${EXTERNAL%%,*}" -- topic list
+	refused "plain text to INTERNAL" 'TLS|connection' \
+		--network "$NET" -e SAMSA_BOOTSTRAP_SERVER=samsa2:9093 -- topic list
+	refused "TLS without SASL to EXTERNAL" 'SASL|connection' \
+		--network host -v "$WORK/certs:/certs:ro" -e SAMSA_TLS_CA=/certs/ca.pem \
+		-e SAMSA_BOOTSTRAP_SERVER="${EXTERNAL%%,*}" -- topic list
+	refused "INTERNAL without a client certificate" 'certificate' \
+		--network "$NET" -e SAMSA_BOOTSTRAP_SERVER=samsa3:9094 "${SECURE_ENV[@]}" \
+		-e SAMSA_PASSWORD="$SAMSA_ADMIN_PASSWORD" -- topic list
+	refused "wrong password to EXTERNAL" 'SASL_AUTHENTICATION_FAILED' \
+		--network host -e SAMSA_BOOTSTRAP_SERVER="$EXTERNAL" "${SECURE_ENV[@]}" "${wrong[@]}" -- topic list
+	refused "wrong password to INTERNAL" 'SASL_AUTHENTICATION_FAILED' \
+		"${INTERNAL_CLIENT[@]}" "${wrong[@]}" -- topic list
+	cli user create dtest-noacl --mechanism SCRAM-SHA-512 --new-password dtest-noacl-secret </dev/null >/dev/null ||
+		fail "creating user dtest-noacl failed"
+	refused "user without ACLs reads $TOPIC" 'TOPIC_AUTHORIZATION_FAILED' \
+		--network host -v "$WORK/certs:/certs:ro" -e SAMSA_TLS_CA=/certs/ca.pem \
+		-e SAMSA_SASL_MECHANISM=SCRAM-SHA-512 -e SAMSA_USER=dtest-noacl -e SAMSA_PASSWORD=dtest-noacl-secret \
+		-e SAMSA_BOOTSTRAP_SERVER="$EXTERNAL" -- consume "$TOPIC" --from beginning --count 1 --timeout 20s
+}
+
+has_step() { [[ " $STEPS " == *" $1 "* ]]; }
+
+# run_mode M runs steps 1-4 and the final check on mode M's cluster.
+run_mode() {
+	local c1 c2
+	start_mode "$1"
+	for i in 1 2 3; do
+		wait_ready "$i"
+	done
+	log "cluster ready"
+	: >"$WORK/expected"
+
+	log "step 1: create $TOPIC and produce $N records"
+	cli topic create "$TOPIC" --partitions 3 --replication-factor 3 --config min.insync.replicas=2 </dev/null ||
+		fail "step1: creating $TOPIC failed"
+	wait_isr_full
+	produce step1
+	check step1
+	if [[ $MODE == secure ]]; then
+		refusals
+	fi
+
+	if has_step 2; then
+		log "step 2: stop samsa3, produce $N records and consume while it is down"
+		timeout "$UP_TIMEOUT" "${COMPOSE[@]}" stop samsa3 || fail "step2: docker compose stop samsa3 failed"
+		produce step2
+		check step2
+		timeout "$UP_TIMEOUT" "${COMPOSE[@]}" start samsa3 || fail "step2: docker compose start samsa3 failed"
+		wait_ready 3
+		wait_isr_full
+	fi
+
+	if has_step 3; then
+		log "step 3: pause samsa2, produce $N records and consume while it is frozen"
+		c2=$(container samsa2)
+		docker pause "$c2" >/dev/null || fail "step3: docker pause samsa2 failed"
+		produce step3
+		check step3
+		docker unpause "$c2" >/dev/null || fail "step3: docker unpause samsa2 failed"
+		wait_ready 2
+		wait_isr_full
+	fi
+
+	if has_step 4; then
+		log "step 4: disconnect samsa1 from $NET, produce $N records and consume while it is cut off"
+		c1=$(container samsa1)
+		docker network disconnect "$NET" "$c1" || fail "step4: docker network disconnect failed"
+		produce step4
+		check step4
+		docker network connect --alias samsa1 "$NET" "$c1" || fail "step4: docker network connect failed"
+		wait_ready 1
+		wait_isr_full
+	fi
+	check final
+	log "done in $((SECONDS - MODE_T0))s"
+}
+
+log "building build/samsa and image $IMAGE"
+CGO_ENABLED=0 timeout "$BUILD_TIMEOUT" go build -trimpath -o build/samsa ./cmd/samsa ||
+	fail "go build failed"
+mkdir -p build/image/data build/image/tmp
+BUILT=1
+timeout "$BUILD_TIMEOUT" docker build -q -t "$IMAGE" . >/dev/null 2>"$WORK/build.log" ||
+	{ cat "$WORK/build.log" >&2; fail "docker build failed"; }
+
+for m in $MODES; do
+	MODE_T0=$SECONDS
+	run_mode "$m"
+	teardown 0
 done
-log "cluster ready"
-: >"$WORK/expected"
-
-log "step 1: create $TOPIC and produce $N records"
-cli topic create "$TOPIC" --partitions 3 --replication-factor 3 --config min.insync.replicas=2 </dev/null ||
-	fail "step1: creating $TOPIC failed"
-wait_isr_full
-produce step1
-check step1
-
-log "step 2: stop samsa3, produce $N records and consume while it is down"
-timeout "$UP_TIMEOUT" "${COMPOSE[@]}" stop samsa3 || fail "step2: docker compose stop samsa3 failed"
-produce step2
-check step2
-timeout "$UP_TIMEOUT" "${COMPOSE[@]}" start samsa3 || fail "step2: docker compose start samsa3 failed"
-wait_ready 3
-wait_isr_full
-
-log "step 3: pause samsa2, produce $N records and consume while it is frozen"
-c2=$(container samsa2)
-docker pause "$c2" >/dev/null || fail "step3: docker pause samsa2 failed"
-produce step3
-check step3
-docker unpause "$c2" >/dev/null || fail "step3: docker unpause samsa2 failed"
-wait_ready 2
-wait_isr_full
-
-log "step 4: disconnect samsa1 from $NET, produce $N records and consume while it is cut off"
-c1=$(container samsa1)
-docker network disconnect "$NET" "$c1" || fail "step4: docker network disconnect failed"
-produce step4
-check step4
-docker network connect --alias samsa1 "$NET" "$c1" || fail "step4: docker network connect failed"
-wait_ready 1
-wait_isr_full
-check final
