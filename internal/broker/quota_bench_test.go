@@ -3,6 +3,7 @@ package broker_test
 import (
 	"bytes"
 	"context"
+	"net"
 	"os"
 	"slices"
 	"strconv"
@@ -119,4 +120,78 @@ func BenchmarkQuotaHoldsProducer(b *testing.B) {
 		b.ReportMetric(p99(loaded), "light-p99-loaded-ms")
 		b.ReportMetric(float64(failed.Load()), "heavy-failed")
 	}
+}
+
+// BenchmarkConnectionFloodSparesOthers (TESTPLAN B-20): with
+// max.connections.per.ip=20, 16 goroutines from 127.0.0.2 open
+// connections as fast as they can, and hold each for a while sending one
+// byte of a frame header (slowloris), for 20 s, while a client from
+// 127.0.0.1 produces 1 KiB with acks=all every 20 ms. Reported: the flood's
+// accepted and refused connections, and the other client's produce p99
+// before and during the flood.
+func BenchmarkConnectionFloodSparesOthers(b *testing.B) {
+	br := testutil.StartBroker(b, "num.partitions=1", "max.connections.per.ip=8")
+	testutil.CreateTopic(b, br.Admin(), "calm", 1)
+	ctx := context.Background()
+	calm := br.Client(kgo.ClientID("calm"), kgo.DefaultProduceTopic("calm"), kgo.ProducerLinger(0))
+	latencies := func(d time.Duration) []time.Duration {
+		var out []time.Duration
+		for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+			start := time.Now()
+			if err := calm.ProduceSync(ctx, &kgo.Record{Value: bytes.Repeat([]byte("c"), 1<<10)}).FirstErr(); err != nil {
+				b.Fatal(err)
+			}
+			out = append(out, time.Since(start))
+		}
+		slices.Sort(out)
+		return out
+	}
+	p99 := func(l []time.Duration) float64 { return float64(l[len(l)*99/100].Microseconds()) / 1000 }
+	addr := br.Addr()
+	b.ResetTimer()
+	for range b.N {
+		base := latencies(5 * time.Second)
+		var opened, refused atomic.Int64
+		stop := make(chan struct{})
+		var wg sync.WaitGroup
+		for range 16 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 2)}, Timeout: time.Second}
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					c, err := d.Dial("tcp", addr)
+					if err != nil {
+						refused.Add(1)
+						continue
+					}
+					opened.Add(1)
+					c.Write([]byte{0})
+					c.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
+					var one [1]byte
+					if _, err := c.Read(one[:]); err != nil && !isTimeoutErr(err) {
+						refused.Add(1) // closed by the broker: over the per-ip limit
+					}
+					c.Close()
+				}
+			}()
+		}
+		loaded := latencies(20 * time.Second)
+		close(stop)
+		wg.Wait()
+		b.ReportMetric(float64(opened.Load()), "flood-dials")
+		b.ReportMetric(float64(refused.Load()), "flood-refused")
+		b.ReportMetric(p99(base), "calm-p99-base-ms")
+		b.ReportMetric(p99(loaded), "calm-p99-flood-ms")
+	}
+}
+
+func isTimeoutErr(err error) bool {
+	ne, ok := err.(net.Error)
+	return ok && ne.Timeout()
 }
