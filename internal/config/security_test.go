@@ -179,9 +179,11 @@ func TestOAuthBearerJWKSURLMustBeAllowed(t *testing.T) {
 			"sasl.oauthbearer.allowed.urls": "https://other.example/keys, " + jwks}, ""},
 		{"listed with another path", map[string]string{"sasl.oauthbearer.jwks.endpoint.url": jwks + "/v2",
 			"sasl.oauthbearer.allowed.urls": jwks}, "is not in sasl.oauthbearer.allowed.urls"},
-		{"listener-scoped URL not listed", map[string]string{"sasl.oauthbearer.jwks.endpoint.url": "/etc/jwks.json",
+		{"listener-scoped URL not listed", map[string]string{
+			"sasl.oauthbearer.jwks.endpoint.url":                                          "/etc/jwks.json",
 			"listener.name.sasl_plaintext.oauthbearer.sasl.oauthbearer.jwks.endpoint.url": jwks,
-			"sasl.oauthbearer.allowed.urls": "https://other.example/keys"}, "listener SASL_PLAINTEXT: sasl.oauthbearer.jwks.endpoint.url " + jwks},
+			"sasl.oauthbearer.allowed.urls":                                               "https://other.example/keys",
+		}, "listener SASL_PLAINTEXT: sasl.oauthbearer.jwks.endpoint.url " + jwks},
 		{"http not listed", map[string]string{"sasl.oauthbearer.jwks.endpoint.url": "http://idp.example/keys",
 			"sasl.oauthbearer.allowed.urls": jwks}, "is not in sasl.oauthbearer.allowed.urls"},
 		{"http listed", map[string]string{"sasl.oauthbearer.jwks.endpoint.url": "http://idp.example/keys",
