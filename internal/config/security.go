@@ -117,7 +117,7 @@ var securityDefs = []Def{
 		Validate: oneOf(saslMechanisms[:3]...),
 		Doc:      "SASL mechanism brokers use to reach each other over a SASL inter-broker listener; the credentials are the username and password of that listener's sasl.jaas.config for the mechanism."},
 	{Name: "sasl.jaas.config", Type: TypePassword, Null: true, ReadOnly: true, Sensitive: true,
-		Doc: "JAAS configuration; samsa reads PlainLoginModule (user_NAME=\"password\" entries, and username/password for inter-broker use) and ScramLoginModule (username/password). Usually set per listener and mechanism: listener.name.<l>.<mechanism>.sasl.jaas.config."},
+		Doc: "JAAS configuration; samsa reads PlainLoginModule (user_NAME=\"password\" entries, and username/password for inter-broker use), ScramLoginModule (username/password) and, for a JWKS fetched over https, OAuthBearerLoginModule (ssl.truststore.location, ssl.truststore.certificates, ssl.truststore.type). Usually set per listener and mechanism: listener.name.<l>.<mechanism>.sasl.jaas.config."},
 	{Name: "sasl.oauthbearer.jwks.endpoint.url", Type: TypeString, Null: true, ReadOnly: true,
 		Doc: "JWKS holding the keys that verify OAUTHBEARER tokens: a path or file:// URL, reread when it changes (checked at most once a second), or an https:// (or http://) URL, which must be listed in sasl.oauthbearer.allowed.urls; fetched at startup, every sasl.oauthbearer.jwks.endpoint.refresh.ms, and when a token names a key id the set lacks (at most once in 10 s)."},
 	{Name: "sasl.oauthbearer.allowed.urls", Type: TypeList, Default: "", ReadOnly: true,
