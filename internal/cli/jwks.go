@@ -239,6 +239,7 @@ func (e *jwksEndpoint) missingKey(kid string) *sasl.KeySet {
 	if ch == nil {
 		ch = e.mu.fetching
 	}
+	asked := false
 	if ch == nil {
 		now := e.cfg.Now()
 		if !e.mu.lastMissing.IsZero() && now.Sub(e.mu.lastMissing) < jwksMissingKidInterval {
@@ -248,14 +249,17 @@ func (e *jwksEndpoint) missingKey(kid string) *sasl.KeySet {
 		e.mu.lastMissing = now
 		ch = make(chan struct{})
 		e.mu.waiting = ch
+		asked = true
 		select {
 		case e.wake <- struct{}{}:
 		default: // a fetch is asked for already
 		}
+	}
+	e.mu.Unlock()
+	if asked {
 		e.cfg.Log.Info("OAUTHBEARER token names an unknown key id; fetching the JWKS again",
 			"url", e.cfg.URL, "kid", kid[:min(len(kid), 64)])
 	}
-	e.mu.Unlock()
 	t := time.NewTimer(jwksFetchTimeout)
 	defer t.Stop()
 	select {
