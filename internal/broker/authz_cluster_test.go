@@ -77,9 +77,10 @@ func TestACLChangesReachEveryBrokerWithinASecond(t *testing.T) {
 
 // TestDynamicConfigsCannotNameCodeFilesOrURLs (TESTPLAN X-15): the
 // settings that name code, files or URLs (JAAS configs, key and trust
-// stores, the JWKS endpoint, the authorizer) are read-only: AlterConfigs
-// and IncrementalAlterConfigs refuse them, for the cluster default and
-// for one broker, and listener-prefixed names are unknown to them.
+// stores, the JWKS endpoint and the URLs allowed for it, the authorizer)
+// are read-only: AlterConfigs and IncrementalAlterConfigs refuse them,
+// for the cluster default and for one broker, and listener-prefixed names
+// are unknown to them.
 func TestDynamicConfigsCannotNameCodeFilesOrURLs(t *testing.T) {
 	t.Parallel()
 	b := testutil.StartBroker(t)
@@ -88,7 +89,7 @@ func TestDynamicConfigsCannotNameCodeFilesOrURLs(t *testing.T) {
 	defer cancel()
 	for _, name := range []string{
 		"sasl.jaas.config", "ssl.keystore.location", "ssl.truststore.location",
-		"sasl.oauthbearer.jwks.endpoint.url", "authorizer.class.name", "super.users",
+		"sasl.oauthbearer.jwks.endpoint.url", "sasl.oauthbearer.allowed.urls", "authorizer.class.name", "super.users",
 		"listener.name.sasl_ssl.plain.sasl.jaas.config", "listener.name.ssl.ssl.keystore.location",
 	} {
 		for _, broker := range []int32{-1, 0} {

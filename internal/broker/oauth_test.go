@@ -35,19 +35,24 @@ const (
 // PLAINTEXT listener. Failed authentications are answered at once.
 func oauthBroker(t *testing.T, jwks string, extra ...string) *testutil.Broker {
 	t.Helper()
-	return testutil.StartBroker(t, append([]string{
+	return testutil.StartBroker(t, oauthArgs("file://"+jwks, extra...)...)
+}
+
+// oauthArgs are the settings of oauthBroker with the JWKS at jwksURL.
+func oauthArgs(jwksURL string, extra ...string) []string {
+	return append([]string{
 		"listeners=PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
 		"inter.broker.listener.name=PLAINTEXT",
 		"sasl.enabled.mechanisms=OAUTHBEARER,PLAIN",
 		`listener.name.sasl_plaintext.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required user_admin="a";`,
 		// One setting per listener and mechanism, the others global, so
 		// that both forms are read.
-		"listener.name.sasl_plaintext.oauthbearer.sasl.oauthbearer.jwks.endpoint.url=file://" + jwks,
+		"listener.name.sasl_plaintext.oauthbearer.sasl.oauthbearer.jwks.endpoint.url=" + jwksURL,
 		"sasl.oauthbearer.expected.audience=" + oauthAudience,
 		"sasl.oauthbearer.expected.issuer=" + oauthIssuer,
 		"connection.failed.authentication.delay.ms=0",
 		"num.partitions=1",
-	}, extra...)...)
+	}, extra...)
 }
 
 // oauthClient is a franz-go client on the SASL_PLAINTEXT listener that

@@ -36,6 +36,12 @@ type Node struct {
 	lns     []net.Listener
 	wg      sync.WaitGroup // Serve goroutines
 
+	// bg is the context of the goroutines goAttach starts (JWKS
+	// refreshes); stop cancels it, and bgWG counts them.
+	bg   context.Context
+	stop context.CancelFunc
+	bgWG sync.WaitGroup
+
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -54,6 +60,7 @@ func StartNode(ctx context.Context, cfg *config.Broker, log *slog.Logger) (_ *No
 		return nil, fmt.Errorf("log dir: %w", err)
 	}
 	n := &Node{cfg: cfg, log: log}
+	n.bg, n.stop = context.WithCancel(context.Background())
 	defer func() {
 		if err != nil {
 			n.Close()
@@ -166,8 +173,11 @@ func StartNode(ctx context.Context, cfg *config.Broker, log *slog.Logger) (_ *No
 	}
 	lcs := make([]server.ListenerConfig, len(cfg.SecureListeners))
 	for i, l := range cfg.SecureListeners {
-		if lcs[i], err = listenerConfig(cfg, l, n.cluster, log); err != nil {
+		if lcs[i], err = listenerConfig(ctx, cfg, l, n.cluster, log); err != nil {
 			return nil, err
+		}
+		if a, ok := lcs[i].SASL.(*authenticator); ok && a.endpoint != nil {
+			n.goAttach(a.endpoint.run)
 		}
 	}
 	conns, err := connLimiter(cfg)
@@ -206,6 +216,16 @@ func StartNode(ctx context.Context, cfg *config.Broker, log *slog.Logger) (_ *No
 		}
 	}
 	return n, nil
+}
+
+// goAttach runs f in a goroutine that Close stops, by cancelling ctx,
+// and waits for.
+func (n *Node) goAttach(f func(ctx context.Context)) {
+	n.bgWG.Add(1)
+	go func() {
+		defer n.bgWG.Done()
+		f(n.bg)
+	}()
 }
 
 // controlledShutdownTimeout bounds how long a shutdown waits for the
@@ -287,6 +307,10 @@ func (n *Node) Shutdown(ctx context.Context) error {
 // the logs and the cluster membership. It is idempotent.
 func (n *Node) Close() error {
 	n.closeOnce.Do(func() {
+		// NB: first, so that a SASL exchange waiting for a JWKS fetch
+		// is let go before the server waits for its connection.
+		n.stop()
+		n.bgWG.Wait()
 		var errs []error
 		if n.admin != nil {
 			errs = append(errs, n.admin.Close())

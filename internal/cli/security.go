@@ -6,9 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -58,7 +56,11 @@ func splitCSV(s string) []string {
 // and SASL mechanisms. Any setting that is missing or does not load is
 // an error naming the listener: a listener never serves with less
 // security than it was configured for.
-func listenerConfig(cfg *config.Broker, l config.ListenerSecurity, cl *cluster.Cluster, log *slog.Logger) (server.ListenerConfig, error) {
+//
+// An OAUTHBEARER listener whose JWKS is an http(s) URL fetches it here,
+// under ctx; the returned authenticator's endpoint must then be run by
+// the caller for refreshes.
+func listenerConfig(ctx context.Context, cfg *config.Broker, l config.ListenerSecurity, cl *cluster.Cluster, log *slog.Logger) (server.ListenerConfig, error) {
 	lc := server.ListenerConfig{
 		Name:             l.Name,
 		SecurityProtocol: l.SecurityProtocol,
@@ -74,7 +76,7 @@ func listenerConfig(cfg *config.Broker, l config.ListenerSecurity, cl *cluster.C
 		lc.TLSPrincipal = ts.Principal
 	}
 	if l.SASL() {
-		a, err := newAuthenticator(cfg, l.Name, cl)
+		a, err := newAuthenticator(ctx, cfg, l.Name, cl, log.With("listener", l.Name))
 		if err != nil {
 			return lc, fmt.Errorf("listener %s: %w", l.Name, err)
 		}
@@ -94,16 +96,19 @@ func listenerConfig(cfg *config.Broker, l config.ListenerSecurity, cl *cluster.C
 
 // authenticator serves one listener's SASL mechanisms: PLAIN users from
 // the listener's JAAS config, SCRAM credentials from etcd (the cluster
-// image), OAUTHBEARER tokens checked against a JWKS file.
+// image), OAUTHBEARER tokens checked against a JWKS file or endpoint.
 type authenticator struct {
 	mechanisms []string
 	plain      *sasl.PlainUsers
 	scram      scramStore
-	jwks       *jwksFile
+	jwks       func() *sasl.KeySet
 	oauth      sasl.OAuthConfig
+	// endpoint is the JWKS endpoint of OAUTHBEARER, nil for a file; its
+	// owner runs it.
+	endpoint *jwksEndpoint
 }
 
-func newAuthenticator(cfg *config.Broker, listener string, cl *cluster.Cluster) (*authenticator, error) {
+func newAuthenticator(ctx context.Context, cfg *config.Broker, listener string, cl *cluster.Cluster, log *slog.Logger) (*authenticator, error) {
 	a := &authenticator{mechanisms: cfg.SASLMechanisms(listener), scram: scramStore{cl}}
 	for _, m := range a.mechanisms {
 		switch m {
@@ -115,11 +120,11 @@ func newAuthenticator(cfg *config.Broker, listener string, cl *cluster.Cluster) 
 			a.plain = users
 		case sasl.OAuthBearer:
 			v := func(name string) string { return cfg.MechanismValue(listener, m, name) }
-			j, err := openJWKS(v("sasl.oauthbearer.jwks.endpoint.url"))
+			keys, ep, err := openJWKS(ctx, cfg, listener, log)
 			if err != nil {
-				return nil, fmt.Errorf("sasl.oauthbearer.jwks.endpoint.url: %w", err)
+				return nil, err
 			}
-			a.jwks = j
+			a.jwks, a.endpoint = keys, ep
 			skew := time.Duration(cfg.MechanismInt64(listener, m, "sasl.oauthbearer.clock.skew.seconds", 30)) * time.Second
 			if skew == 0 {
 				skew = -1 // OAuthConfig: zero is the default 30 s, negative none
@@ -130,6 +135,9 @@ func newAuthenticator(cfg *config.Broker, listener string, cl *cluster.Cluster) 
 				SubClaimName:     v("sasl.oauthbearer.sub.claim.name"),
 				ScopeClaimName:   v("sasl.oauthbearer.scope.claim.name"),
 				ClockSkew:        skew,
+			}
+			if ep != nil {
+				a.oauth.MissingKey = ep.missingKey
 			}
 		}
 	}
@@ -154,7 +162,7 @@ func (a *authenticator) NewSession(mechanism string) (server.SASLSession, bool) 
 	case sasl.ScramSHA256, sasl.ScramSHA512:
 		return sasl.NewScram(mechanism, a.scram, sasl.Config{}), true
 	case sasl.OAuthBearer:
-		return sasl.NewOAuthBearer(a.jwks.keys, a.oauth), true
+		return sasl.NewOAuthBearer(a.jwks, a.oauth), true
 	}
 	return nil, false
 }
@@ -168,68 +176,6 @@ func (s scramStore) ScramCredential(mechanism, user string) (sasl.ScramCredentia
 		return sasl.ScramCredential{}, false
 	}
 	return sasl.ScramCredential{Salt: c.Salt, Iterations: c.Iterations, StoredKey: c.StoredKey, ServerKey: c.ServerKey}, true
-}
-
-// jwksFile is a JWKS file, read again when it changes (checked at most
-// once a second).
-type jwksFile struct {
-	path string
-	mu   sync.Mutex
-	// guarded by mu:
-	set     *sasl.KeySet
-	mod     time.Time
-	size    int64
-	checked time.Time
-}
-
-// openJWKS loads a JWKS from a path or file:// URL. Remote (http/https)
-// key sets are not fetched: a broker config naming a URL to load at run
-// time is refused (TESTPLAN X-15); serve the JWKS from a file that an
-// operator's tooling keeps current instead.
-func openJWKS(loc string) (*jwksFile, error) {
-	path := loc
-	if rest, ok := strings.CutPrefix(loc, "file://"); ok {
-		path = rest
-	} else if strings.Contains(loc, "://") {
-		return nil, fmt.Errorf("%q: only files (a path or file:// URL) are read", loc)
-	}
-	j := &jwksFile{path: path}
-	if err := j.load(); err != nil {
-		return nil, err
-	}
-	return j, nil
-}
-
-func (j *jwksFile) load() error {
-	st, err := os.Stat(j.path)
-	if err != nil {
-		return err
-	}
-	data, err := os.ReadFile(j.path)
-	if err != nil {
-		return err
-	}
-	set, err := sasl.ParseJWKS(data)
-	if err != nil {
-		return fmt.Errorf("%s: %w", j.path, err)
-	}
-	j.set, j.mod, j.size = set, st.ModTime(), st.Size()
-	return nil
-}
-
-// keys returns the current key set, rereading the file if it changed. A
-// file that no longer parses keeps the last good set.
-func (j *jwksFile) keys() *sasl.KeySet {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	now := time.Now()
-	if now.Sub(j.checked) >= time.Second {
-		j.checked = now
-		if st, err := os.Stat(j.path); err == nil && (!st.ModTime().Equal(j.mod) || st.Size() != j.size) {
-			_ = j.load()
-		}
-	}
-	return j.set
 }
 
 // interBrokerOpts returns the client options brokers use on the

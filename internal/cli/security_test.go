@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"io"
 	"log/slog"
 	"os"
@@ -43,7 +44,7 @@ func TestListenerConfigReadsPerMechanismSettings(t *testing.T) {
 			l = sl
 		}
 	}
-	lc, err := listenerConfig(cfg, l, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	lc, err := listenerConfig(context.Background(), cfg, l, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -81,6 +81,7 @@ type Broker struct {
 	SASLMechanismInterBroker      string            // sasl.mechanism.inter.broker.protocol
 	ConnectionsMaxReauthMs        int64             // connections.max.reauth.ms
 	ConnectionFailedAuthDelayMs   int32             // connection.failed.authentication.delay.ms
+	SASLOAuthBearerAllowedURLs    []string          // sasl.oauthbearer.allowed.urls
 	AuthorizerClassName           string            // authorizer.class.name
 	SuperUsers                    []string          // super.users
 	AllowEveryoneIfNoACLFound     bool              // allow.everyone.if.no.acl.found

@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"net/netip"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -32,7 +33,9 @@ var listenerScoped = map[string]bool{
 	"sasl.oauthbearer.jwks.endpoint.url": true, "sasl.oauthbearer.expected.audience": true,
 	"sasl.oauthbearer.expected.issuer": true, "sasl.oauthbearer.sub.claim.name": true,
 	"sasl.oauthbearer.scope.claim.name": true, "sasl.oauthbearer.clock.skew.seconds": true,
-	"connections.max.reauth.ms": true, "max.connections": true, "max.connection.creation.rate": true,
+	"sasl.oauthbearer.jwks.endpoint.refresh.ms": true, "sasl.oauthbearer.jwks.endpoint.retry.backoff.ms": true,
+	"sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms": true, "connections.max.reauth.ms": true,
+	"max.connections": true, "max.connection.creation.rate": true,
 }
 
 // mechanismScoped are the configs that may be set per listener and SASL
@@ -43,6 +46,8 @@ var mechanismScoped = map[string]bool{
 	"sasl.oauthbearer.jwks.endpoint.url": true, "sasl.oauthbearer.expected.audience": true,
 	"sasl.oauthbearer.expected.issuer": true, "sasl.oauthbearer.sub.claim.name": true,
 	"sasl.oauthbearer.scope.claim.name": true, "sasl.oauthbearer.clock.skew.seconds": true,
+	"sasl.oauthbearer.jwks.endpoint.refresh.ms": true, "sasl.oauthbearer.jwks.endpoint.retry.backoff.ms": true,
+	"sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms": true,
 }
 
 // lookupScoped resolves a listener.name.<l>.[<mech>.]<config> name to the
@@ -112,11 +117,17 @@ var securityDefs = []Def{
 		Validate: oneOf(saslMechanisms[:3]...),
 		Doc:      "SASL mechanism brokers use to reach each other over a SASL inter-broker listener; the credentials are the username and password of that listener's sasl.jaas.config for the mechanism."},
 	{Name: "sasl.jaas.config", Type: TypePassword, Null: true, ReadOnly: true, Sensitive: true,
-		Doc: "JAAS configuration; samsa reads PlainLoginModule (user_NAME=\"password\" entries, and username/password for inter-broker use) and ScramLoginModule (username/password). Usually set per listener and mechanism: listener.name.<l>.<mechanism>.sasl.jaas.config."},
+		Doc: "JAAS configuration; samsa reads PlainLoginModule (user_NAME=\"password\" entries, and username/password for inter-broker use), ScramLoginModule (username/password) and, for a JWKS fetched over https, OAuthBearerLoginModule (ssl.truststore.location, ssl.truststore.certificates, ssl.truststore.type). Usually set per listener and mechanism: listener.name.<l>.<mechanism>.sasl.jaas.config."},
 	{Name: "sasl.oauthbearer.jwks.endpoint.url", Type: TypeString, Null: true, ReadOnly: true,
-		Doc: "JWKS holding the keys that verify OAUTHBEARER tokens: a path or file:// URL, reread when it changes (checked at most once a second). Remote (http, https) URLs are refused."},
+		Doc: "JWKS holding the keys that verify OAUTHBEARER tokens: a path or file:// URL, reread when it changes (checked at most once a second), or an https:// (or http://) URL, which must be listed in sasl.oauthbearer.allowed.urls; fetched at startup, every sasl.oauthbearer.jwks.endpoint.refresh.ms, and when a token names a key id the set lacks (at most once in 10 s)."},
+	{Name: "sasl.oauthbearer.allowed.urls", Type: TypeList, Default: "", ReadOnly: true,
+		Doc: "URLs the broker may fetch an OAUTHBEARER JWKS from (Kafka's org.apache.kafka.sasl.oauthbearer.allowed.urls system property): an http or https sasl.oauthbearer.jwks.endpoint.url must equal one of them. Empty allows none. Files need not be listed."},
 	{Name: "sasl.oauthbearer.jwks.endpoint.refresh.ms", Type: TypeLong, Default: "3600000", ReadOnly: true, Validate: atLeast(1000),
-		Doc: "Accepted for compatibility: samsa reads the JWKS from a file, which it checks for changes every second."},
+		Doc: "How often a JWKS fetched from an http or https URL is fetched again. A JWKS file is checked for changes every second instead."},
+	{Name: "sasl.oauthbearer.jwks.endpoint.retry.backoff.ms", Type: TypeLong, Default: "100", ReadOnly: true, Validate: atLeast(1),
+		Doc: "Wait before the first retry of a JWKS fetch that failed; the wait doubles with each failure, up to sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms. The last good key set stays in use meanwhile."},
+	{Name: "sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms", Type: TypeLong, Default: "10000", ReadOnly: true, Validate: atLeast(1),
+		Doc: "Longest wait between retries of a JWKS fetch that keeps failing."},
 	{Name: "sasl.oauthbearer.expected.audience", Type: TypeList, Default: "", ReadOnly: true,
 		Doc: "Audiences of which an OAUTHBEARER token's aud claim must name one; empty checks nothing."},
 	{Name: "sasl.oauthbearer.expected.issuer", Type: TypeString, Null: true, ReadOnly: true,
@@ -321,6 +332,7 @@ func (b *Broker) resolveSecurity(r *resolver) {
 	b.SASLMechanismInterBroker = strings.ToUpper(strings.TrimSpace(r.str("sasl.mechanism.inter.broker.protocol")))
 	b.ConnectionsMaxReauthMs = r.int64("connections.max.reauth.ms")
 	b.ConnectionFailedAuthDelayMs = r.int32("connection.failed.authentication.delay.ms")
+	b.SASLOAuthBearerAllowedURLs = splitList(r.str("sasl.oauthbearer.allowed.urls"))
 	b.AuthorizerClassName = strings.TrimSpace(r.str("authorizer.class.name"))
 	for _, u := range strings.Split(r.str("super.users"), ";") {
 		if u = strings.TrimSpace(u); u != "" {
@@ -377,6 +389,9 @@ func (b *Broker) checkSecurity() error {
 						return fmt.Errorf("%w: listener %s enables OAUTHBEARER: set sasl.oauthbearer.jwks.endpoint.url (or listener.name.%s.oauthbearer.sasl.oauthbearer.jwks.endpoint.url)",
 							ErrInvalidConfig, l.Name, strings.ToLower(l.Name))
 					}
+					if err := b.checkJWKSEndpoint(l.Name); err != nil {
+						return err
+					}
 				}
 			}
 		}
@@ -402,6 +417,69 @@ func (b *Broker) checkSecurity() error {
 			return fmt.Errorf("%w: the inter-broker listener %s is %s: set listener.name.%s.%s.sasl.jaas.config with the username and password brokers authenticate with",
 				ErrInvalidConfig, ib.Name, ib.SecurityProtocol, strings.ToLower(ib.Name), strings.ToLower(m))
 		}
+	}
+	return nil
+}
+
+// JWKSEndpoint is what a sasl.oauthbearer.jwks.endpoint.url names: a file
+// (Path set) or an http or https URL (URL set).
+type JWKSEndpoint struct {
+	Path string // a local file: the value as a path, or the path of a file:// URL
+	URL  string // an http:// or https:// URL, trimmed of blanks
+}
+
+// ParseJWKSEndpoint reads a sasl.oauthbearer.jwks.endpoint.url value: a
+// path, a file:// URL, or an http:// or https:// URL with a host. Any
+// other scheme, and a URL with user information (a password there would
+// end up in logs and errors), is an error. It does not check
+// sasl.oauthbearer.allowed.urls; Load does.
+func ParseJWKSEndpoint(v string) (JWKSEndpoint, error) {
+	v = strings.TrimSpace(v)
+	scheme, rest, ok := strings.Cut(v, "://")
+	if !ok {
+		return JWKSEndpoint{Path: v}, nil
+	}
+	switch strings.ToLower(scheme) {
+	case "file":
+		return JWKSEndpoint{Path: rest}, nil
+	case "http", "https":
+		u, err := url.Parse(v)
+		if err != nil {
+			return JWKSEndpoint{}, fmt.Errorf("%q: %w", v, err)
+		}
+		if u.Host == "" {
+			return JWKSEndpoint{}, fmt.Errorf("%q: no host", v)
+		}
+		if u.User != nil {
+			return JWKSEndpoint{}, fmt.Errorf("%s://%s: user information in the URL is not supported", u.Scheme, u.Host)
+		}
+		return JWKSEndpoint{URL: v}, nil
+	}
+	return JWKSEndpoint{}, fmt.Errorf("%q: want a path, or a file://, https:// or http:// URL", v)
+}
+
+// checkJWKSEndpoint checks the OAUTHBEARER JWKS settings of listener: a
+// URL to fetch must be listed in sasl.oauthbearer.allowed.urls, exactly,
+// as Kafka's org.apache.kafka.sasl.oauthbearer.allowed.urls requires
+// (CVE-2025-27817), and its retry backoff must not exceed its maximum.
+func (b *Broker) checkJWKSEndpoint(listener string) error {
+	const m = "OAUTHBEARER"
+	e, err := ParseJWKSEndpoint(b.MechanismValue(listener, m, "sasl.oauthbearer.jwks.endpoint.url"))
+	if err != nil {
+		return fmt.Errorf("%w: listener %s: sasl.oauthbearer.jwks.endpoint.url: %w", ErrInvalidConfig, listener, err)
+	}
+	if e.URL == "" {
+		return nil
+	}
+	if !slices.Contains(b.SASLOAuthBearerAllowedURLs, e.URL) {
+		return fmt.Errorf("%w: listener %s: sasl.oauthbearer.jwks.endpoint.url %s is not in sasl.oauthbearer.allowed.urls; add it there, exactly as written, to let the broker fetch it",
+			ErrInvalidConfig, listener, e.URL)
+	}
+	backoff := b.MechanismInt64(listener, m, "sasl.oauthbearer.jwks.endpoint.retry.backoff.ms", 0)
+	backoffMax := b.MechanismInt64(listener, m, "sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms", 0)
+	if backoffMax < backoff {
+		return fmt.Errorf("%w: listener %s: sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms (%d) is less than sasl.oauthbearer.jwks.endpoint.retry.backoff.ms (%d)",
+			ErrInvalidConfig, listener, backoffMax, backoff)
 	}
 	return nil
 }

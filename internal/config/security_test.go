@@ -159,3 +159,68 @@ func TestQuotaAndConnectionConfigsResolve(t *testing.T) {
 		}
 	}
 }
+
+// An OAUTHBEARER JWKS URL to fetch must be listed, exactly, in
+// sasl.oauthbearer.allowed.urls, and the error names both settings; files
+// (a path or file:// URL) need not be. Other schemes and URLs with user
+// information are refused, listed or not.
+// Reference: Kafka 4.0 org.apache.kafka.sasl.oauthbearer.allowed.urls
+// (CVE-2025-27817).
+func TestOAuthBearerJWKSURLMustBeAllowed(t *testing.T) {
+	const jwks = "https://idp.example/keys"
+	for _, tc := range []struct {
+		name string
+		set  map[string]string
+		want string // "" accepted, else a part of the error
+	}{
+		{"https not listed", map[string]string{"sasl.oauthbearer.jwks.endpoint.url": jwks},
+			"sasl.oauthbearer.jwks.endpoint.url " + jwks + " is not in sasl.oauthbearer.allowed.urls"},
+		{"https listed", map[string]string{"sasl.oauthbearer.jwks.endpoint.url": jwks,
+			"sasl.oauthbearer.allowed.urls": "https://other.example/keys, " + jwks}, ""},
+		{"listed with another path", map[string]string{"sasl.oauthbearer.jwks.endpoint.url": jwks + "/v2",
+			"sasl.oauthbearer.allowed.urls": jwks}, "is not in sasl.oauthbearer.allowed.urls"},
+		{"listener-scoped URL not listed", map[string]string{
+			"sasl.oauthbearer.jwks.endpoint.url":                                          "/etc/jwks.json",
+			"listener.name.sasl_plaintext.oauthbearer.sasl.oauthbearer.jwks.endpoint.url": jwks,
+			"sasl.oauthbearer.allowed.urls":                                               "https://other.example/keys",
+		}, "listener SASL_PLAINTEXT: sasl.oauthbearer.jwks.endpoint.url " + jwks},
+		{"http not listed", map[string]string{"sasl.oauthbearer.jwks.endpoint.url": "http://idp.example/keys",
+			"sasl.oauthbearer.allowed.urls": jwks}, "is not in sasl.oauthbearer.allowed.urls"},
+		{"http listed", map[string]string{"sasl.oauthbearer.jwks.endpoint.url": "http://idp.example/keys",
+			"sasl.oauthbearer.allowed.urls": "http://idp.example/keys"}, ""},
+		{"path", map[string]string{"sasl.oauthbearer.jwks.endpoint.url": "/etc/jwks.json"}, ""},
+		{"file URL", map[string]string{"sasl.oauthbearer.jwks.endpoint.url": "file:///etc/jwks.json"}, ""},
+		{"ftp listed", map[string]string{"sasl.oauthbearer.jwks.endpoint.url": "ftp://idp.example/keys",
+			"sasl.oauthbearer.allowed.urls": "ftp://idp.example/keys"}, "want a path, or a file://, https:// or http:// URL"},
+		{"user information", map[string]string{"sasl.oauthbearer.jwks.endpoint.url": "https://u:secret@idp.example/keys",
+			"sasl.oauthbearer.allowed.urls": "https://u:secret@idp.example/keys"}, "user information"},
+		{"backoff above its maximum", map[string]string{"sasl.oauthbearer.jwks.endpoint.url": jwks, "sasl.oauthbearer.allowed.urls": jwks,
+			"listener.name.sasl_plaintext.oauthbearer.sasl.oauthbearer.jwks.endpoint.retry.backoff.ms": "20000"},
+			"sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms (10000) is less than sasl.oauthbearer.jwks.endpoint.retry.backoff.ms (20000)"},
+		{"allowed.urls is not per listener", map[string]string{"sasl.oauthbearer.jwks.endpoint.url": jwks,
+			"listener.name.sasl_plaintext.sasl.oauthbearer.allowed.urls": jwks}, "listener.name.sasl_plaintext.sasl.oauthbearer.allowed.urls"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			raw := map[string]string{
+				"listeners":                  "SASL_PLAINTEXT://127.0.0.1:9093,PLAINTEXT://127.0.0.1:9092",
+				"inter.broker.listener.name": "PLAINTEXT",
+				"sasl.enabled.mechanisms":    "OAUTHBEARER",
+			}
+			for k, v := range tc.set {
+				raw[k] = v
+			}
+			_, err := FromRaw(raw)
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatalf("refused: %v", err)
+			case tc.want == "":
+			case err == nil:
+				t.Fatal("accepted")
+			case !strings.Contains(err.Error(), tc.want):
+				t.Fatalf("error %q does not say %q", err, tc.want)
+			case !errors.Is(err, ErrInvalidConfig) && !errors.Is(err, ErrUnknownConfig):
+				t.Fatalf("error %v wraps neither sentinel", err)
+			}
+		})
+	}
+}

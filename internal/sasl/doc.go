@@ -82,15 +82,17 @@
 //
 // The JWT must be signed with RS256/384/512, PS256/384/512 or
 // ES256/384/512 by a key of the KeySet (its kid selects the key; with no
-// kid, a set of one key is used), carry exp, pass exp/nbf/iat with the
-// configured clock skew, and match the expected issuer and audience when
-// they are configured. The principal comes from the sub claim (or
+// kid, a set of one key is used; a kid the set lacks is passed to
+// OAuthConfig.MissingKey, which may return a newer set), carry exp, pass
+// exp/nbf/iat with the configured clock skew, and match the expected
+// issuer and audience when they are configured. The principal comes from the sub claim (or
 // SubClaimName); scope is optional.
 //
 // # Concurrency
 //
 // Sessions are not safe for concurrent use. PlainUsers and KeySet are
-// immutable and safe for concurrent use. ScramStore implementations and
-// the key set function given to NewOAuthBearer must be safe for
-// concurrent use. The package holds no locks.
+// immutable and safe for concurrent use. ScramStore implementations, the
+// key set function given to NewOAuthBearer and OAuthConfig.MissingKey
+// must be safe for concurrent use. The package holds no locks. Step
+// blocks only while MissingKey does.
 package sasl

@@ -210,4 +210,18 @@ func (k *KeySet) candidates(kid, name string, a jwsAlg) []*jwk {
 	return out
 }
 
+// hasKid reports whether the set holds a key named kid, whatever its
+// algorithm.
+func (k *KeySet) hasKid(kid string) bool {
+	if k == nil {
+		return false
+	}
+	for i := range k.keys {
+		if k.keys[i].kid == kid {
+			return true
+		}
+	}
+	return false
+}
+
 var errEmptyInt = errors.New("sasl: empty integer")

@@ -31,6 +31,12 @@ type OAuthConfig struct {
 	ClockSkew time.Duration
 	// Now returns the current time. Nil means time.Now.
 	Now func() time.Time
+	// MissingKey, when not nil, is called when a token names a kid that
+	// the key set has no key for, as happens after the issuer rotated its
+	// keys. It may block while it fetches a newer set, and returns the set
+	// to look the kid up in again; nil keeps the refusal. It must be safe
+	// for concurrent use.
+	MissingKey func(kid string) *KeySet
 }
 
 const defaultClockSkew = 30 * time.Second
@@ -299,6 +305,9 @@ func (s *oauthSession) validate(token string) (tokenClaims, string) {
 		ks = keys()
 	}
 	cands := ks.candidates(hdr.Kid, hdr.Alg, alg)
+	if len(cands) == 0 && hdr.Kid != "" && !ks.hasKid(hdr.Kid) && s.cfg.MissingKey != nil {
+		cands = s.cfg.MissingKey(hdr.Kid).candidates(hdr.Kid, hdr.Alg, alg)
+	}
 	if len(cands) == 0 {
 		return tokenClaims{}, "no key for the token's kid and alg"
 	}

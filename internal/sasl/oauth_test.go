@@ -232,3 +232,57 @@ func TestParseJWKSRefusesBrokenKeys(t *testing.T) {
 		})
 	}
 }
+
+// A token whose kid the key set lacks is looked up again in the set that
+// MissingKey returns, so a key the issuer rotated in is accepted on the
+// first try. MissingKey is not asked for a kid the set holds (even with
+// another alg), nor for a token without a kid, and a nil set from it
+// keeps the refusal.
+func TestOAuthBearerMissingKidAsksMissingKeyForANewerSet(t *testing.T) {
+	old := jwksOf(t, jwkJSON("rsa1", testRSAKey()))
+	rotated := jwksOf(t, jwkJSON("rsa1", testRSAKey()), jwkJSON("ec256", testECKey()))
+	var asked []string
+	cfg := oauthTestConfig()
+	newer := rotated
+	cfg.MissingKey = func(kid string) *KeySet {
+		asked = append(asked, kid)
+		return newer
+	}
+	step := func(tok string) error {
+		t.Helper()
+		s := NewOAuthBearer(func() *KeySet { return old }, cfg)
+		out, done, err := s.Step(oauthMsg(tok))
+		if err == nil && (!done || len(out) != 0) {
+			return errors.New("refused: " + string(out))
+		}
+		return err
+	}
+
+	if err := step(signJWT(t, "ES256", "ec256", testECKey(), goodClaims())); err != nil {
+		t.Fatalf("token of the rotated-in key: %v", err)
+	}
+	if strings.Join(asked, ",") != "ec256" {
+		t.Fatalf("MissingKey asked for %q, want ec256 once", asked)
+	}
+
+	asked = nil
+	if err := step(signJWT(t, "RS256", "rsa1", testRSAKey(), goodClaims())); err != nil {
+		t.Fatalf("token of a key in the set: %v", err)
+	}
+	// rsa1 is in the set, as an RSA key; an ES256 token naming it does
+	// not make a refresh worthwhile.
+	if err := step(signJWT(t, "ES256", "rsa1", testECKey(), goodClaims())); err == nil {
+		t.Fatal("ES256 token naming an RSA key: accepted")
+	}
+	if err := step(signJWT(t, "ES256", "", testECKey(), goodClaims())); err == nil {
+		t.Fatal("token without kid, set of one RSA key: accepted")
+	}
+	if len(asked) != 0 {
+		t.Fatalf("MissingKey asked for %q, want no calls", asked)
+	}
+
+	newer = nil
+	if err := step(signJWT(t, "ES256", "ec256", testECKey(), goodClaims())); err == nil {
+		t.Fatal("unknown kid with MissingKey returning nil: accepted")
+	}
+}

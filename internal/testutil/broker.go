@@ -30,22 +30,42 @@ type Broker struct {
 // broker is closed when the test ends.
 func StartBroker(t testing.TB, overrides ...string) *Broker {
 	t.Helper()
+	b, err := TryStartBroker(t, overrides...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TryStartBroker is StartBroker for a broker that may not start: it
+// returns the error of a config that does not load or a node that does
+// not start, instead of failing the test.
+func TryStartBroker(t testing.TB, overrides ...string) (*Broker, error) {
+	t.Helper()
 	b := &Broker{t: t, Dir: t.TempDir()}
 	b.cfgArgs = append([]string{
 		"listeners=PLAINTEXT://127.0.0.1:0",
 		"log.dirs=" + b.Dir,
 		"admin.listener=",
 	}, overrides...)
-	b.start()
+	if err := b.tryStart(); err != nil {
+		return nil, err
+	}
 	t.Cleanup(func() { b.Node.Close() })
-	return b
+	return b, nil
 }
 
 func (b *Broker) start() {
 	b.t.Helper()
+	if err := b.tryStart(); err != nil {
+		b.t.Fatal(err)
+	}
+}
+
+func (b *Broker) tryStart() error {
 	cfg, err := config.Load("", b.cfgArgs)
 	if err != nil {
-		b.t.Fatalf("config: %v", err)
+		return fmt.Errorf("config: %w", err)
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	if os.Getenv("SAMSA_TEST_LOG") != "" {
@@ -55,9 +75,10 @@ func (b *Broker) start() {
 	defer cancel()
 	n, err := cli.StartNode(ctx, cfg, log)
 	if err != nil {
-		b.t.Fatalf("start broker: %v", err)
+		return fmt.Errorf("start broker: %w", err)
 	}
 	b.Node = n
+	return nil
 }
 
 // Addr is the broker's Kafka address.
