@@ -53,7 +53,7 @@ explicitly.`,
 				sort.Strings(names)
 				for _, n := range names {
 					v := b.Raw[n]
-					if d, ok := config.LookupBroker(n); ok && d.Sensitive {
+					if config.IsSensitive(n) {
 						v = "[hidden]"
 					}
 					fmt.Fprintf(e.stdout, "%s=%s\n", n, v)

@@ -589,3 +589,14 @@ func TestConfigValidateHidesEtcdPassword(t *testing.T) {
 		t.Fatalf("stdout %q", r.stdout)
 	}
 }
+
+func TestConfigValidateHidesListenerScopedSecrets(t *testing.T) {
+	r := mustRun(t, "", "config", "validate", "--print",
+		"--override", "listeners=PLAINTEXT://127.0.0.1:9092,SASL_PLAINTEXT://127.0.0.1:9093",
+		"--override", "inter.broker.listener.name=PLAINTEXT",
+		"--override", "sasl.enabled.mechanisms=PLAIN",
+		"--override", `listener.name.sasl_plaintext.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required user_alice="alice-s3cret";`)
+	if strings.Contains(r.stdout, "alice-s3cret") || !strings.Contains(r.stdout, "listener.name.sasl_plaintext.plain.sasl.jaas.config=[hidden]\n") {
+		t.Fatalf("stdout %q", r.stdout)
+	}
+}

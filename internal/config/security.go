@@ -50,6 +50,18 @@ var mechanismScoped = map[string]bool{
 	"sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms": true,
 }
 
+// IsSensitive reports whether the broker config name, or the config a
+// listener.name.<l>.[<mechanism>.] name sets, holds a secret (a password,
+// a key, a JAAS config). An unknown name is treated as sensitive, so a
+// value whose meaning is not known is never shown.
+func IsSensitive(name string) bool {
+	d, ok := LookupBroker(name)
+	if !ok {
+		d, ok = lookupScoped(name)
+	}
+	return !ok || d.Sensitive
+}
+
 // lookupScoped resolves a listener.name.<l>.[<mech>.]<config> name to the
 // def of <config>. ok is false for names of another shape.
 func lookupScoped(name string) (Def, bool) {

@@ -224,3 +224,20 @@ func TestOAuthBearerJWKSURLMustBeAllowed(t *testing.T) {
 		})
 	}
 }
+
+func TestIsSensitiveCoversListenerScopedSecrets(t *testing.T) {
+	for name, want := range map[string]bool{
+		"listener.name.sasl_ssl.plain.sasl.jaas.config": true,
+		"listener.name.ssl.ssl.key.password":            true,
+		"listener.name.ssl.ssl.keystore.key":            true,
+		"sasl.jaas.config":                              true,
+		"etcd.password":                                 true,
+		"listener.name.ssl.ssl.keystore.location":       false,
+		"log.dirs":       false,
+		"no.such.config": true,
+	} {
+		if got := IsSensitive(name); got != want {
+			t.Errorf("IsSensitive(%q) = %v, want %v", name, got, want)
+		}
+	}
+}
