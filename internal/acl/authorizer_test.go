@@ -274,3 +274,18 @@ func TestSetImageUnderConcurrentAuthorize(t *testing.T) {
 	}
 	t.Logf("allowed %d, denied %d", allowed.Load(), denied.Load())
 }
+
+func TestCanonicalHost(t *testing.T) {
+	for in, want := range map[string]string{
+		"0:0:0:0:0:0:0:1":    "::1",
+		"::FFFF:127.0.0.1":   "127.0.0.1",
+		"FE80:0:0:0:0:0:0:1": "fe80::1",
+		"10.0.0.7":           "10.0.0.7",
+		"*":                  "*",
+		"host.example":       "host.example",
+	} {
+		if got := CanonicalHost(in); got != want {
+			t.Errorf("CanonicalHost(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

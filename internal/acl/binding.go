@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/netip"
 	"strconv"
 	"strings"
 
@@ -255,4 +256,17 @@ func Unmarshal(data []byte) (Binding, error) {
 		return Binding{}, fmt.Errorf("acl: unmarshal: %w", err)
 	}
 	return b, nil
+}
+
+// CanonicalHost returns host in the form the authorizer compares: an IP
+// address in Go's canonical text form (IPv4-mapped IPv6 as IPv4, IPv6
+// compressed and lower case: Java's "0:0:0:0:0:0:0:1" is "::1"), anything
+// else (the "*" wildcard) unchanged. Bindings are stored, filters matched
+// and requests authorized with canonical hosts, so a binding written the
+// way Kafka's tools write IPv6 matches the client it names.
+func CanonicalHost(host string) string {
+	if a, err := netip.ParseAddr(host); err == nil {
+		return a.Unmap().WithZone("").String()
+	}
+	return host
 }

@@ -42,7 +42,7 @@ func (b *Broker) handleDescribeACLs(c *server.Conn, req *kmsg.DescribeACLsReques
 		ResourceName: req.ResourceName,
 		PatternType:  req.ResourcePatternType,
 		Principal:    req.Principal,
-		Host:         req.Host,
+		Host:         canonicalHostPtr(req.Host),
 		Operation:    req.Operation,
 		Permission:   req.PermissionType,
 	}

@@ -53,7 +53,7 @@ func (b *Broker) handleCreateACLs(ctx context.Context, c *server.Conn, req *kmsg
 			ResourceName: rc.ResourceName,
 			PatternType:  rc.ResourcePatternType,
 			Principal:    rc.Principal,
-			Host:         rc.Host,
+			Host:         acl.CanonicalHost(rc.Host),
 			Operation:    rc.Operation,
 			Permission:   rc.PermissionType,
 		}

@@ -55,7 +55,7 @@ func (b *Broker) handleDeleteACLs(ctx context.Context, c *server.Conn, req *kmsg
 			ResourceName: rf.ResourceName,
 			PatternType:  rf.ResourcePatternType,
 			Principal:    rf.Principal,
-			Host:         rf.Host,
+			Host:         canonicalHostPtr(rf.Host),
 			Operation:    rf.Operation,
 			Permission:   rf.PermissionType,
 		}

@@ -98,7 +98,7 @@ func (b *Broker) authzFor(c *server.Conn) authz {
 		z.principal = server.Anonymous
 	}
 	if ta, ok := c.Remote.(*net.TCPAddr); ok {
-		z.host = ta.IP.String()
+		z.host = acl.CanonicalHost(ta.IP.String())
 	} else if c.Remote != nil {
 		z.host, _, _ = net.SplitHostPort(c.Remote.String())
 	}
@@ -139,6 +139,15 @@ func (z authz) anyTopic(op kmsg.ACLOperation) bool {
 
 // on reports whether authorization is enforced.
 func (z authz) on() bool { return z.a != nil }
+
+// canonicalHostPtr is acl.CanonicalHost for a filter's nullable host.
+func canonicalHostPtr(h *string) *string {
+	if h == nil {
+		return nil
+	}
+	c := acl.CanonicalHost(*h)
+	return &c
+}
 
 // authorizeCluster reports whether the principal of c may do op on the
 // cluster.

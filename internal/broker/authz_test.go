@@ -457,3 +457,31 @@ func TestClusterAuthorizedOperationsNeedDescribe(t *testing.T) {
 		t.Errorf("with DESCRIBE and IDEMPOTENT_WRITE: Metadata %#x, DescribeCluster %#x; want %#x", m, d, want)
 	}
 }
+
+// A DENY whose host is written as Kafka's tools may write it (here the
+// IPv4-mapped form of the client's address) applies to that client:
+// hosts are compared in canonical form.
+func TestACLHostsCompareCanonically(t *testing.T) {
+	t.Parallel()
+	b := aclBroker(t)
+	admin := kadm.NewClient(userClient(t, b, "admin", "a"))
+	alice := userClient(t, b, "alice", "a")
+	ctx := ctxT(t, 10*time.Second)
+	testutil.CreateTopic(t, admin, "hosts", 1)
+	allowAll := kadm.NewACLs().Allow("User:alice").AllowHosts("*").Topics("hosts").Operations(kadm.OpWrite)
+	denyHere := kadm.NewACLs().Deny("User:alice").DenyHosts("::FFFF:127.0.0.1").Topics("hosts").Operations(kadm.OpWrite)
+	for _, a := range []*kadm.ACLBuilder{allowAll, denyHere} {
+		res, err := admin.CreateACLs(ctx, a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range res {
+			if r.Err != nil {
+				t.Fatal(r.Err)
+			}
+		}
+	}
+	if c := produceCode(t, alice, "hosts"); c != kerr.TopicAuthorizationFailed.Code {
+		t.Fatalf("produce from 127.0.0.1 with a DENY for ::ffff:127.0.0.1: %v", kerr.ErrorForCode(c))
+	}
+}
