@@ -313,12 +313,16 @@ func (b *Broker) fetchOnce(req *kmsg.FetchRequest, listener string, allowed func
 			tp := storage.TopicPartition{Topic: name, Partition: rp.Partition}
 			p, err := b.replicas.Leader(tp)
 			switch {
-			case allowed != nil && (name == "" || !allowed(name)):
-				// An unknown topic id is answered as unauthorized too:
-				// existence is not revealed to who may not read it.
+			case name == "":
+				// Reference: KafkaApis.handleFetchRequest answers an
+				// unknown topic id before it authorizes (a consumer
+				// with a stale id refreshes its metadata).
+				sp.ErrorCode = unknownCode
+				f.done = true
+			case allowed != nil && !allowed(name):
 				sp.ErrorCode = kerr.TopicAuthorizationFailed.Code
 				f.done = true
-			case name == "" || img.Topics[name] == nil:
+			case img.Topics[name] == nil:
 				sp.ErrorCode = unknownCode
 				f.done = true
 			case err != nil:

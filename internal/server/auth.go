@@ -220,12 +220,19 @@ func (c *conn) serveAuth(req *Request) (reply Reply, handled bool, after closeAf
 	case saslHandshakeKey:
 		r := req.Body.(*kmsg.SASLHandshakeRequest)
 		resp := r.ResponseKind().(*kmsg.SASLHandshakeResponse)
-		if !c.lc.sasl() || (a.state != stateHandshake && !a.reauthAllowed()) {
-			// Kafka answers a SaslHandshake on a listener without SASL,
-			// or after authentication when re-authentication is off,
-			// with ILLEGAL_SASL_STATE.
+		if !c.lc.sasl() {
+			// Kafka's KafkaApis answers a SaslHandshake on a listener
+			// without SASL with ILLEGAL_SASL_STATE.
 			resp.ErrorCode = kerr.IllegalSaslState.Code
 			return Reply{Msg: resp}, true, closeAfter{}, nil
+		}
+		if a.state != stateHandshake && (a.state != stateOpen || !a.reauthAllowed()) {
+			// A second handshake in the middle of an exchange, or
+			// after authentication when re-authentication is off:
+			// ILLEGAL_SASL_STATE, and the connection closes, as
+			// Kafka's SaslServerAuthenticator does.
+			resp.ErrorCode = kerr.IllegalSaslState.Code
+			return Reply{Msg: resp}, true, closeAfter{close: true}, nil
 		}
 		resp.SupportedMechanisms = c.lc.SASL.Mechanisms()
 		s, ok := c.lc.SASL.NewSession(r.Mechanism)

@@ -346,3 +346,29 @@ func TestMaxReauthPerMechanismOverridesTheListener(t *testing.T) {
 		}
 	}
 }
+
+// A SaslHandshake out of place on a SASL listener (a second one in the
+// middle of an exchange, or after authentication with re-authentication
+// off) is answered ILLEGAL_SASL_STATE and closes the connection.
+func TestOutOfPlaceHandshakeCloses(t *testing.T) {
+	t.Parallel()
+	_, addr := startListener(t, saslListener(0))
+	for _, name := range []string{"mid-exchange", "after authentication"} {
+		c := dial(t, addr)
+		c.write(encode(1, handshake("PLAIN"), 1))
+		if resp := c.readSASLHandshake(); resp.ErrorCode != 0 {
+			t.Fatalf("%s: handshake: %v", name, kerr.ErrorForCode(resp.ErrorCode))
+		}
+		if name == "after authentication" {
+			c.write(encode(2, authenticate([]byte("\x00alice\x00secret")), 1))
+			if resp := c.readSASLAuthenticate(1); resp.ErrorCode != 0 {
+				t.Fatalf("authenticate: %v", kerr.ErrorForCode(resp.ErrorCode))
+			}
+		}
+		c.write(encode(3, handshake("PLAIN"), 1))
+		if resp := c.readSASLHandshake(); resp.ErrorCode != kerr.IllegalSaslState.Code {
+			t.Fatalf("%s: second handshake: %v, want ILLEGAL_SASL_STATE", name, kerr.ErrorForCode(resp.ErrorCode))
+		}
+		c.expectClosed(5 * time.Second)
+	}
+}
