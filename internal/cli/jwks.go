@@ -21,56 +21,65 @@ import (
 )
 
 // jwksFile is a JWKS file, read again when it changes (checked at most
-// once a second).
+// once a second). Readers never wait for the disk: the key set is an
+// atomic pointer, and the check runs in whichever caller wins TryLock.
 type jwksFile struct {
 	path string
+	set  atomic.Pointer[sasl.KeySet]
+	// checked is when the file was last checked (UnixNano).
+	checked atomic.Int64
+	// mu serialises checks; mod and size, guarded by mu, are the file's
+	// stamp when set was loaded.
 	mu   sync.Mutex
-	// guarded by mu:
-	set     *sasl.KeySet
-	mod     time.Time
-	size    int64
-	checked time.Time
+	mod  time.Time
+	size int64
 }
 
 // openJWKSFile loads the JWKS file at path.
 func openJWKSFile(path string) (*jwksFile, error) {
 	j := &jwksFile{path: path}
-	if err := j.load(); err != nil {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if err := j.loadLocked(); err != nil {
 		return nil, err
 	}
+	j.checked.Store(time.Now().UnixNano())
 	return j, nil
 }
 
-func (j *jwksFile) load() error {
+// loadLocked reads and parses the file. j.mu is held.
+func (j *jwksFile) loadLocked() error {
 	st, err := os.Stat(j.path)
 	if err != nil {
-		return err
+		return fmt.Errorf("jwks file: %w", err)
 	}
 	data, err := os.ReadFile(j.path)
 	if err != nil {
-		return err
+		return fmt.Errorf("jwks file: %w", err)
 	}
 	set, err := sasl.ParseJWKS(data)
 	if err != nil {
-		return fmt.Errorf("%s: %w", j.path, err)
+		return fmt.Errorf("jwks file %s: %w", j.path, err)
 	}
-	j.set, j.mod, j.size = set, st.ModTime(), st.Size()
+	j.set.Store(set)
+	j.mod, j.size = st.ModTime(), st.Size()
 	return nil
 }
 
 // keys returns the current key set, rereading the file if it changed. A
 // file that no longer parses keeps the last good set.
 func (j *jwksFile) keys() *sasl.KeySet {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	now := time.Now()
-	if now.Sub(j.checked) >= time.Second {
-		j.checked = now
-		if st, err := os.Stat(j.path); err == nil && (!st.ModTime().Equal(j.mod) || st.Size() != j.size) {
-			_ = j.load()
+	now := time.Now().UnixNano()
+	if now-j.checked.Load() >= int64(time.Second) && j.mu.TryLock() {
+		if now-j.checked.Load() >= int64(time.Second) {
+			j.checked.Store(now)
+			if st, err := os.Stat(j.path); err == nil && (!st.ModTime().Equal(j.mod) || st.Size() != j.size) {
+				_ = j.loadLocked()
+			}
 		}
+		j.mu.Unlock()
 	}
-	return j.set
+	return j.set.Load()
 }
 
 // Limits of a JWKS fetched over http or https. They are fixed: Kafka has
