@@ -91,8 +91,10 @@ func (s *clientSecurity) opts() ([]kgo.Opt, error) {
 	mech := strings.ToUpper(strings.TrimSpace(s.value(s.mechanism, EnvSASLMechanism)))
 	user, pass := s.value(s.user, EnvUser), s.value(s.password, EnvPassword)
 	if mech == "" {
-		if s.user != "" || s.password != "" {
-			return nil, usagef("--user and --password need --sasl-mechanism")
+		// NB: the resolved values, so that credentials given only in
+		// the environment are not silently left unused.
+		if user != "" || pass != "" {
+			return nil, usagef("--user and --password (or %s and %s) need --sasl-mechanism (or %s)", EnvUser, EnvPassword, EnvSASLMechanism)
 		}
 		return opts, nil
 	}

@@ -38,6 +38,7 @@ func TestClientSecurityRefusesMisuse(t *testing.T) {
 		{"mechanism from env without user", clientSecurity{}, map[string]string{EnvSASLMechanism: "PLAIN", EnvPassword: "p"}, "needs --user"},
 		{"unknown mechanism", clientSecurity{mechanism: "GSSAPI", user: "u", password: "p"}, nil, "want PLAIN"},
 		{"user without mechanism", clientSecurity{user: "u", password: "p"}, nil, "need --sasl-mechanism"},
+		{"credentials in env without mechanism", clientSecurity{}, map[string]string{EnvUser: "u", EnvPassword: "p"}, "need --sasl-mechanism"},
 		{"cert without key", clientSecurity{tlsCert: "c.pem"}, nil, "go together"},
 		{"missing CA file", clientSecurity{tlsCA: "/nonexistent/ca.pem"}, nil, "tls"},
 		{"missing cert file from env", clientSecurity{}, map[string]string{EnvTLSCert: "/nonexistent/c.pem", EnvTLSKey: "/nonexistent/k.pem"}, "--tls-cert"},
