@@ -14,9 +14,11 @@ import (
 // response that answers the whole request (the one resource it names is
 // denied), or it removes from the request the resources the principal may
 // not use and returns fix, which adds their error entries to the handler's
-// response. Both nil: the request goes through unchanged. Produce, Fetch
-// and Metadata check inside their handlers, which interleave the checks
-// with their own per-topic work.
+// response. Both nil: the request goes through unchanged. These check
+// inside their handlers instead, interleaved with their own work: Produce,
+// Fetch, Metadata, FindCoordinator, DescribeCluster (its authorized
+// operations), the ACL APIs (29-31), the client quota APIs (48, 49) and the
+// SCRAM credential APIs (50, 51).
 func (b *Broker) guard(z authz, body kmsg.Request) (deny kmsg.Response, fix func(kmsg.Response)) {
 	topicAuthFailed := kerr.TopicAuthorizationFailed.Code
 	groupAuthFailed := kerr.GroupAuthorizationFailed.Code

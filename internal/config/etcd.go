@@ -6,6 +6,8 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"net"
+	"net/url"
 	"os"
 	"strings"
 	"sync/atomic"
@@ -232,6 +234,16 @@ func (b *Broker) checkEmbeddedEtcd() error {
 			if _, err := loadCAFile(b.EtcdClientSSLCAFile); err != nil {
 				return fmt.Errorf("%w: etcd.client.ssl.ca.file=%q: %w", ErrInvalidConfig, b.EtcdClientSSLCAFile, err)
 			}
+		} else {
+			// TLS without client certificates on a port others can
+			// reach lets anyone read SCRAM credentials and write ACLs:
+			// whoever can write etcd owns the cluster.
+			for _, u := range b.EtcdListenClientURLs {
+				if !localURL(u) {
+					return fmt.Errorf("%w: etcd.listen.client.urls has %s, reachable from other hosts, but etcd.client.ssl.ca.file is not set: "+
+						"set it so that the member asks clients for a certificate", ErrInvalidConfig, u)
+				}
+			}
 		}
 	} else if n := b.etcdSSLSet(); n != "" {
 		return fmt.Errorf("%w: %s is set but etcd.endpoints is empty and the embedded etcd member serves plain text: "+
@@ -404,4 +416,22 @@ func loadCAFile(path string) (*x509.CertPool, error) {
 		return nil, errors.New("no PEM CERTIFICATE block")
 	}
 	return pool, nil
+}
+
+// localURL reports whether an etcd URL is reachable only from this host:
+// a unix socket, or a loopback address or localhost.
+func localURL(raw string) bool {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return false
+	}
+	if u.Scheme == "unix" || u.Scheme == "unixs" {
+		return true
+	}
+	host := u.Hostname()
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }

@@ -283,6 +283,8 @@ func TestEtcdMemberTLSConfigs(t *testing.T) {
 		{"https peer URL without peer TLS", []string{"etcd.advertise.peer.urls=https://h1:2380"},
 			"etcd.advertise.peer.urls: https://h1:2380 needs TLS: set etcd.peer.ssl.*"},
 		{"client CA alone", []string{"etcd.client.ssl.ca.file=" + ca}, "etcd.client.ssl.cert.file and etcd.client.ssl.key.file: set both"},
+		{"client TLS on a network port without client certificates", with(cli[:2], "etcd.listen.client.urls=https://0.0.0.0:2379"),
+			"https://0.0.0.0:2379, reachable from other hosts, but etcd.client.ssl.ca.file is not set"},
 		{"client cert without key", []string{"etcd.client.ssl.cert.file=" + both}, "etcd.client.ssl.cert.file and etcd.client.ssl.key.file: set both"},
 		{"client TLS with unix listen URL", with(cli, "etcd.listen.client.urls=unix:///run/e.sock"),
 			"etcd.listen.client.urls: unix:///run/e.sock is plain text but etcd.client.ssl.* is set: write it https:// or unixs://"},
