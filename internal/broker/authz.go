@@ -21,11 +21,12 @@ import (
 // cluster.ACLSet pointer), so a request is always judged against the ACLs
 // of the image it reads, never a more permissive older one (TESTPLAN
 // X-13), and an ACL change applies on a broker as soon as its etcd watch
-// delivers it.
+// delivers it. A stored binding that does not decode denies everything
+// (but to super users) until it is fixed: it might have been a DENY.
 
-// aclState caches the authorizer built for the newest ACL set seen. Each
-// request uses the authorizer built for the ACL set of the image it read,
-// never one that another request built for an older set.
+// aclState caches the authorizer built for the ACL set of the newest
+// image seen. Each request uses the authorizer built for the ACL set of
+// the image it read, never one built for another set.
 type aclState struct {
 	cfg     acl.Config
 	enabled bool
@@ -34,9 +35,11 @@ type aclState struct {
 	built atomic.Pointer[builtACLs]
 }
 
-// builtACLs is an authorizer over the ACLs of src.
+// builtACLs is an authorizer over the ACLs of src, as of image revision
+// rev.
 type builtACLs struct {
 	src *cluster.ACLSet
+	rev int64
 	a   *acl.Authorizer
 }
 
@@ -48,6 +51,23 @@ func newACLState(cfg acl.Config, enabled bool) *aclState {
 	return &aclState{cfg: cfg, enabled: enabled}
 }
 
+// denyAll is what the authorizer holds while a stored binding does not
+// decode: a DENY of everything to everyone but super users. A binding
+// that cannot be read may be a DENY, so it fails closed.
+var denyAll = func() []acl.Binding {
+	var out []acl.Binding
+	for _, rt := range []kmsg.ACLResourceType{kmsg.ACLResourceTypeTopic, kmsg.ACLResourceTypeGroup,
+		kmsg.ACLResourceTypeCluster, kmsg.ACLResourceTypeTransactionalId, kmsg.ACLResourceTypeDelegationToken, kmsg.ACLResourceTypeUser} {
+		name := acl.WildcardResource
+		if rt == kmsg.ACLResourceTypeCluster {
+			name = acl.ClusterName
+		}
+		out = append(out, acl.Binding{ResourceType: rt, ResourceName: name, PatternType: kmsg.ACLResourcePatternTypeLiteral,
+			Principal: acl.WildcardPrincipal, Host: acl.WildcardHost, Operation: kmsg.ACLOperationAll, Permission: kmsg.ACLPermissionTypeDeny})
+	}
+	return out
+}()
+
 // currentAuthorizer returns the authorizer over the ACLs of the broker's
 // current image, building its index if this set is new. nil means
 // authorization is off.
@@ -56,7 +76,8 @@ func (b *Broker) currentAuthorizer() *acl.Authorizer {
 	if !s.enabled {
 		return nil
 	}
-	set := b.cluster.Image().ACLs
+	img := b.cluster.Image()
+	set := img.ACLs
 	if cur := s.built.Load(); cur != nil && cur.src == set {
 		return cur.a
 	}
@@ -69,13 +90,19 @@ func (b *Broker) currentAuthorizer() *acl.Authorizer {
 	for id, v := range set.Bindings {
 		bd, err := acl.Unmarshal(v)
 		if err != nil {
-			b.log.Error("acl: ignoring a stored binding that does not decode", "id", id, "err", err)
-			continue
+			b.log.Error("acl: a stored binding does not decode; denying every request but super users' until it is deleted or fixed",
+				"id", id, "err", err)
+			bindings = denyAll
+			break
 		}
 		bindings = append(bindings, bd)
 	}
 	a := acl.NewAuthorizer(s.cfg, acl.NewImage(bindings))
-	s.built.Store(&builtACLs{src: set, a: a})
+	// NB: only a newer image's build replaces the cache, so a request
+	// that read an older image does not make the next ones rebuild.
+	if cur := s.built.Load(); cur == nil || img.Revision >= cur.rev {
+		s.built.Store(&builtACLs{src: set, rev: img.Revision, a: a})
+	}
 	return a
 }
 

@@ -485,3 +485,33 @@ func TestACLHostsCompareCanonically(t *testing.T) {
 		t.Fatalf("produce from 127.0.0.1 with a DENY for ::ffff:127.0.0.1: %v", kerr.ErrorForCode(c))
 	}
 }
+
+// A stored ACL that does not decode might be a DENY: until it is deleted,
+// every request but a super user's is denied.
+func TestUndecodableACLFailsClosed(t *testing.T) {
+	t.Parallel()
+	b := aclBroker(t)
+	admin := userClient(t, b, "admin", "a")
+	alice := userClient(t, b, "alice", "a")
+	testutil.CreateTopic(t, kadm.NewClient(admin), "closed", 1)
+	grant(t, b, allow("User:alice", kmsg.ACLResourceTypeTopic, "closed", kmsg.ACLResourcePatternTypeLiteral, kmsg.ACLOperationWrite))
+	if c := produceCode(t, alice, "closed"); c != 0 {
+		t.Fatalf("produce with WRITE: %v", kerr.ErrorForCode(c))
+	}
+	ctx := context.Background()
+	if err := b.Node.Cluster().PutACLs(ctx, map[string][]byte{"corrupt": []byte("{not json")}); err != nil {
+		t.Fatal(err)
+	}
+	if c := produceCode(t, alice, "closed"); c != kerr.TopicAuthorizationFailed.Code {
+		t.Errorf("produce with an undecodable ACL stored: %v, want TOPIC_AUTHORIZATION_FAILED", kerr.ErrorForCode(c))
+	}
+	if c := produceCode(t, admin, "closed"); c != 0 {
+		t.Errorf("super user produce with an undecodable ACL stored: %v", kerr.ErrorForCode(c))
+	}
+	if err := b.Node.Cluster().DeleteACLs(ctx, []string{"corrupt"}); err != nil {
+		t.Fatal(err)
+	}
+	if c := produceCode(t, alice, "closed"); c != 0 {
+		t.Errorf("produce after the undecodable ACL was deleted: %v", kerr.ErrorForCode(c))
+	}
+}
