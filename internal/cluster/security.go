@@ -131,9 +131,29 @@ func (c *Cluster) DeleteScramCredential(ctx context.Context, user, mechanism str
 	return c.waitRevision(ctx, resp.Header.Revision)
 }
 
-// PutACLs stores ACL bindings by id in one transaction (a binding that
-// exists is written again, unchanged) and waits until this broker's image
-// has them.
+// maxTxnOps is the most operations samsa puts in one etcd transaction:
+// an external etcd refuses more than --max-txn-ops (128 by default).
+const maxTxnOps = 128
+
+// commitOps commits ops in transactions of at most maxTxnOps and waits
+// until this broker's image has the last. A failure leaves the batches
+// before it applied (CreateAcls and DeleteAcls report per binding, as
+// Kafka's, which does not apply them atomically either).
+func (c *Cluster) commitOps(ctx context.Context, ops []clientv3.Op) error {
+	var rev int64
+	for len(ops) > 0 {
+		n := min(len(ops), maxTxnOps)
+		resp, err := c.cli.Txn(ctx).Then(ops[:n]...).Commit()
+		if err != nil {
+			return err
+		}
+		rev, ops = resp.Header.Revision, ops[n:]
+	}
+	return c.waitRevision(ctx, rev)
+}
+
+// PutACLs stores ACL bindings by id (a binding that exists is written
+// again, unchanged) and waits until this broker's image has them.
 func (c *Cluster) PutACLs(ctx context.Context, bindings map[string][]byte) error {
 	if len(bindings) == 0 {
 		return nil
@@ -142,16 +162,14 @@ func (c *Cluster) PutACLs(ctx context.Context, bindings map[string][]byte) error
 	for id, v := range bindings {
 		ops = append(ops, clientv3.OpPut(c.keys.acl(id), string(v)))
 	}
-	resp, err := c.cli.Txn(ctx).Then(ops...).Commit()
-	if err != nil {
+	if err := c.commitOps(ctx, ops); err != nil {
 		return fmt.Errorf("cluster: create ACLs: %w", err)
 	}
-	return c.waitRevision(ctx, resp.Header.Revision)
+	return nil
 }
 
-// DeleteACLs removes ACL bindings by id in one transaction, and waits
-// until this broker's image no longer has them. Ids not present are
-// ignored.
+// DeleteACLs removes ACL bindings by id and waits until this broker's
+// image no longer has them. Ids not present are ignored.
 func (c *Cluster) DeleteACLs(ctx context.Context, ids []string) error {
 	if len(ids) == 0 {
 		return nil
@@ -160,9 +178,8 @@ func (c *Cluster) DeleteACLs(ctx context.Context, ids []string) error {
 	for _, id := range ids {
 		ops = append(ops, clientv3.OpDelete(c.keys.acl(id)))
 	}
-	resp, err := c.cli.Txn(ctx).Then(ops...).Commit()
-	if err != nil {
+	if err := c.commitOps(ctx, ops); err != nil {
 		return fmt.Errorf("cluster: delete ACLs: %w", err)
 	}
-	return c.waitRevision(ctx, resp.Header.Revision)
+	return nil
 }

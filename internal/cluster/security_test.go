@@ -3,6 +3,7 @@ package cluster
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"testing"
 )
 
@@ -54,5 +55,31 @@ func TestSecurityStateReachesEveryImage(t *testing.T) {
 	}
 	if acls.Bindings["k1"] == nil {
 		t.Error("an earlier image's ACL set was modified")
+	}
+}
+
+// More ACLs than one etcd transaction may hold (128 operations on an
+// external etcd by default) are stored and deleted in batches.
+func TestManyACLsAreWrittenInBatches(t *testing.T) {
+	t.Parallel()
+	c := openTest(t, 0, t.TempDir())
+	ctx := testCtx(t)
+	m := map[string][]byte{}
+	var ids []string
+	for i := range 300 {
+		id := fmt.Sprintf("k%03d", i)
+		m[id], ids = []byte(`{}`), append(ids, id)
+	}
+	if err := c.PutACLs(ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(c.Image().ACLs.Bindings); n != 300 {
+		t.Fatalf("%d ACLs in the image, want 300", n)
+	}
+	if err := c.DeleteACLs(ctx, ids); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(c.Image().ACLs.Bindings); n != 0 {
+		t.Fatalf("%d ACLs left, want 0", n)
 	}
 }
