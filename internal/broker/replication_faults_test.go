@@ -407,7 +407,9 @@ func TestControlledShutdownMovesLeadershipBeforeExit(t *testing.T) {
 			default:
 			}
 			img := watcher.Image()
-			if _, registered := img.Brokers[victim]; registered {
+			// NB: an image may lack the topic for a moment (the watcher
+			// rebuilding its image); look again.
+			if _, registered := img.Brokers[victim]; registered && img.Topics[topic] != nil {
 				moved := true
 				for _, p := range led {
 					st := img.Topics[topic].Partitions[p]
