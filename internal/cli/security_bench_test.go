@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"sync"
@@ -118,8 +119,10 @@ func benchConnect(b *testing.B, addr string, pool *x509.CertPool, conns int) {
 // exchange and one Metadata request, then closes them. The broker's share
 // is this process's user and system CPU time (getrusage) over b.N bursts,
 // divided by the connections opened; it includes the broker's idle work
-// over that time, which is small. Run with -cpuprofile to see where it
-// goes.
+// over that time, which is small. broker-B/conn is the memory allocated
+// over the bursts per connection, a figure that, unlike CPU time, the
+// other work on the machine does not disturb. Run with -cpuprofile to see
+// where the time goes.
 func BenchmarkSASLSSLConnectBrokerCPU(b *testing.B) {
 	br, _, caFile := startSASLSSLBroker(b)
 	addr := br.Node.ListenerAddr("SASL_SSL")
@@ -151,6 +154,8 @@ func BenchmarkSASLSSLConnectBrokerCPU(b *testing.B) {
 				}
 			}
 			burst() // warm up
+			var m0, m1 runtime.MemStats
+			runtime.ReadMemStats(&m0)
 			b.ResetTimer()
 			before := cpuTime(b)
 			for range b.N {
@@ -158,6 +163,8 @@ func BenchmarkSASLSSLConnectBrokerCPU(b *testing.B) {
 			}
 			cpu := cpuTime(b) - before
 			b.StopTimer()
+			runtime.ReadMemStats(&m1)
+			b.ReportMetric(float64(m1.TotalAlloc-m0.TotalAlloc)/float64(b.N*conns), "broker-B/conn")
 			b.ReportMetric(float64(cpu.Microseconds())/float64(b.N*conns), "broker-cpu-us/conn")
 		})
 	}
