@@ -322,11 +322,14 @@ func (c *conn) queue(p pending) bool {
 // produceKey is the API key of Produce, whose frames are recycled.
 const produceKey = 0
 
-// Frames up to exactFrameMax come from pools by power-of-two size class
-// (4 KiB up). Only Produce frames go back: a Produce handler copies the
-// records into the log before Handle returns and keeps nothing that aliases
-// the frame, while other decoded requests alias their frame (kmsg does not
-// copy bytes fields) and may be retained, e.g. group member metadata.
+// Frames of 4 KiB up to exactFrameMax come from pools by power-of-two size
+// class. Only Produce frames go back: a Produce handler copies the records
+// into the log before Handle returns and keeps nothing that aliases the
+// frame, while other decoded requests alias their frame (kmsg does not copy
+// bytes fields) and may be retained, e.g. group member metadata. Smaller
+// frames, most requests other than Produce, are allocated at their size: a
+// small allocation costs no more than a pool round trip, and rounding them
+// up to 4 KiB made every one of them clear 4 KiB that was never recycled.
 const (
 	minFrameShift = 12
 	frameClasses  = 20 - minFrameShift + 1 // 4 KiB .. 1 MiB (exactFrameMax)
@@ -344,7 +347,7 @@ func frameClass(size int) int {
 // getFrame returns a buffer of size bytes (not zeroed).
 func getFrame(size int) []byte {
 	c := frameClass(size)
-	if c >= frameClasses {
+	if size < 1<<minFrameShift || c >= frameClasses {
 		return make([]byte, size)
 	}
 	if v := framePools[c].Get(); v != nil {
