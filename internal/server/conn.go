@@ -40,8 +40,8 @@ type pending struct {
 }
 
 // conn is one client connection. The read goroutine (readLoop) owns
-// reading and calling Handle, and is the only sender on replies, which it
-// closes when it exits. The write goroutine (writeLoop) owns writing and
+// reading and calling Handle, and is the only one to push on replies,
+// which it closes when it exits. The write goroutine (writeLoop) owns writing and
 // calling Wait; it closes the socket when it is done and, once the reader
 // has exited too, removes the connection from the server.
 type conn struct {
@@ -59,7 +59,7 @@ type conn struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
-	replies chan pending
+	replies *replyQueue
 	// inflight counts replies handed to the writer and not yet written.
 	inflight atomic.Int64
 	// stopReading is set by Shutdown: the reader stops, the writer drains.
@@ -89,7 +89,7 @@ func newConn(s *Server, nc net.Conn, lc *ListenerConfig) *conn {
 		nc:         nc,
 		pub:        pub,
 		lc:         lc,
-		replies:    make(chan pending, s.cfg.QueuedMaxRequests),
+		replies:    newReplyQueue(s.cfg.QueuedMaxRequests),
 		readStop:   make(chan struct{}),
 		readerDone: make(chan struct{}),
 	}
@@ -177,7 +177,7 @@ func isTimeout(err error) bool {
 
 func (c *conn) readLoop() {
 	defer close(c.readerDone)
-	defer close(c.replies)
+	defer c.replies.close()
 	if err := c.handshakeTLS(); err != nil {
 		c.close()
 		return
@@ -311,12 +311,10 @@ func (c *conn) serve(frame []byte) (ok bool) {
 // should go on: not once a reply that closes the connection is queued.
 func (c *conn) queue(p pending) bool {
 	c.inflight.Add(1)
-	select {
-	case c.replies <- p:
-		return !p.after.close
-	case <-c.ctx.Done():
+	if !c.replies.push(c.ctx.Done(), p) {
 		return false
 	}
+	return !p.after.close
 }
 
 // produceKey is the API key of Produce, whose frames are recycled.
@@ -408,15 +406,11 @@ func (c *conn) writeLoop() {
 	var scratch []byte
 	var deadline deadliner
 	for {
-		var p pending
-		var ok bool
-		select {
-		case p, ok = <-c.replies:
-		case <-c.ctx.Done():
-			return
-		}
-		if !ok { // the reader is done and everything queued is written
-			c.flush(bw, &deadline)
+		p, ok := c.replies.pop(c.ctx.Done())
+		if !ok {
+			if c.ctx.Err() == nil { // the reader is done and everything queued is written
+				c.flush(bw, &deadline)
+			}
 			return
 		}
 		r := p.reply
@@ -453,7 +447,7 @@ func (c *conn) writeLoop() {
 			c.flush(bw, &deadline)
 			return
 		}
-		if len(c.replies) == 0 {
+		if c.replies.len() == 0 {
 			if err := c.flush(bw, &deadline); err != nil {
 				return
 			}
