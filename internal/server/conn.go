@@ -16,10 +16,20 @@ import (
 	"time"
 )
 
-// Sizes of the per-connection buffers.
+// Sizes of the per-connection read and write buffers (see bufferSize).
 const (
-	readBufferSize  = 64 << 10
-	writeBufferSize = 64 << 10
+	// bufferSize is the size on plaintext listeners: pipelined small
+	// requests are read, and their responses written, with one syscall.
+	bufferSize = 64 << 10
+	// tlsBufferSize is the size on TLS listeners, the most plaintext one
+	// TLS record carries (RFC 8446 section 5.1): tls.Conn reads and
+	// decrypts one record per Read, and writes each record with its own
+	// syscall, so a larger buffer saves no syscall.
+	tlsBufferSize = 16 << 10
+	// authBufferSize is the size until a SASL listener's connection is
+	// authenticated: the exchange is a few small frames, and a connection
+	// that never authenticates holds little.
+	authBufferSize = 4 << 10
 	// exactFrameMax is the largest frame read into a buffer of the declared
 	// size at once; larger frames grow their buffer as bytes arrive, so a
 	// client that declares a large frame and stalls does not pin it.
@@ -37,6 +47,10 @@ type pending struct {
 	reply Reply
 	// after closes the connection once this reply is written.
 	after closeAfter
+	// open says that the connection was authenticated (or needs no
+	// authentication) when the reply was queued; the writer sizes its
+	// buffer by it.
+	open bool
 }
 
 // conn is one client connection. The read goroutine (readLoop) owns
@@ -184,11 +198,16 @@ func (c *conn) readLoop() {
 	}
 	// Pipelined small requests are read with one syscall; a large frame
 	// bypasses the buffer.
-	br := bufio.NewReaderSize(c.nc, readBufferSize)
+	br := bufio.NewReaderSize(c.nc, c.bufferSize(c.auth.open()))
 	var deadline deadliner
 	for {
 		if c.readStopped.Load() || !c.waitMuted() {
 			return
+		}
+		if br.Size() < c.bufferSize(c.auth.open()) && br.Buffered() == 0 {
+			// Authenticated: the full buffer from the next frame on. A
+			// frame already buffered is read from the small one first.
+			br = bufio.NewReaderSize(c.nc, c.bufferSize(true))
 		}
 		deadline.extend(c.nc.SetReadDeadline, c.s.cfg.IdleTimeout)
 		// NB: checked again after setting the deadline, so that a
@@ -310,6 +329,7 @@ func (c *conn) serve(frame []byte) (ok bool) {
 // queue hands a reply to the writer. It reports whether the reader
 // should go on: not once a reply that closes the connection is queued.
 func (c *conn) queue(p pending) bool {
+	p.open = c.auth.open()
 	c.inflight.Add(1)
 	if !c.replies.push(c.ctx.Done(), p) {
 		return false
@@ -402,7 +422,9 @@ func (c *conn) writeLoop() {
 		<-c.readerDone
 		c.s.removeConn(c)
 	}()
-	bw := bufio.NewWriterSize(countingWriter{c.nc, &c.s.bytesOut}, writeBufferSize)
+	// bw is allocated at the first reply, and again, larger, at the first
+	// reply after authentication.
+	var bw *bufio.Writer
 	var scratch []byte
 	var deadline deadliner
 	for {
@@ -412,6 +434,12 @@ func (c *conn) writeLoop() {
 				c.flush(bw, &deadline)
 			}
 			return
+		}
+		if size := c.bufferSize(p.open); bw == nil || bw.Size() < size {
+			if err := c.flush(bw, &deadline); err != nil {
+				return
+			}
+			bw = bufio.NewWriterSize(countingWriter{c.nc, &c.s.bytesOut}, size)
 		}
 		r := p.reply
 		for r.Wait != nil {
@@ -455,8 +483,22 @@ func (c *conn) writeLoop() {
 	}
 }
 
+// bufferSize is the size of the connection's read and write buffers,
+// before authentication (open false) and after.
+func (c *conn) bufferSize(open bool) int {
+	switch {
+	case !open:
+		return authBufferSize
+	case c.lc.tls():
+		return tlsBufferSize
+	default:
+		return bufferSize
+	}
+}
+
+// flush writes what bw holds; bw may be nil.
 func (c *conn) flush(bw *bufio.Writer, deadline *deadliner) error {
-	if bw.Buffered() == 0 {
+	if bw == nil || bw.Buffered() == 0 {
 		return nil
 	}
 	deadline.extend(c.nc.SetWriteDeadline, c.s.cfg.IdleTimeout)
