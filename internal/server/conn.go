@@ -16,20 +16,8 @@ import (
 	"time"
 )
 
-// Sizes of the per-connection read and write buffers (see bufferSize).
+// Sizes of the per-connection frame and encode buffers.
 const (
-	// bufferSize is the size on plaintext listeners: pipelined small
-	// requests are read, and their responses written, with one syscall.
-	bufferSize = 64 << 10
-	// tlsBufferSize is the size on TLS listeners, the most plaintext one
-	// TLS record carries (RFC 8446 section 5.1): tls.Conn reads and
-	// decrypts one record per Read, and writes each record with its own
-	// syscall, so a larger buffer saves no syscall.
-	tlsBufferSize = 16 << 10
-	// authBufferSize is the size until a SASL listener's connection is
-	// authenticated: the exchange is a few small frames, and a connection
-	// that never authenticates holds little.
-	authBufferSize = 4 << 10
 	// exactFrameMax is the largest frame read into a buffer of the declared
 	// size at once; larger frames grow their buffer as bytes arrive, so a
 	// client that declares a large frame and stalls does not pin it.
@@ -198,7 +186,8 @@ func (c *conn) readLoop() {
 	}
 	// Pipelined small requests are read with one syscall; a large frame
 	// bypasses the buffer.
-	br := bufio.NewReaderSize(c.nc, c.bufferSize(c.auth.open()))
+	br := getReader(c.nc, c.bufferSize(c.auth.open()))
+	defer func() { putReader(br) }()
 	var deadline deadliner
 	for {
 		if c.readStopped.Load() || !c.waitMuted() {
@@ -207,7 +196,8 @@ func (c *conn) readLoop() {
 		if br.Size() < c.bufferSize(c.auth.open()) && br.Buffered() == 0 {
 			// Authenticated: the full buffer from the next frame on. A
 			// frame already buffered is read from the small one first.
-			br = bufio.NewReaderSize(c.nc, c.bufferSize(true))
+			putReader(br)
+			br = getReader(c.nc, c.bufferSize(true))
 		}
 		deadline.extend(c.nc.SetReadDeadline, c.s.cfg.IdleTimeout)
 		// NB: checked again after setting the deadline, so that a
@@ -417,14 +407,17 @@ func (cw countingWriter) Write(p []byte) (int, error) {
 }
 
 func (c *conn) writeLoop() {
+	// bw is taken at the first reply, and again, larger, at the first
+	// reply after authentication.
+	var bw *bufio.Writer
 	defer func() {
 		c.close()
+		if bw != nil {
+			putWriter(bw)
+		}
 		<-c.readerDone
 		c.s.removeConn(c)
 	}()
-	// bw is allocated at the first reply, and again, larger, at the first
-	// reply after authentication.
-	var bw *bufio.Writer
 	var scratch []byte
 	var deadline deadliner
 	for {
@@ -439,7 +432,10 @@ func (c *conn) writeLoop() {
 			if err := c.flush(bw, &deadline); err != nil {
 				return
 			}
-			bw = bufio.NewWriterSize(countingWriter{c.nc, &c.s.bytesOut}, size)
+			if bw != nil {
+				putWriter(bw)
+			}
+			bw = getWriter(countingWriter{c.nc, &c.s.bytesOut}, size)
 		}
 		r := p.reply
 		for r.Wait != nil {
@@ -480,19 +476,6 @@ func (c *conn) writeLoop() {
 				return
 			}
 		}
-	}
-}
-
-// bufferSize is the size of the connection's read and write buffers,
-// before authentication (open false) and after.
-func (c *conn) bufferSize(open bool) int {
-	switch {
-	case !open:
-		return authBufferSize
-	case c.lc.tls():
-		return tlsBufferSize
-	default:
-		return bufferSize
 	}
 }
 
