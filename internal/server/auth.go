@@ -171,6 +171,10 @@ func (a *auth) now() time.Time {
 	return time.Now()
 }
 
+// open reports whether requests are served: the connection is
+// authenticated, or its listener has no SASL.
+func (a *auth) open() bool { return a.state == stateOpen }
+
 // maxFrame is the frame cap in the current state.
 func (a *auth) maxFrame(configured int32) int32 {
 	if a.state != stateOpen {

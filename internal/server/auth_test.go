@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -265,6 +266,16 @@ func TestSessionExpiresWithoutReauthentication(t *testing.T) {
 // address and a client TLS config trusting the CA.
 func tlsListener(t *testing.T, timeout time.Duration) (string, *tls.Config) {
 	t.Helper()
+	srv, ccfg := devTLS(t)
+	_, addr := startListener(t, ListenerConfig{Name: "SSL", SecurityProtocol: ProtocolSSL, TLS: srv.TLSConfig(),
+		TLSPrincipal: srv.Principal, HandshakeTimeout: timeout})
+	return addr, ccfg
+}
+
+// devTLS returns a TLS server with development certificates and a client
+// TLS config trusting their CA.
+func devTLS(t *testing.T) (*tlsconfig.Server, *tls.Config) {
+	t.Helper()
 	dir := t.TempDir()
 	files, err := tlsconfig.GenerateDevCerts(dir, nil, time.Now())
 	if err != nil {
@@ -274,15 +285,74 @@ func tlsListener(t *testing.T, timeout time.Duration) (string, *tls.Config) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, addr := startListener(t, ListenerConfig{Name: "SSL", SecurityProtocol: ProtocolSSL, TLS: srv.TLSConfig(),
-		TLSPrincipal: srv.Principal, HandshakeTimeout: timeout})
 	pem, err := os.ReadFile(filepath.Join(dir, "ca.pem"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(pem)
-	return addr, &tls.Config{RootCAs: pool, ServerName: "localhost"}
+	return srv, &tls.Config{RootCAs: pool, ServerName: "localhost"}
+}
+
+// Requests written together with the authentication, in one write, are
+// all served in order: the reader holds some of them in its small
+// pre-authentication buffer when the connection becomes authenticated,
+// and one of them is larger than that buffer.
+func TestRequestsPipelinedWithAuthenticationAreServed(t *testing.T) {
+	t.Parallel()
+	big := make([]string, 400) // a Metadata request of about 10 KiB
+	for i := range big {
+		big[i] = fmt.Sprintf("topic-%016d", i)
+	}
+	for _, proto := range []string{ProtocolSASLPlaintext, ProtocolSASLSSL} {
+		t.Run(proto, func(t *testing.T) {
+			t.Parallel()
+			lc := saslListener(0)
+			lc.SecurityProtocol = proto
+			var ccfg *tls.Config
+			if proto == ProtocolSASLSSL {
+				var srv *tlsconfig.Server
+				srv, ccfg = devTLS(t)
+				lc.TLS = srv.TLSConfig()
+			}
+			h, addr := startListener(t, lc)
+			c := dial(t, addr)
+			if ccfg != nil {
+				tc := tls.Client(c.nc, ccfg)
+				c.nc, c.r = tc, bufio.NewReader(tc)
+			}
+			var out []byte
+			out = append(out, encode(1, kmsg.NewPtrApiVersionsRequest(), 0)...)
+			out = append(out, encode(2, handshake("PLAIN"), 1)...)
+			out = append(out, encode(3, authenticate([]byte("\x00alice\x00secret")), 2)...)
+			out = append(out, encode(4, metadata("a"), 9)...)
+			out = append(out, encode(5, metadata(big...), 9)...)
+			out = append(out, encode(6, metadata("b"), 9)...)
+			c.write(out)
+
+			if corr, _, err := c.readResponse(false); err != nil || corr != 1 {
+				t.Fatalf("ApiVersions: correlation id %d, %v", corr, err)
+			}
+			if resp := c.readSASLHandshake(); resp.ErrorCode != 0 {
+				t.Fatalf("SaslHandshake: %v", kerr.ErrorForCode(resp.ErrorCode))
+			}
+			if resp := c.readSASLAuthenticate(2); resp.ErrorCode != 0 {
+				t.Fatalf("SaslAuthenticate: %v", kerr.ErrorForCode(resp.ErrorCode))
+			}
+			for _, want := range []struct {
+				corr   int32
+				topics int
+			}{{4, 1}, {5, len(big)}, {6, 1}} {
+				corr, names := c.readMetadata(9)
+				if corr != want.corr || len(names) != want.topics {
+					t.Fatalf("Metadata: correlation id %d with %d topics, want %d with %d", corr, len(names), want.corr, want.topics)
+				}
+			}
+			if p := h.principal.Load(); p == nil || *p != "User:alice" {
+				t.Fatalf("principal %v, want User:alice", p)
+			}
+		})
+	}
 }
 
 // An SSL listener serves Kafka over TLS only: plain Kafka bytes (or any

@@ -16,10 +16,8 @@ import (
 	"time"
 )
 
-// Sizes of the per-connection buffers.
+// Sizes of the per-connection frame and encode buffers.
 const (
-	readBufferSize  = 64 << 10
-	writeBufferSize = 64 << 10
 	// exactFrameMax is the largest frame read into a buffer of the declared
 	// size at once; larger frames grow their buffer as bytes arrive, so a
 	// client that declares a large frame and stalls does not pin it.
@@ -37,11 +35,15 @@ type pending struct {
 	reply Reply
 	// after closes the connection once this reply is written.
 	after closeAfter
+	// open says that the connection was authenticated (or needs no
+	// authentication) when the reply was queued; the writer sizes its
+	// buffer by it.
+	open bool
 }
 
 // conn is one client connection. The read goroutine (readLoop) owns
-// reading and calling Handle, and is the only sender on replies, which it
-// closes when it exits. The write goroutine (writeLoop) owns writing and
+// reading and calling Handle, and is the only one to push on replies,
+// which it closes when it exits. The write goroutine (writeLoop) owns writing and
 // calling Wait; it closes the socket when it is done and, once the reader
 // has exited too, removes the connection from the server.
 type conn struct {
@@ -59,7 +61,7 @@ type conn struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
-	replies chan pending
+	replies *replyQueue
 	// inflight counts replies handed to the writer and not yet written.
 	inflight atomic.Int64
 	// stopReading is set by Shutdown: the reader stops, the writer drains.
@@ -89,7 +91,7 @@ func newConn(s *Server, nc net.Conn, lc *ListenerConfig) *conn {
 		nc:         nc,
 		pub:        pub,
 		lc:         lc,
-		replies:    make(chan pending, s.cfg.QueuedMaxRequests),
+		replies:    newReplyQueue(s.cfg.QueuedMaxRequests),
 		readStop:   make(chan struct{}),
 		readerDone: make(chan struct{}),
 	}
@@ -177,18 +179,25 @@ func isTimeout(err error) bool {
 
 func (c *conn) readLoop() {
 	defer close(c.readerDone)
-	defer close(c.replies)
+	defer c.replies.close()
 	if err := c.handshakeTLS(); err != nil {
 		c.close()
 		return
 	}
 	// Pipelined small requests are read with one syscall; a large frame
 	// bypasses the buffer.
-	br := bufio.NewReaderSize(c.nc, readBufferSize)
+	br := getReader(c.nc, c.bufferSize(c.auth.open()))
+	defer func() { putReader(br) }()
 	var deadline deadliner
 	for {
 		if c.readStopped.Load() || !c.waitMuted() {
 			return
+		}
+		if br.Size() < c.bufferSize(c.auth.open()) && br.Buffered() == 0 {
+			// Authenticated: the full buffer from the next frame on. A
+			// frame already buffered is read from the small one first.
+			putReader(br)
+			br = getReader(c.nc, c.bufferSize(true))
 		}
 		deadline.extend(c.nc.SetReadDeadline, c.s.cfg.IdleTimeout)
 		// NB: checked again after setting the deadline, so that a
@@ -310,23 +319,25 @@ func (c *conn) serve(frame []byte) (ok bool) {
 // queue hands a reply to the writer. It reports whether the reader
 // should go on: not once a reply that closes the connection is queued.
 func (c *conn) queue(p pending) bool {
+	p.open = c.auth.open()
 	c.inflight.Add(1)
-	select {
-	case c.replies <- p:
-		return !p.after.close
-	case <-c.ctx.Done():
+	if !c.replies.push(c.ctx.Done(), p) {
 		return false
 	}
+	return !p.after.close
 }
 
 // produceKey is the API key of Produce, whose frames are recycled.
 const produceKey = 0
 
-// Frames up to exactFrameMax come from pools by power-of-two size class
-// (4 KiB up). Only Produce frames go back: a Produce handler copies the
-// records into the log before Handle returns and keeps nothing that aliases
-// the frame, while other decoded requests alias their frame (kmsg does not
-// copy bytes fields) and may be retained, e.g. group member metadata.
+// Frames of 4 KiB up to exactFrameMax come from pools by power-of-two size
+// class. Only Produce frames go back: a Produce handler copies the records
+// into the log before Handle returns and keeps nothing that aliases the
+// frame, while other decoded requests alias their frame (kmsg does not copy
+// bytes fields) and may be retained, e.g. group member metadata. Smaller
+// frames, most requests other than Produce, are allocated at their size: a
+// small allocation costs no more than a pool round trip, and rounding them
+// up to 4 KiB made every one of them clear 4 KiB that was never recycled.
 const (
 	minFrameShift = 12
 	frameClasses  = 20 - minFrameShift + 1 // 4 KiB .. 1 MiB (exactFrameMax)
@@ -344,7 +355,7 @@ func frameClass(size int) int {
 // getFrame returns a buffer of size bytes (not zeroed).
 func getFrame(size int) []byte {
 	c := frameClass(size)
-	if c >= frameClasses {
+	if size < 1<<minFrameShift || c >= frameClasses {
 		return make([]byte, size)
 	}
 	if v := framePools[c].Get(); v != nil {
@@ -396,25 +407,35 @@ func (cw countingWriter) Write(p []byte) (int, error) {
 }
 
 func (c *conn) writeLoop() {
+	// bw is taken at the first reply, and again, larger, at the first
+	// reply after authentication.
+	var bw *bufio.Writer
 	defer func() {
 		c.close()
+		if bw != nil {
+			putWriter(bw)
+		}
 		<-c.readerDone
 		c.s.removeConn(c)
 	}()
-	bw := bufio.NewWriterSize(countingWriter{c.nc, &c.s.bytesOut}, writeBufferSize)
 	var scratch []byte
 	var deadline deadliner
 	for {
-		var p pending
-		var ok bool
-		select {
-		case p, ok = <-c.replies:
-		case <-c.ctx.Done():
+		p, ok := c.replies.pop(c.ctx.Done())
+		if !ok {
+			if c.ctx.Err() == nil { // the reader is done and everything queued is written
+				c.flush(bw, &deadline)
+			}
 			return
 		}
-		if !ok { // the reader is done and everything queued is written
-			c.flush(bw, &deadline)
-			return
+		if size := c.bufferSize(p.open); bw == nil || bw.Size() < size {
+			if err := c.flush(bw, &deadline); err != nil {
+				return
+			}
+			if bw != nil {
+				putWriter(bw)
+			}
+			bw = getWriter(countingWriter{c.nc, &c.s.bytesOut}, size)
 		}
 		r := p.reply
 		for r.Wait != nil {
@@ -450,7 +471,7 @@ func (c *conn) writeLoop() {
 			c.flush(bw, &deadline)
 			return
 		}
-		if len(c.replies) == 0 {
+		if c.replies.len() == 0 {
 			if err := c.flush(bw, &deadline); err != nil {
 				return
 			}
@@ -458,8 +479,9 @@ func (c *conn) writeLoop() {
 	}
 }
 
+// flush writes what bw holds; bw may be nil.
 func (c *conn) flush(bw *bufio.Writer, deadline *deadliner) error {
-	if bw.Buffered() == 0 {
+	if bw == nil || bw.Buffered() == 0 {
 		return nil
 	}
 	deadline.extend(c.nc.SetWriteDeadline, c.s.cfg.IdleTimeout)

@@ -45,13 +45,20 @@
 // helper and counted in a WaitGroup; Serve runs on its caller's goroutine.
 //
 //  1. The reader reads a frame, decodes it, calls Handler.Handle and queues
-//     the Reply on a channel of queued.max.requests entries. Handle runs
-//     one request at a time in arrival order. A full queue blocks the
-//     reader, which stops reading from the socket: that is the back-pressure.
+//     the Reply on a queue of at most queued.max.requests entries, whose
+//     storage grows with use. Handle runs one request at a time in arrival
+//     order. A full queue blocks the reader, which stops reading from the
+//     socket: that is the back-pressure.
 //  2. The writer takes replies in queue order, calls Reply.Wait (which may
-//     block) and writes the result through a 64 KiB buffered writer. It
-//     flushes when the queue is momentarily empty, so pipelined small
-//     responses share a write syscall, and before calling a Wait.
+//     block) and writes the result through a buffered writer. It flushes
+//     when the queue is momentarily empty, so pipelined small responses
+//     share a write syscall, and before calling a Wait.
+//
+// The read and write buffers are 64 KiB on plaintext listeners and 16 KiB,
+// one TLS record, on TLS listeners. Until a connection of a SASL listener
+// is authenticated they are 4 KiB, so that connections that never
+// authenticate hold little memory; the write buffer is allocated at the
+// first reply.
 //
 // Responses therefore go out in request order, and a slow Wait holds back
 // the responses after it but not the handling of later requests.
