@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -122,6 +123,9 @@ func (e *stateEnv) handle(t *testing.T, d *datadriven.TestData) string {
 // State and an empty log. Rewrite the expected output with -rewrite.
 func TestStateScripts(t *testing.T) {
 	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
+		if strings.HasPrefix(filepath.Base(path), "coordinator") {
+			t.Skip("a coordinator script; see TestCoordinatorScripts")
+		}
 		env := &stateEnv{s: NewState()}
 		datadriven.RunTest(t, path, env.handle)
 	})
