@@ -1,4 +1,5 @@
-// Package txn keeps the idempotent producer state of a partition: for each
+// Package txn keeps the idempotent producer state of a partition and the
+// transaction coordinator's state of a transactional id. For a partition: for each
 // producer id, its epoch and the last WindowSize batches it appended, so
 // that retried batches are answered with their original offsets instead of
 // being written twice, and gaps or fenced producers are refused, as Kafka
@@ -12,6 +13,34 @@
 //
 // Short names used inside the package: pid (producer id), seq (sequence
 // number).
+//
+// # Transaction coordinator
+//
+// TxnMetadata is the coordinator's record of one transactional id, moved
+// by pure transitions that take the time and return a new value or a
+// sentinel error (Reference: KIP-98, KIP-360, KIP-890 part 2):
+// InitProducerID, AddPartitions, EndTxn, CompleteEnd, AbortTimedOut and
+// Expire. The caller persists the new value, writes the markers of a
+// Prepare state and then calls CompleteEnd.
+//
+//	        InitProducerID
+//	  +-------------------------------+
+//	  v                               |
+//	Empty --AddPartitions--> Ongoing --EndTxn commit--> PrepareCommit --CompleteEnd--> CompleteCommit
+//	  |                      |  |                                                        |
+//	  |                      |  +--EndTxn abort--> PrepareAbort --CompleteEnd--> CompleteAbort
+//	  |                      |                        ^                                  |
+//	  |    InitProducerID or timeout                  |                                  |
+//	  |                      +--> PrepareEpochFence --+                                  |
+//	  |                                                                                  |
+//	  +------ Expire (also from CompleteCommit and CompleteAbort) --> Dead               |
+//	Complete* --AddPartitions--> Ongoing; Complete* --InitProducerID--> Empty <----------+
+//
+// With EndTxn version 5 (transaction version 2) the epoch is bumped when a
+// transaction ends, a retried end is recognised by the epoch before the
+// bump, and Empty, CompleteCommit and CompleteAbort may go to PrepareAbort
+// (an abort with no partitions). An epoch within one of the maximum moves
+// the producer to a new producer id at epoch 0.
 //
 // # Usage
 //
