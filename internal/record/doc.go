@@ -46,6 +46,27 @@
 //	headers          headerKeyLength varint (>= 0), headerKey bytes,
 //	                 headerValueLength varint (-1: null), headerValue bytes
 //
+// # Control batches
+//
+// A control batch has attribute bit 5 set and is written by the broker, never
+// by a producer. The one kind samsa writes is the end-transaction marker: a
+// transactional control batch, uncompressed, with the transaction's
+// producerId and producerEpoch, baseSequence -1 and exactly one record
+// (offset delta 0, no headers) whose key and value are fixed-size structs,
+// big endian:
+//
+//	key      offset  size  field
+//	         0       2     version             0; a reader accepts >= 0
+//	         2       2     type                0 ABORT, 1 COMMIT (others are
+//	                                           not end-transaction markers)
+//	value    0       2     version             0; a reader accepts >= 0
+//	         2       4     coordinatorEpoch    epoch of the coordinator that
+//	                                           wrote the marker
+//
+// A reader ignores bytes after these fields, as Kafka does, so that newer
+// versions still read. BuildEndTxnMarker writes such a batch and
+// Batch.EndTxnMarker reads one back.
+//
 // # Usage
 //
 // The produce path:

@@ -10,7 +10,7 @@ import (
 	"testing"
 )
 
-var writeSeeds = flag.Bool("write-seeds", false, "rewrite testdata/fuzz/FuzzValidate seeds")
+var writeSeeds = flag.Bool("write-seeds", false, "rewrite the committed seeds under testdata/fuzz")
 
 // fuzzCap is the decompression cap FuzzValidate uses.
 const fuzzCap = 1 << 20

@@ -33,6 +33,7 @@
 //	    00000000000000000000.log         batches, back to back
 //	    00000000000000000000.index       sparse offset index
 //	    00000000000000000000.timeindex   sparse time index
+//	    00000000000000000000.txnindex    aborted transactions (format below)
 //	    00000000000000001234.log         next segment, named by base offset
 //	    ...
 //	    *.deleted                        segments awaiting file.delete.delay.ms
@@ -57,6 +58,16 @@
 //	| timestamp i64| relative offset i32|
 //	+--------------+--------------------+
 //	timestamp = largest timestamp in the segment up to that offset
+//
+//	.txnindex entry (34 bytes), one per ABORT marker in the segment
+//	+-------------+-----------------+------------------+-----------------+------------------------+
+//	| version i16 | producer id i64 | first offset i64 | last offset i64 | last stable offset i64 |
+//	+-------------+-----------------+------------------+-----------------+------------------------+
+//	version = 0; first offset = the transaction's first record; last offset =
+//	the ABORT marker; entries in strictly increasing last offset. Fetch at
+//	read_committed returns the entries with last offset >= fetch offset and
+//	first offset < upper bound. A torn tail entry is dropped on decode; a bad
+//	entry ends the index there.
 //
 //	checkpoint file (text)
 //	0                       version
@@ -139,8 +150,8 @@
 //
 // Offsets never change: Read at an offset that was cleaned away returns
 // the next batch. Transactional and control batches are kept as they are
-// and do not shadow older records (there is no aborted-transaction index
-// here to tell committed from aborted records). Retention by retention.ms
+// and do not shadow older records (the cleaner does not consult the
+// .txnindex to tell committed from aborted records). Retention by retention.ms
 // and retention.bytes applies only with "delete" in cleanup.policy.
 //
 // # Recovery
