@@ -12,8 +12,9 @@ import (
 // Authorizer is configured.
 var errSecurityDisabled = errors.New("broker: no authorizer is configured (set authorizer.class.name)")
 
-// securityEnabled reports whether the ACL APIs are served.
-func (b *Broker) securityEnabled() bool { return b.cfg.AuthorizerClassName != "" }
+// securityEnabled reports whether the ACL APIs are served: when an
+// authorizer is configured.
+func (b *Broker) securityEnabled() bool { return b.acls.enabled }
 
 // storedACLs is the ACL bindings of one metadata image, indexed for the
 // ACL APIs. It is built per request and not shared.
@@ -23,8 +24,10 @@ type storedACLs struct {
 }
 
 // loadACLs decodes the bindings of img. A stored value that does not
-// decode is skipped: Kafka's authorizer never sees it either, and it is
-// logged so that an operator can remove it.
+// decode is left out of what the ACL APIs list and delete (it has no
+// binding to match a filter against); the authorizer denies everything
+// but super users' requests while it is there (authz.go), and the log
+// names its etcd key so that an operator can remove it.
 func (b *Broker) loadACLs(img *cluster.Image) storedACLs {
 	s := storedACLs{ids: make(map[acl.Binding]string)}
 	var bs []acl.Binding
@@ -33,7 +36,7 @@ func (b *Broker) loadACLs(img *cluster.Image) storedACLs {
 		for id, v := range img.ACLs.Bindings {
 			bd, err := acl.Unmarshal(v)
 			if err != nil {
-				b.log.Warn("stored ACL binding does not decode; ignored", "id", id, "err", err)
+				b.log.Warn("stored ACL binding does not decode; remove etcd key acls/<id>", "id", id, "err", err)
 				continue
 			}
 			bs = append(bs, bd)

@@ -90,7 +90,7 @@ func (b *Broker) currentAuthorizer() *acl.Authorizer {
 	for id, v := range set.Bindings {
 		bd, err := acl.Unmarshal(v)
 		if err != nil {
-			b.log.Error("acl: a stored binding does not decode; denying every request but super users' until it is deleted or fixed",
+			b.log.Error("acl: a stored binding does not decode; denying every request but super users' until etcd key acls/<id> is deleted or fixed",
 				"id", id, "err", err)
 			bindings = denyAll
 			break
