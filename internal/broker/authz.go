@@ -124,8 +124,10 @@ func (b *Broker) authzFor(c *server.Conn) authz {
 	if z.principal == "" {
 		z.principal = server.Anonymous
 	}
-	if ta, ok := c.Remote.(*net.TCPAddr); ok {
-		z.host = acl.CanonicalHost(ta.IP.String())
+	// NB: the server formats the host once per connection; authzFor runs
+	// more than once per request on the produce and fetch paths.
+	if c.Host != "" {
+		z.host = c.Host
 	} else if c.Remote != nil {
 		z.host, _, _ = net.SplitHostPort(c.Remote.String())
 	}

@@ -82,6 +82,9 @@ func newConn(s *Server, nc net.Conn, lc *ListenerConfig) *conn {
 		proto = ProtocolPlaintext
 	}
 	pub := &Conn{Remote: nc.RemoteAddr(), Local: nc.LocalAddr(), Listener: lc.Name, SecurityProtocol: proto, Principal: Anonymous}
+	if ta, ok := pub.Remote.(*net.TCPAddr); ok {
+		pub.Host = ta.AddrPort().Addr().Unmap().String()
+	}
 	if lc.tls() {
 		// No IO yet: the reader runs the handshake under a timeout.
 		nc = tls.Server(nc, lc.TLS)

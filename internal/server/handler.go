@@ -74,6 +74,10 @@ type Conn struct {
 	// SecurityProtocol is the listener's protocol: PLAINTEXT, SSL,
 	// SASL_PLAINTEXT or SASL_SSL.
 	SecurityProtocol string
+	// Host is the client's IP address in canonical text form (IPv4 for
+	// IPv4-mapped addresses, compressed lower-case IPv6), as ACL hosts
+	// are compared; "" when the connection is not TCP.
+	Host string
 	// Principal is the authenticated principal ("User:alice"), or
 	// User:ANONYMOUS on a listener that authenticates nobody.
 	Principal string
