@@ -176,6 +176,7 @@ so that a password need not appear on the command line.`,
 		newACLCmd(g, e),
 		newUserCmd(g, e),
 		newQuotaCmd(g, e),
+		newTxnCmd(g, e),
 	)
 	return root
 }
