@@ -48,6 +48,7 @@ var clusterOverrides = []string{
 	"replica.lag.time.max.ms=5000",
 	"offsets.topic.num.partitions=3",
 	"group.initial.rebalance.delay.ms=0",
+	"transaction.state.log.num.partitions=3",
 }
 
 // broker is one `samsa serve` process with a fixed node id, ports and
