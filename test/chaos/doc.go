@@ -44,6 +44,15 @@
 //	read-mismatch        | the librdkafka consumer read other records than
 //	                     | franz-go's
 //
+// The transactional scenarios (S-18, S-20, S-21; txnworkload_test.go)
+// check transactions instead: a transaction whose commit the producer
+// saw succeed must be wholly visible at read_committed (else lost), one
+// it aborted must be invisible (else aborted-read), one whose end failed
+// must be all or nothing (else torn), and no value may be visible twice
+// or without a transaction that wrote it. The checker writes an end
+// record to each partition and reads until it sees them all, which needs
+// every partition's last stable offset past every transaction.
+//
 // Other errors (not leader, timeouts, disconnects, the producer closing)
 // are indefinite: the value may or may not be in the log. A librdkafka
 // value written twice under one producer id and two producer epochs is the
@@ -68,6 +77,13 @@
 //	TestS17EtcdPaused                    | SIGSTOP etcd 10 s; then kill -9 etcd, restart it after 5 s
 //	TestS17EtcdMembers                   | three etcd members: pause the etcd leader, kill a member,
 //	                                     | kill two (quorum lost), cut the controller broker from etcd
+//	TestS18TxnCoordinatorFaults          | transactional producers; kill, pause and isolate the
+//	                                     | transaction coordinator of one transactional id
+//	TestS20ProducerKilledMidTransaction  | kill -9 a librdkafka producer with its transaction open on
+//	                                     | every partition: last stable offsets move within
+//	                                     | transaction timeout + 10 s
+//	TestS21ExactlyOncePipeline...        | GroupTransactSession pipeline in -> out; kill and pause the
+//	                                     | group coordinator: every input once in the output
 //	TestS22GroupCoordinatorFaults        | consumer group members as processes: kill and isolate the
 //	                                     | coordinator, kill members in a rebalance, paused zombies
 //	TestS02KillLeaderLoopSASLSSL,        | S-02 and S-03 with the secure profile (below)
