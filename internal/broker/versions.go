@@ -28,6 +28,7 @@ var versions = map[int16]apiRange{
 	21: {0, 2},  // DeleteRecords
 	22: {0, 4},  // InitProducerId
 	23: {0, 4},  // OffsetForLeaderEpoch
+	28: {0, 5},  // TxnOffsetCommit
 	29: {0, 3},  // DescribeAcls
 	30: {0, 3},  // CreateAcls
 	31: {0, 3},  // DeleteAcls
