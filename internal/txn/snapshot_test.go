@@ -63,7 +63,7 @@ func TestSnapshotLayout(t *testing.T) {
 		0, 0, 0, 0, 0, 0, 0, 88, // last update
 		0xff, 0xff, 0xff, 0xff, // coordinator epoch -1
 		0, 0, 0, 0, 0, 0, 0, 20, // current txn first offset
-		1, // batches
+		1,                       // batches
 		0, 0, 0, 9, 0, 0, 0, 10, // seqs
 		0, 0, 0, 0, 0, 0, 0, 20, 0, 0, 0, 0, 0, 0, 0, 21, // offsets
 		0, 0, 0, 0, 0, 0, 0, 77, // timestamp
