@@ -213,6 +213,23 @@ func (s *State) Check(b Batch) (dup *BatchMeta, err error) {
 	return nil, nil
 }
 
+// CheckCoordinator decides on a batch a coordinator writes for a producer
+// (transactional offset commits in __consumer_offsets): it has no sequence
+// number (BaseSequence -1), so only its epoch is checked, against the
+// producer's (ErrInvalidProducerEpoch). If it passes the caller appends the
+// batch and then calls Update, which opens the producer's transaction for a
+// transactional batch without adding it to the window. Reference: Kafka
+// AppendOrigin.COORDINATOR.
+func (s *State) CheckCoordinator(b Batch) error {
+	if b.Epoch < 0 {
+		return fmt.Errorf("%w: %v", ErrInvalidSequence, b)
+	}
+	if p, ok := s.producers[b.ProducerID]; ok && b.Epoch < p.Epoch {
+		return fmt.Errorf("%w: %v: current epoch is %d", ErrInvalidProducerEpoch, b, p.Epoch)
+	}
+	return nil
+}
+
 // Update records a batch that was appended at [firstOffset, lastOffset]
 // after Check said to append it. timestamp is the batch's max timestamp (or
 // its LogAppendTime) and nowMs the broker's wall clock.
@@ -232,6 +249,20 @@ func (s *State) apply(b Batch, firstOffset, lastOffset, timestamp, nowMs int64) 
 	if !ok {
 		p = newProducer(b.ProducerID, b.Epoch)
 		s.producers[b.ProducerID] = p
+	}
+	if b.BaseSequence < 0 {
+		// A coordinator's batch (CheckCoordinator): it has no sequence,
+		// so it joins no window, but it may bump the epoch and open the
+		// transaction.
+		if b.Epoch > p.Epoch {
+			p.Epoch = b.Epoch
+			p.Batches = p.Batches[:0]
+		}
+		p.LastUpdateMs = nowMs
+		if b.Transactional && !p.InTxn() {
+			s.setTxn(p, firstOffset)
+		}
+		return
 	}
 	if b.Epoch != p.Epoch {
 		// Reference: KIP-360. A new epoch starts a new sequence space, so
