@@ -116,9 +116,6 @@ func TestTransactionsHoldLastStableOffsetUntilMarker(t *testing.T) {
 	for _, snapshot := range []bool{false, true} {
 		t.Run(map[bool]string{false: "replay", true: "snapshot"}[snapshot], func(t *testing.T) {
 			t.Parallel()
-			if snapshot {
-				t.Skip("TODO(txn-log): the .txnindex is kept in memory only; entries below a snapshot are lost at restart until it is written to disk")
-			}
 			dir := t.TempDir()
 			m, closeAll := openManagerAt(t, dir)
 			tp := leadTxn(t, m)
