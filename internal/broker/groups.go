@@ -59,7 +59,7 @@ func (l offsetsLog) Append(ctx context.Context, recs []group.KV) (int64, error) 
 func (l offsetsLog) AppendTxn(ctx context.Context, pid int64, epoch int16, recs []group.KV) (int64, error) {
 	bb := record.NewBuilder(record.CodecNone, l.b.now().UnixMilli())
 	bb.ProducerID, bb.ProducerEpoch, bb.Transactional = pid, epoch, true
-	off, err := l.append(ctx, bb, recs, l.appendFromCoordinator)
+	off, err := l.append(ctx, bb, recs, l.p.AppendFromCoordinator)
 	if errors.Is(err, txn.ErrInvalidProducerEpoch) {
 		return 0, fmt.Errorf("%w: %w", group.ErrInvalidProducerEpoch, err)
 	}
