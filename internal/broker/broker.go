@@ -73,7 +73,7 @@ type Broker struct {
 	// txnsLoaded is the __transaction_state partitions the transaction
 	// coordinator loaded (or is loading), guarded by reconcileMu.
 	txnsLoaded map[int32]txnLoad
-	loads        sync.WaitGroup // background coordinator loads
+	loads      sync.WaitGroup // background coordinator loads
 	// strays are logs on disk whose topic the image lacks, already
 	// reported; guarded by reconcileMu.
 	strays map[storage.TopicPartition]bool
@@ -388,9 +388,21 @@ func (b *Broker) dispatch(ctx context.Context, c *server.Conn, req *server.Reque
 	case *kmsg.OffsetForLeaderEpochRequest:
 		return msg(b.handleOffsetForLeaderEpoch(r))
 	case *kmsg.InitProducerIDRequest:
-		return msg(b.handleInitProducerID(ctx, r))
+		return b.handleInitProducerID(ctx, r)
 	case *kmsg.DescribeProducersRequest:
 		return msg(b.handleDescribeProducers(r))
+	case *kmsg.AddPartitionsToTxnRequest:
+		return b.handleAddPartitionsToTxn(c, r)
+	case *kmsg.AddOffsetsToTxnRequest:
+		return b.handleAddOffsetsToTxn(c, r)
+	case *kmsg.EndTxnRequest:
+		return b.handleEndTxn(c, r)
+	case *kmsg.WriteTxnMarkersRequest:
+		return b.handleWriteTxnMarkers(c, r)
+	case *kmsg.DescribeTransactionsRequest:
+		return msg(b.handleDescribeTransactions(c, r))
+	case *kmsg.ListTransactionsRequest:
+		return msg(b.handleListTransactions(c, r))
 	case *kmsg.FindCoordinatorRequest:
 		return msg(b.handleFindCoordinator(ctx, c, r))
 	case *kmsg.JoinGroupRequest:
