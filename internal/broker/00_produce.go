@@ -29,9 +29,13 @@ package broker
 // (replica.Partition.Append, KIP-98): a retry of one of the producer's last
 // five batches gets the original offsets and no error, and, with acks=all,
 // waits until the original is committed. A producer id no broker of this
-// cluster ever issued gets UNKNOWN_PRODUCER_ID. Transactional batches are
-// not accepted yet (INVALID_TXN_STATE): samsa has no transaction
-// coordinator.
+// cluster ever issued gets UNKNOWN_PRODUCER_ID. A transactional batch opens
+// (or continues) its producer's transaction in the partition, which holds
+// the last stable offset there until the coordinator's marker ends it
+// (replica.Partition.AppendMarker); a plain batch from a producer whose
+// transaction is open is INVALID_TXN_STATE. Control batches are written
+// only by the partition leader: from a client they are INVALID_RECORD and
+// nothing is written.
 
 import (
 	"context"
@@ -214,10 +218,12 @@ func (b *Broker) appendBatch(p *replica.Partition, records []byte, maxMessageByt
 		}
 	}
 	switch pid := batch.ProducerID(); {
-	case batch.Transactional():
-		return replica.AppendResult{}, errTransactional
 	case batch.Control():
+		// Reference: Kafka UnifiedLog.validateAndAssignOffsets: only the
+		// partition leader writes control batches (AppendMarker).
 		return replica.AppendResult{}, fmt.Errorf("%w: control batch from a client", record.ErrInvalidRecord)
+	case batch.Transactional() && pid < 0:
+		return replica.AppendResult{}, fmt.Errorf("%w: transactional batch without a producer id", record.ErrInvalidRecord)
 	case pid == record.NoProducerID:
 		// Not idempotent. Clients differ in what they put in the epoch and
 		// sequence fields then (franz-go sends sequence 0); Kafka ignores

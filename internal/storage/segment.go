@@ -18,6 +18,7 @@ const (
 	logSuffix       = ".log"
 	indexSuffix     = ".index"
 	timeIndexSuffix = ".timeindex"
+	txnIndexSuffix  = ".txnindex"
 	deletedSuffix   = ".deleted"
 	cleanedSuffix   = ".cleaned"
 	swapSuffix      = ".swap"
@@ -43,6 +44,9 @@ type segment struct {
 	log        vfs.File
 	index      offsetIndex
 	timeIndex  timeIndex
+	// txnIndex holds the aborted transactions whose ABORT marker is in
+	// this segment; guarded by Log.mu (written with appendMu also held).
+	txnIndex txnIndex
 
 	size       atomic.Int64 // bytes of whole batches in log
 	nextOffset atomic.Int64 // last offset + 1 of the last batch, or baseOffset
