@@ -100,6 +100,8 @@ func errCode(err error) *kerr.Error {
 		return kerr.InvalidProducerEpoch
 	case errors.Is(err, txn.ErrInvalidSequence):
 		return kerr.InvalidRecord
+	case errors.Is(err, txn.ErrCoordinatorFenced):
+		return kerr.TransactionCoordinatorFenced
 	case errors.Is(err, txn.ErrProducerFenced):
 		return kerr.ProducerFenced
 	case errors.Is(err, txn.ErrInvalidTxnState):

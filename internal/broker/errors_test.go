@@ -58,6 +58,7 @@ func TestErrCodeMapsEverySentinel(t *testing.T) {
 		{txn.ErrInvalidProducerEpoch, kerr.InvalidProducerEpoch},
 		{txn.ErrUnknownProducerID, kerr.UnknownProducerID},
 		{txn.ErrInvalidSequence, kerr.InvalidRecord},
+		{txn.ErrCoordinatorFenced, kerr.TransactionCoordinatorFenced},
 		{txn.ErrProducerFenced, kerr.ProducerFenced},
 		{txn.ErrInvalidTxnState, kerr.InvalidTxnState},
 		{txn.ErrConcurrentTransactions, kerr.ConcurrentTransactions},

@@ -344,11 +344,6 @@ func (w markerWriter) send(ctx context.Context, leader int32, req txn.MarkerRequ
 	return errs
 }
 
-// markerAppender is what writeMarker needs of a partition.
-type markerAppender interface {
-	AppendMarker(pid int64, epoch int16, commit bool, coordinatorEpoch int32, nowMs int64) (replica.AppendResult, error)
-}
-
 // writeMarker appends the marker of producer pid to a partition led here
 // and waits until it is committed; on __consumer_offsets it then tells the
 // group coordinator (onOffsetsMarker).
@@ -357,11 +352,7 @@ func (b *Broker) writeMarker(ctx context.Context, topic string, partition int32,
 	if kerrCode != nil {
 		return kerrCode
 	}
-	ma, ok := any(p).(markerAppender)
-	if !ok {
-		return kerr.UnsupportedVersion
-	}
-	res, err := ma.AppendMarker(pid, epoch, commit, coordinatorEpoch, b.now().UnixMilli())
+	res, err := p.AppendMarker(pid, epoch, commit, coordinatorEpoch, b.now().UnixMilli())
 	if err != nil {
 		return err
 	}
