@@ -36,6 +36,15 @@ package broker
 // transaction is open is INVALID_TXN_STATE. Control batches are written
 // only by the partition leader: from a client they are INVALID_RECORD and
 // nothing is written.
+//
+// With transaction.partition.verification.enable (KIP-890 part 1), the
+// first transactional batch of a producer's transaction in a partition is
+// first verified with the transaction coordinator (txn_verify.go): not in
+// the transaction is INVALID_TXN_STATE, a fenced epoch
+// INVALID_PRODUCER_EPOCH, and a coordinator that cannot answer
+// NOT_ENOUGH_REPLICAS (retriable); nothing is appended then. Unlike Kafka
+// the verification runs on the connection's read goroutine, and there is
+// no verification guard between it and the append.
 
 import (
 	"context"
@@ -121,6 +130,13 @@ func (b *Broker) handleProduce(ctx context.Context, c *server.Conn, req *kmsg.Pr
 					// Refused before the append when the ISR is
 					// already too small (min.insync.replicas).
 					if err := p.CheckAppend(); err != nil {
+						sp.ErrorCode = errCode(err).Code
+						sp.ErrorMessage = errMessage(err)
+						break
+					}
+				}
+				if req.TransactionID != nil && b.cfg.TransactionPartitionVerificationEnable {
+					if err := b.verifyTxnPartition(ctx, *req.TransactionID, p, rp.Records); err != nil {
 						sp.ErrorCode = errCode(err).Code
 						sp.ErrorMessage = errMessage(err)
 						break
