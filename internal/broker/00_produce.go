@@ -29,9 +29,22 @@ package broker
 // (replica.Partition.Append, KIP-98): a retry of one of the producer's last
 // five batches gets the original offsets and no error, and, with acks=all,
 // waits until the original is committed. A producer id no broker of this
-// cluster ever issued gets UNKNOWN_PRODUCER_ID. Transactional batches are
-// not accepted yet (INVALID_TXN_STATE): samsa has no transaction
-// coordinator.
+// cluster ever issued gets UNKNOWN_PRODUCER_ID. A transactional batch opens
+// (or continues) its producer's transaction in the partition, which holds
+// the last stable offset there until the coordinator's marker ends it
+// (replica.Partition.AppendMarker); a plain batch from a producer whose
+// transaction is open is INVALID_TXN_STATE. Control batches are written
+// only by the partition leader: from a client they are INVALID_RECORD and
+// nothing is written.
+//
+// With transaction.partition.verification.enable (KIP-890 part 1), the
+// first transactional batch of a producer's transaction in a partition is
+// first verified with the transaction coordinator (txn_verify.go): not in
+// the transaction is INVALID_TXN_STATE, a fenced epoch
+// INVALID_PRODUCER_EPOCH, and a coordinator that cannot answer
+// NOT_ENOUGH_REPLICAS (retriable); nothing is appended then. Unlike Kafka
+// the verification runs on the connection's read goroutine, and there is
+// no verification guard between it and the append.
 
 import (
 	"context"
@@ -117,6 +130,13 @@ func (b *Broker) handleProduce(ctx context.Context, c *server.Conn, req *kmsg.Pr
 					// Refused before the append when the ISR is
 					// already too small (min.insync.replicas).
 					if err := p.CheckAppend(); err != nil {
+						sp.ErrorCode = errCode(err).Code
+						sp.ErrorMessage = errMessage(err)
+						break
+					}
+				}
+				if req.TransactionID != nil && b.cfg.TransactionPartitionVerificationEnable {
+					if err := b.verifyTxnPartition(ctx, *req.TransactionID, p, rp.Records); err != nil {
 						sp.ErrorCode = errCode(err).Code
 						sp.ErrorMessage = errMessage(err)
 						break
@@ -214,10 +234,12 @@ func (b *Broker) appendBatch(p *replica.Partition, records []byte, maxMessageByt
 		}
 	}
 	switch pid := batch.ProducerID(); {
-	case batch.Transactional():
-		return replica.AppendResult{}, errTransactional
 	case batch.Control():
+		// Reference: Kafka UnifiedLog.validateAndAssignOffsets: only the
+		// partition leader writes control batches (AppendMarker).
 		return replica.AppendResult{}, fmt.Errorf("%w: control batch from a client", record.ErrInvalidRecord)
+	case batch.Transactional() && pid < 0:
+		return replica.AppendResult{}, fmt.Errorf("%w: transactional batch without a producer id", record.ErrInvalidRecord)
 	case pid == record.NoProducerID:
 		// Not idempotent. Clients differ in what they put in the epoch and
 		// sequence fields then (franz-go sends sequence 0); Kafka ignores

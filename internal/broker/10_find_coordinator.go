@@ -6,12 +6,14 @@ package broker
 // * v3: flexible versions.
 // * v4: many keys per request (KIP-699), one result each.
 //
-// The coordinator of group G is the leader of partition
-// abs(javaHashCode(G)) % offsets.topic.num.partitions of __consumer_offsets,
-// which the first FindCoordinator creates (compacted, as Kafka does).
-// Transaction coordinators do not exist yet: key type 1 gets
-// INVALID_REQUEST rather than a retriable error, since retrying would never
-// succeed.
+// The coordinator of group G (key type 0) is the leader of partition
+// abs(javaHashCode(G)) % offsets.topic.num.partitions of __consumer_offsets;
+// the coordinator of transactional id T (key type 1) is the leader of
+// partition abs(javaHashCode(T)) % transaction.state.log.num.partitions of
+// __transaction_state (txn.Partition). The first FindCoordinator of each
+// type creates its topic (compacted, as Kafka does). An empty key gets
+// INVALID_GROUP_ID (groups) or INVALID_REQUEST (transactional ids), and an
+// unknown key type INVALID_REQUEST, as in Kafka.
 
 import (
 	"context"
@@ -22,6 +24,7 @@ import (
 
 	"samsa/internal/group"
 	"samsa/internal/server"
+	"samsa/internal/txn"
 )
 
 func (b *Broker) handleFindCoordinator(ctx context.Context, conn *server.Conn, req *kmsg.FindCoordinatorRequest) kmsg.Response {
@@ -61,21 +64,41 @@ func (b *Broker) handleFindCoordinator(ctx context.Context, conn *server.Conn, r
 }
 
 func (b *Broker) findCoordinator(ctx context.Context, listener string, typ int8, key string, c *kmsg.FindCoordinatorResponseCoordinator) (*kerr.Error, error) {
-	if typ != 0 {
-		return kerr.InvalidRequest, fmt.Errorf("coordinator type %d is not served: samsa has no transaction coordinator yet", typ)
-	}
-	if key == "" {
+	topic := offsetsTopic
+	switch {
+	case typ == 0 && key == "":
 		return kerr.InvalidGroupID, fmt.Errorf("empty group id")
-	}
-	if err := b.ensureOffsetsTopic(ctx); err != nil {
-		return kerr.CoordinatorNotAvailable, err
+	case typ == 0:
+		if err := b.ensureOffsetsTopic(ctx); err != nil {
+			return kerr.CoordinatorNotAvailable, err
+		}
+	case typ == 1 && key == "":
+		return kerr.InvalidRequest, fmt.Errorf("empty transactional id")
+	case typ == 1:
+		topic = txnStateTopic
+		if err := b.ensureTxnStateTopic(ctx); err != nil {
+			return kerr.CoordinatorNotAvailable, err
+		}
+	default:
+		return kerr.InvalidRequest, fmt.Errorf("unknown coordinator type %d", typ)
 	}
 	img := b.cluster.Image()
-	t := img.Topics[offsetsTopic]
+	t := img.Topics[topic]
 	if t == nil || len(t.Partitions) == 0 {
 		return kerr.CoordinatorNotAvailable, nil
 	}
-	part := group.Partition(key, int32(len(t.Replicas)))
+	var part int32
+	if typ == 0 {
+		part = group.Partition(key, int32(len(t.Replicas)))
+	} else {
+		// NB: the coordinator maps ids with the configured count, as
+		// Kafka does; FindCoordinator must agree with it.
+		part = txn.Partition(key, b.cfg.TransactionStateLogNumParts)
+		if int(part) >= len(t.Partitions) {
+			return kerr.CoordinatorNotAvailable, fmt.Errorf("%s has %d partitions, transaction.state.log.num.partitions is %d",
+				txnStateTopic, len(t.Partitions), b.cfg.TransactionStateLogNumParts)
+		}
+	}
 	leader := t.Partitions[part].Leader
 	br, ok := img.Brokers[leader]
 	if !ok {

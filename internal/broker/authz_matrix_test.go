@@ -161,6 +161,10 @@ func (a *mxAPI) name() string {
 // documentation that its broker no longer checks) are skipped as well.
 var mxSkipped = map[int16]map[int]string{
 	10: {2: "key type SHARE needs FindCoordinator v6; samsa serves v0-4"},
+	24: {0: "kgo sends v4+ (the broker form); TestAddPartitionsToTxnV3Authorization covers v0-3",
+		1: "kgo sends v4+ (the broker form); TestAddPartitionsToTxnV3Authorization covers v0-3"},
+	27: {0: "both alternatives are on the cluster, so the matrix's cells for other operations would deny one alternative for lacking the other; TestWriteTxnMarkersAuthorization covers it"},
+	65: {1: "needs an ongoing transaction on the topic; TestDescribeTransactionsLeavesOutUndescribableTopics covers it"},
 	20: {0: "DELETE implies DESCRIBE, so no request lacks DESCRIBE alone; Kafka checks it only to hide the name of a topic given by id"},
 	32: {2: "GROUP config resources are not served (INVALID_REQUEST for every principal)",
 		3: "CLIENT_METRICS config resources are not served (INVALID_REQUEST for every principal)"},
@@ -275,6 +279,22 @@ func (e *mxEnv) ensureTopic(t *testing.T, topic string) {
 
 // ensureGroup commits offset 0 of mx-9 in group mx-g, so that the group
 // exists and lists that topic.
+// ensureTxnID makes mxTxnID known to its coordinator.
+func (e *mxEnv) ensureTxnID(t *testing.T) {
+	t.Helper()
+	testutil.Eventually(t, 20*time.Second, func() error {
+		fc := kmsg.NewPtrFindCoordinatorRequest()
+		fc.CoordinatorType, fc.CoordinatorKey = 1, mxTxnID
+		direct[*kmsg.FindCoordinatorResponse](t, e.admin, fc)
+		req := kmsg.NewPtrInitProducerIDRequest()
+		req.TransactionalID, req.TransactionTimeoutMillis = kmsg.StringPtr(mxTxnID), 60000
+		if c := direct[*kmsg.InitProducerIDResponse](t, e.admin, req).ErrorCode; c != 0 {
+			return testutil.Errorf("InitProducerId %s: %v", mxTxnID, kerr.ErrorForCode(c))
+		}
+		return nil
+	})
+}
+
 func (e *mxEnv) ensureGroup(t *testing.T) {
 	t.Helper()
 	req := mxOffsetCommit(mxTopic(9))
@@ -972,6 +992,57 @@ var mxAPIs = []mxAPI{
 			return mxOffsetForLeaderEpoch(topic, e.nodeID+100)
 		},
 		got: mxOffsetForLeaderEpochCode},
+	{key: 24, variant: "v4", checks: []mxCheck{{index: 2}},
+		ref: "KafkaApis.handleAddPartitionsToTxnRequest: v4+ needs CLUSTER_ACTION",
+		build: func(e *mxEnv, t *testing.T, topic string) kmsg.Request {
+			req := kmsg.NewPtrAddPartitionsToTxnRequest()
+			req.Version = 4
+			tx := kmsg.NewAddPartitionsToTxnRequestTransaction()
+			tx.TransactionalID, tx.ProducerID, tx.VerifyOnly = mxTxnID, 1, true
+			rt := kmsg.NewAddPartitionsToTxnRequestTransactionTopic()
+			rt.Topic, rt.Partitions = topic, []int32{0}
+			tx.Topics = append(tx.Topics, rt)
+			req.Transactions = append(req.Transactions, tx)
+			return req
+		},
+		got: func(m kmsg.Response, _ string) mxGot { return mxCode(m.(*kmsg.AddPartitionsToTxnResponse).ErrorCode) }},
+	{key: 25, checks: []mxCheck{{index: 0}, {index: 1}}, noTopic: true,
+		ref: "KafkaApis.handleAddOffsetsToTxnRequest: WRITE on the transactional id, then READ on the group",
+		build: func(e *mxEnv, t *testing.T, _ string) kmsg.Request {
+			req := kmsg.NewPtrAddOffsetsToTxnRequest()
+			req.TransactionalID, req.ProducerID, req.Group = mxTxnID, 1, mxGroup
+			return req
+		},
+		got: func(m kmsg.Response, _ string) mxGot { return mxCode(m.(*kmsg.AddOffsetsToTxnResponse).ErrorCode) }},
+	{key: 26, checks: []mxCheck{{index: 0}}, noTopic: true,
+		ref: "KafkaApis.handleEndTxnRequest",
+		build: func(e *mxEnv, t *testing.T, _ string) kmsg.Request {
+			req := kmsg.NewPtrEndTxnRequest()
+			req.TransactionalID, req.ProducerID = mxTxnID, 1
+			return req
+		},
+		got: func(m kmsg.Response, _ string) mxGot { return mxCode(m.(*kmsg.EndTxnResponse).ErrorCode) }},
+	{key: 28, checks: []mxCheck{{index: 0}, {index: 1}, {index: 2}},
+		ref: "KafkaApis.handleTxnOffsetCommitRequest: the transactional id, then the group, in every partition; then each topic",
+		build: func(e *mxEnv, t *testing.T, topic string) kmsg.Request {
+			req := kmsg.NewPtrTxnOffsetCommitRequest()
+			req.TransactionalID, req.Group, req.ProducerID, req.ProducerEpoch = mxTxnID, mxGroup, 1, 0
+			rt := kmsg.NewTxnOffsetCommitRequestTopic()
+			rt.Topic = topic
+			rp := kmsg.NewTxnOffsetCommitRequestTopicPartition()
+			rp.Offset, rp.LeaderEpoch = 0, -1
+			rt.Partitions = append(rt.Partitions, rp)
+			req.Topics = append(req.Topics, rt)
+			return req
+		},
+		got: func(m kmsg.Response, topic string) mxGot {
+			for _, rt := range m.(*kmsg.TxnOffsetCommitResponse).Topics {
+				if rt.Topic == topic && len(rt.Partitions) == 1 {
+					return mxCode(rt.Partitions[0].ErrorCode)
+				}
+			}
+			return mxCode(mxNoEntry)
+		}},
 	{key: 29, checks: []mxCheck{{index: 0}}, noTopic: true,
 		ref: "AclApis.handleDescribeAcls",
 		build: func(e *mxEnv, t *testing.T, _ string) kmsg.Request {
@@ -1221,6 +1292,34 @@ var mxAPIs = []mxAPI{
 				}
 			}
 			return mxCode(mxNoEntry)
+		}},
+	{key: 65, checks: []mxCheck{{index: 0}}, noTopic: true,
+		ref: "KafkaApis.handleDescribeTransactionsRequest",
+		build: func(e *mxEnv, t *testing.T, _ string) kmsg.Request {
+			req := kmsg.NewPtrDescribeTransactionsRequest()
+			req.TransactionalIDs = []string{mxTxnID}
+			return req
+		},
+		got: func(m kmsg.Response, _ string) mxGot {
+			for _, st := range m.(*kmsg.DescribeTransactionsResponse).TransactionStates {
+				if st.TransactionalID == mxTxnID {
+					return mxCode(st.ErrorCode)
+				}
+			}
+			return mxCode(mxNoEntry)
+		}},
+	{key: 66, checks: []mxCheck{{index: 0, denied: mxHidden}}, noTopic: true,
+		ref:   "KafkaApis.handleListTransactionsRequest: only the ids the principal may describe",
+		setup: func(e *mxEnv, t *testing.T, _ string) { e.ensureTxnID(t) },
+		build: func(e *mxEnv, t *testing.T, _ string) kmsg.Request { return kmsg.NewPtrListTransactionsRequest() },
+		got: func(m kmsg.Response, _ string) mxGot {
+			resp := m.(*kmsg.ListTransactionsResponse)
+			if resp.ErrorCode != 0 {
+				return mxCode(resp.ErrorCode)
+			}
+			return mxListed(slices.ContainsFunc(resp.TransactionStates, func(s kmsg.ListTransactionsResponseTransactionState) bool {
+				return s.TransactionalID == mxTxnID
+			}))
 		}},
 }
 

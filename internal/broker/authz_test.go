@@ -368,10 +368,10 @@ func TestOffsetForLeaderEpochNeedsClusterActionOrDescribe(t *testing.T) {
 }
 
 // TestTransactionalInitProducerIDAuthorizedIsNoAuthorizationError: WRITE
-// on the transactional id passes authorization; the broker, which has no
-// transaction coordinator, then answers INVALID_REQUEST rather than an
-// authorization error. Without WRITE the answer is
-// TRANSACTIONAL_ID_AUTHORIZATION_FAILED.
+// on the transactional id passes authorization; the broker, which does not
+// coordinate the id before a FindCoordinator created __transaction_state,
+// then answers NOT_COORDINATOR rather than an authorization error. Without
+// WRITE the answer is TRANSACTIONAL_ID_AUTHORIZATION_FAILED.
 // Reference: KafkaApis.handleInitProducerIdRequest.
 func TestTransactionalInitProducerIDAuthorizedIsNoAuthorizationError(t *testing.T) {
 	t.Parallel()
@@ -386,8 +386,8 @@ func TestTransactionalInitProducerIDAuthorizedIsNoAuthorizationError(t *testing.
 		t.Errorf("without WRITE on the transactional id: %v, want TRANSACTIONAL_ID_AUTHORIZATION_FAILED", kerr.ErrorForCode(c))
 	}
 	grant(t, b, allow("User:alice", kmsg.ACLResourceTypeTransactionalId, "tx", kmsg.ACLResourcePatternTypeLiteral, kmsg.ACLOperationWrite))
-	if c := code(); c != kerr.InvalidRequest.Code {
-		t.Errorf("with WRITE on the transactional id: %v, want INVALID_REQUEST (no transaction coordinator)", kerr.ErrorForCode(c))
+	if c := code(); c != kerr.NotCoordinator.Code {
+		t.Errorf("with WRITE on the transactional id: %v, want NOT_COORDINATOR", kerr.ErrorForCode(c))
 	}
 }
 

@@ -21,6 +21,7 @@ import (
 	"samsa/internal/replica"
 	"samsa/internal/server"
 	"samsa/internal/storage"
+	"samsa/internal/txn"
 	"samsa/internal/vfs"
 )
 
@@ -60,6 +61,8 @@ type Broker struct {
 	topicConfigs atomic.Pointer[topicConfigCache]
 
 	groups *group.Coordinator
+	// txns is the transaction coordinator.
+	txns *txn.Coordinator
 	// acls is the authorizer and the ACL set it was built from.
 	acls *aclState
 	// quotas is the client quota image and the quota set it was built from.
@@ -67,7 +70,10 @@ type Broker struct {
 	// groupsLoaded is the __consumer_offsets partitions whose groups the
 	// coordinator loaded (or is loading), guarded by reconcileMu.
 	groupsLoaded map[int32]*replica.Partition
-	loads        sync.WaitGroup // background coordinator loads
+	// txnsLoaded is the __transaction_state partitions the transaction
+	// coordinator loaded (or is loading), guarded by reconcileMu.
+	txnsLoaded map[int32]txnLoad
+	loads      sync.WaitGroup // background coordinator loads
 	// strays are logs on disk whose topic the image lacks, already
 	// reported; guarded by reconcileMu.
 	strays map[storage.TopicPartition]bool
@@ -137,10 +143,13 @@ func New(cfg Config) (*Broker, error) {
 	gcfg.Logger, gcfg.Now = b.log, b.now
 	b.groups = group.NewCoordinator(gcfg)
 	b.groupsLoaded = make(map[int32]*replica.Partition)
+	b.txns = txn.NewCoordinator(b.txnConfig())
+	b.txnsLoaded = make(map[int32]txnLoad)
 	b.strays = make(map[storage.TopicPartition]bool)
 	if err := b.reconcile(); err != nil {
 		b.cancelCtx()
 		b.groups.Close()
+		b.txns.Close()
 		b.replicas.Close()
 		return nil, err
 	}
@@ -174,7 +183,10 @@ func (b *Broker) Close() error {
 		b.reconcileMu.Lock()
 		b.reconcileMu.Unlock() //nolint:staticcheck // an empty critical section, to wait for the holder
 		b.loads.Wait()
-		err = errors.Join(b.replicas.Close(), b.groups.Close(), b.maintainProducers())
+		// NB: the transaction coordinator's marker writes use the
+		// partitions and the leader connections: stop it first.
+		txnErr := b.txns.Close()
+		err = errors.Join(txnErr, b.replicas.Close(), b.groups.Close(), b.maintainProducers())
 		b.leaders.Close()
 	})
 	return err
@@ -266,6 +278,7 @@ func (b *Broker) reconcile() error {
 	}
 	b.replicas.SyncFetchers()
 	b.reconcileGroupsLocked()
+	b.reconcileTxnsLocked()
 	// Logs on disk that the image does not assign here: a partition of a
 	// live topic that moved away is deleted; a log whose topic the image
 	// does not know is left alone (logged once), because an empty or
@@ -375,9 +388,21 @@ func (b *Broker) dispatch(ctx context.Context, c *server.Conn, req *server.Reque
 	case *kmsg.OffsetForLeaderEpochRequest:
 		return msg(b.handleOffsetForLeaderEpoch(r))
 	case *kmsg.InitProducerIDRequest:
-		return msg(b.handleInitProducerID(ctx, r))
+		return b.handleInitProducerID(ctx, r)
 	case *kmsg.DescribeProducersRequest:
 		return msg(b.handleDescribeProducers(r))
+	case *kmsg.AddPartitionsToTxnRequest:
+		return b.handleAddPartitionsToTxn(c, r)
+	case *kmsg.AddOffsetsToTxnRequest:
+		return b.handleAddOffsetsToTxn(c, r)
+	case *kmsg.EndTxnRequest:
+		return b.handleEndTxn(c, r)
+	case *kmsg.WriteTxnMarkersRequest:
+		return b.handleWriteTxnMarkers(c, r)
+	case *kmsg.DescribeTransactionsRequest:
+		return msg(b.handleDescribeTransactions(c, r))
+	case *kmsg.ListTransactionsRequest:
+		return msg(b.handleListTransactions(c, r))
 	case *kmsg.FindCoordinatorRequest:
 		return msg(b.handleFindCoordinator(ctx, c, r))
 	case *kmsg.JoinGroupRequest:
@@ -392,6 +417,8 @@ func (b *Broker) dispatch(ctx context.Context, c *server.Conn, req *server.Reque
 		return b.handleOffsetCommit(r)
 	case *kmsg.OffsetFetchRequest:
 		return inOrder(func(ctx context.Context) kmsg.Response { return b.handleOffsetFetch(ctx, r) })
+	case *kmsg.TxnOffsetCommitRequest:
+		return b.handleTxnOffsetCommit(r)
 	case *kmsg.OffsetDeleteRequest:
 		return b.handleOffsetDelete(r)
 	case *kmsg.DescribeGroupsRequest:

@@ -100,6 +100,26 @@ func errCode(err error) *kerr.Error {
 		return kerr.InvalidProducerEpoch
 	case errors.Is(err, txn.ErrInvalidSequence):
 		return kerr.InvalidRecord
+	case errors.Is(err, txn.ErrCoordinatorFenced):
+		return kerr.TransactionCoordinatorFenced
+	case errors.Is(err, txn.ErrProducerFenced):
+		return kerr.ProducerFenced
+	case errors.Is(err, txn.ErrInvalidTxnState):
+		return kerr.InvalidTxnState
+	case errors.Is(err, txn.ErrConcurrentTransactions):
+		return kerr.ConcurrentTransactions
+	case errors.Is(err, txn.ErrInvalidTransactionTimeout):
+		return kerr.InvalidTransactionTimeout
+	case errors.Is(err, txn.ErrInvalidProducerIDMapping):
+		return kerr.InvalidProducerIDMapping
+	case errors.Is(err, txn.ErrNotCoordinator):
+		return kerr.NotCoordinator
+	case errors.Is(err, txn.ErrCoordinatorLoadInProgress):
+		return kerr.CoordinatorLoadInProgress
+	case errors.Is(err, txn.ErrCoordinatorNotAvailable):
+		return kerr.CoordinatorNotAvailable
+	case errors.Is(err, txn.ErrTransactionalIDNotFound):
+		return kerr.TransactionalIDNotFound
 	case errors.Is(err, errTopicName):
 		return kerr.InvalidTopicException
 	case errors.Is(err, errSecurityDisabled):
@@ -152,6 +172,10 @@ func errCode(err error) *kerr.Error {
 		return kerr.OffsetMetadataTooLarge
 	case errors.Is(err, group.ErrUnknownTopicOrPartition):
 		return kerr.UnknownTopicOrPartition
+	case errors.Is(err, group.ErrUnstableOffsetCommit):
+		return kerr.UnstableOffsetCommit
+	case errors.Is(err, group.ErrInvalidProducerEpoch):
+		return kerr.InvalidProducerEpoch
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		return kerr.RequestTimedOut
 	}

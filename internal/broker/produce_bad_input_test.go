@@ -134,6 +134,10 @@ func TestProduceBadInputAppendsNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	marker, err := record.BuildEndTxnMarker(4242, 0, 1000, record.EndTxnMarker{Type: record.ControlAbort})
+	if err != nil {
+		t.Fatal(err)
+	}
 	big := record.NewBuilder(record.CodecNone, 1000)
 	big.Add(record.Record{Value: make([]byte, 150_000)})
 	tooLarge, err := big.Build()
@@ -196,7 +200,9 @@ func TestProduceBadInputAppendsNothing(t *testing.T) {
 		{name: "partition beyond count", partition: 1, records: good, want: []int16{kerr.UnknownTopicOrPartition.Code}},
 		// Producer ids this broker never issued.
 		{name: "idempotent batch", records: idem, want: []int16{kerr.UnknownProducerID.Code}},
-		{name: "transactional batch", records: txn, want: []int16{kerr.InvalidTxnState.Code}},
+		{name: "transactional batch", records: txn, want: []int16{kerr.UnknownProducerID.Code}},
+		// Only the partition leader writes end-transaction markers.
+		{name: "control batch", records: marker, want: []int16{kerr.InvalidRecord.Code}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			leo, _, code := listOffset(t, cl, topic, 0, -1)

@@ -26,8 +26,13 @@ var versions = map[int16]apiRange{
 	19: {2, 7},  // CreateTopics
 	20: {1, 6},  // DeleteTopics
 	21: {0, 2},  // DeleteRecords
-	22: {0, 4},  // InitProducerId
+	22: {0, 5},  // InitProducerId
 	23: {0, 4},  // OffsetForLeaderEpoch
+	24: {0, 5},  // AddPartitionsToTxn
+	25: {0, 4},  // AddOffsetsToTxn
+	26: {0, 5},  // EndTxn
+	27: {0, 1},  // WriteTxnMarkers
+	28: {0, 5},  // TxnOffsetCommit
 	29: {0, 3},  // DescribeAcls
 	30: {0, 3},  // CreateAcls
 	31: {0, 3},  // DeleteAcls
@@ -48,6 +53,8 @@ var versions = map[int16]apiRange{
 	51: {0, 0},  // AlterUserScramCredentials
 	60: {0, 1},  // DescribeCluster
 	61: {0, 0},  // DescribeProducers
+	65: {0, 0},  // DescribeTransactions
+	66: {0, 1},  // ListTransactions
 }
 
 // Versions implements server.Handler.

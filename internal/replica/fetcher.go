@@ -323,8 +323,10 @@ func (p *Partition) truncateTo(offset int64) error {
 }
 
 // appendFromLeader appends batches fetched from the leader with their
-// offsets and epochs, and replays them into the producer state so that this
-// replica can take over as leader without losing deduplication.
+// offsets and epochs, and replays them into the producer state (data
+// batches and end-transaction markers, whose aborted transactions go to the
+// .txnindex) so that this replica can take over as leader without losing
+// deduplication or transaction state.
 func (p *Partition) appendFromLeader(leader int32, batches []byte) (int, error) {
 	if len(batches) == 0 {
 		return 0, nil
@@ -349,9 +351,11 @@ func (p *Partition) appendFromLeader(leader int32, batches []byte) (int, error) 
 		}
 		buf = rest
 		n++
-		if b.ProducerID() >= 0 && !b.Control() {
-			p.producers.Replay(txn.BatchOf(b), b.BaseOffset(), b.LastOffset(), b.MaxTimestamp(), nowMs)
-			p.producersDirty = true
+		if err := p.replayBatchLocked(b, nowMs); err != nil {
+			// The batches are in the log but the producer state missed
+			// one: rebuild it from the log, as a restart would.
+			p.m.log.Warn("replica: replay from leader failed; reloading producer state", "topic", p.TP.Topic, "partition", p.TP.Partition, "err", err)
+			return n, p.loadProducersLocked(p.m, nowMs)
 		}
 	}
 	return n, nil

@@ -34,6 +34,10 @@ type Partition struct {
 	appendMu       sync.Mutex
 	producers      *txn.State // guarded by appendMu
 	producersDirty bool       // guarded by appendMu; changed since the last snapshot
+	// firstUnstable is producers' first unstable offset (noUnstable when
+	// no transaction is open), written under appendMu and read without it
+	// by LastStableOffset.
+	firstUnstable atomic.Int64
 
 	roleMu sync.Mutex
 	role   roleState // guarded by roleMu

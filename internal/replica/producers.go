@@ -29,6 +29,11 @@ type AppendResult struct {
 // dedupe window is answered with the original offsets and not written
 // again; a sequence gap, a stale epoch or an unknown producer is refused
 // with the txn sentinel errors and nothing is written. Reference: KIP-98.
+// A transactional batch opens its producer's transaction in the partition,
+// which holds the last stable offset until AppendMarker ends it; a plain
+// batch of a producer whose transaction is open is refused
+// (txn.ErrInvalidTxnState). A control batch is refused (ErrControlBatch):
+// only AppendMarker writes markers.
 //
 // Leadership is checked under the append lock, which a change of role also
 // takes, so a broker that lost leadership never appends a client's batch
@@ -40,6 +45,9 @@ func (p *Partition) Append(b record.Batch, logAppendTime bool, nowMs int64) (App
 		return AppendResult{}, ErrNotLeader
 	}
 	epoch := p.LeaderEpoch()
+	if b.Control() {
+		return AppendResult{}, ErrControlBatch
+	}
 	if b.ProducerID() < 0 {
 		res, err := p.Log.Append(b, epoch, logAppendTime, nowMs)
 		return AppendResult{AppendResult: res, LeaderEpoch: epoch}, err
@@ -66,7 +74,7 @@ func (p *Partition) Append(b record.Batch, logAppendTime bool, nowMs int64) (App
 		return AppendResult{}, err
 	}
 	p.producers.Update(tb, res.BaseOffset, res.LastOffset, b.MaxTimestamp(), nowMs)
-	p.producersDirty = true
+	p.producersChangedLocked()
 	return AppendResult{AppendResult: res, LeaderEpoch: epoch}, nil
 }
 
@@ -91,6 +99,17 @@ func (p *Partition) loadProducersLocked(m *Manager, nowMs int64) error {
 		st, from = txn.NewState(), p.Log.LogStartOffset()
 	}
 	from = max(from, p.Log.LogStartOffset())
+	p.producers = st
+	dirty := p.producersDirty
+	defer func() { p.producersDirty = dirty }()
+	// The replay adds the aborted transactions of the markers at or after
+	// from to the .txnindex; drop what it held there first, so an entry
+	// whose write a crash lost, or that was written twice, comes out
+	// exactly once.
+	if err := p.Log.TruncateAbortedTxnsFrom(from); err != nil {
+		return fmt.Errorf("replica: load producer state of %s-%d: %w", p.TP.Topic, p.TP.Partition, err)
+	}
+	p.producersChangedLocked()
 	for from < leo {
 		res, err := p.Log.Read(from, 8<<20, leo, true)
 		if err != nil {
@@ -109,13 +128,14 @@ func (p *Partition) loadProducersLocked(m *Manager, nowMs int64) error {
 				return fmt.Errorf("replica: replay producer state of %s-%d: %w", p.TP.Topic, p.TP.Partition, err)
 			}
 			buf = rest
-			if b.ProducerID() >= 0 && b.LastOffset() >= from {
-				st.Replay(txn.BatchOf(b), b.BaseOffset(), b.LastOffset(), b.MaxTimestamp(), nowMs)
+			if b.LastOffset() >= from {
+				if err := p.replayBatchLocked(b, nowMs); err != nil {
+					return err
+				}
 			}
 			from = b.LastOffset() + 1
 		}
 	}
-	p.producers = st
 	return nil
 }
 
@@ -125,10 +145,15 @@ func (p *Partition) maintainProducers(m *Manager, nowMs, expirationMs int64) err
 	p.appendMu.Lock()
 	defer p.appendMu.Unlock()
 	if n := p.producers.Expire(nowMs, expirationMs, p.Log.LogStartOffset()); n > 0 {
-		p.producersDirty = true
+		p.producersChangedLocked()
 	}
 	if !p.producersDirty {
 		return nil
+	}
+	// Markers below the snapshot are not replayed at load, so the aborted
+	// transactions they recorded must be on disk before it is.
+	if err := p.Log.SyncAbortedTxns(); err != nil {
+		return fmt.Errorf("replica: snapshot producers of %s-%d: %w", p.TP.Topic, p.TP.Partition, err)
 	}
 	if err := txn.WriteSnapshot(m.fs, p.Log.Dir(), p.Log.LogEndOffset(), p.producers); err != nil {
 		return fmt.Errorf("replica: snapshot producers of %s-%d: %w", p.TP.Topic, p.TP.Partition, err)

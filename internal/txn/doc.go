@@ -66,6 +66,15 @@
 // On truncation to offset T: TruncateTo(T) and DeleteSnapshotsAbove(T), or
 // reload from LoadSnapshot(fs, dir, T) and replay.
 //
+// # Transactions
+//
+// A transactional batch opens its producer's transaction at its first
+// offset when none is open (Kafka's currentTxnFirstOffset); a COMMIT or
+// ABORT marker ends it (CheckMarker on the leader, then ApplyMarker, which
+// returns the CompletedTxn). FirstUnstableOffset, the first offset of the
+// oldest open transaction, bounds the partition's last stable offset. A
+// producer with an open transaction never expires.
+//
 // # Invariants
 //
 //   - A producer has at most WindowSize batches, oldest first, all from its
@@ -84,19 +93,22 @@
 //
 //	offset  size  field
 //	0       4     magic          0x53505344 ("SPSD")
-//	4       2     version        1
+//	4       2     version        2 (version 1, without the two
+//	                             transaction fields below, is still read)
 //	6       4     crc            CRC-32C (Castagnoli) of bytes [10, end)
 //	10      4     count          number of producer entries
 //	14      ...   entries, sorted by producer id, strictly increasing
 //
-// Producer entry (19 bytes + 32 per batch):
+// Producer entry (31 bytes + 32 per batch):
 //
 //	offset  size  field
-//	0       8     producerId     >= 0
-//	8       2     producerEpoch  >= 0
-//	10      8     lastUpdateMs   broker wall clock of the last append
-//	18      1     batchCount     0..5 (WindowSize)
-//	19      32*n  batches, oldest first
+//	0       8     producerId             >= 0
+//	8       2     producerEpoch          >= 0
+//	10      8     lastUpdateMs           broker wall clock of the last append
+//	18      4     coordinatorEpoch       of the last marker, -1 if none
+//	22      8     currentTxnFirstOffset  first offset of the open transaction, -1 if none
+//	30      1     batchCount             0..5 (WindowSize)
+//	31      32*n  batches, oldest first
 //
 // Batch (32 bytes):
 //

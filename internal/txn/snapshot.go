@@ -16,12 +16,17 @@ import (
 
 // Snapshot format constants; the layout is drawn in doc.go.
 const (
-	snapshotMagic   = 0x53505344 // "SPSD": samsa producer state data
-	snapshotVersion = 1
+	snapshotMagic = 0x53505344 // "SPSD": samsa producer state data
+	// snapshotVersion is the version written. Version 1 (before
+	// transactions) is still read: its producers have no open
+	// transaction and no coordinator epoch.
+	snapshotVersion   = 2
+	snapshotVersionV1 = 1
 
-	headerSize   = 4 + 2 + 4 + 4 // magic, version, crc, count
-	crcStart     = 10            // the CRC covers [crcStart, end)
-	entryHead    = 8 + 2 + 8 + 1 // producer id, epoch, last update, batch count
+	headerSize   = 4 + 2 + 4 + 4         // magic, version, crc, count
+	crcStart     = 10                    // the CRC covers [crcStart, end)
+	entryHeadV1  = 8 + 2 + 8 + 1         // producer id, epoch, last update, batch count
+	entryHead    = 8 + 2 + 8 + 4 + 8 + 1 // v2: + coordinator epoch, current txn first offset
 	batchMetaLen = 4 + 4 + 8 + 8 + 8
 
 	// SnapshotSuffix ends every snapshot file name.
@@ -66,6 +71,8 @@ func (s *State) MarshalSnapshot() []byte {
 		b = binary.BigEndian.AppendUint64(b, uint64(p.ID))
 		b = binary.BigEndian.AppendUint16(b, uint16(p.Epoch))
 		b = binary.BigEndian.AppendUint64(b, uint64(p.LastUpdateMs))
+		b = binary.BigEndian.AppendUint32(b, uint32(p.CoordinatorEpoch))
+		b = binary.BigEndian.AppendUint64(b, uint64(p.CurrentTxnFirstOffset))
 		b = append(b, byte(len(p.Batches)))
 		for _, m := range p.Batches {
 			b = binary.BigEndian.AppendUint32(b, uint32(m.FirstSeq))
@@ -93,7 +100,13 @@ func UnmarshalSnapshot(b []byte) (*State, error) {
 	if m := binary.BigEndian.Uint32(b[0:4]); m != snapshotMagic {
 		return nil, corruptf("bad magic %#x", m)
 	}
-	if v := binary.BigEndian.Uint16(b[4:6]); v != snapshotVersion {
+	v := binary.BigEndian.Uint16(b[4:6])
+	head := entryHead
+	switch v {
+	case snapshotVersion:
+	case snapshotVersionV1:
+		head = entryHeadV1
+	default:
 		return nil, corruptf("unsupported version %d", v)
 	}
 	if want, got := binary.BigEndian.Uint32(b[6:10]), crc32.Checksum(b[crcStart:], castagnoli); want != got {
@@ -101,22 +114,31 @@ func UnmarshalSnapshot(b []byte) (*State, error) {
 	}
 	count := binary.BigEndian.Uint32(b[10:14])
 	rest := b[headerSize:]
-	if uint64(count) > uint64(len(rest)/entryHead) {
+	if uint64(count) > uint64(len(rest)/head) {
 		return nil, corruptf("%d producers cannot fit in %d bytes", count, len(rest))
 	}
-	s := &State{producers: make(map[int64]*Producer, count)}
+	s := &State{producers: make(map[int64]*Producer, count), ongoing: make(map[int64]int64)}
 	prev := int64(-1)
 	for i := uint32(0); i < count; i++ {
-		if len(rest) < entryHead {
+		if len(rest) < head {
 			return nil, corruptf("producer %d truncated", i)
 		}
 		p := &Producer{
-			ID:           int64(binary.BigEndian.Uint64(rest[0:8])),
-			Epoch:        int16(binary.BigEndian.Uint16(rest[8:10])),
-			LastUpdateMs: int64(binary.BigEndian.Uint64(rest[10:18])),
+			ID:                    int64(binary.BigEndian.Uint64(rest[0:8])),
+			Epoch:                 int16(binary.BigEndian.Uint16(rest[8:10])),
+			LastUpdateMs:          int64(binary.BigEndian.Uint64(rest[10:18])),
+			CoordinatorEpoch:      -1,
+			CurrentTxnFirstOffset: -1,
 		}
-		n := int(rest[18])
-		rest = rest[entryHead:]
+		if v == snapshotVersion {
+			p.CoordinatorEpoch = int32(binary.BigEndian.Uint32(rest[18:22]))
+			p.CurrentTxnFirstOffset = int64(binary.BigEndian.Uint64(rest[22:30]))
+			if p.CoordinatorEpoch < -1 || p.CurrentTxnFirstOffset < -1 {
+				return nil, corruptf("producer %d: coordinator epoch %d, transaction first offset %d", p.ID, p.CoordinatorEpoch, p.CurrentTxnFirstOffset)
+			}
+		}
+		n := int(rest[head-1])
+		rest = rest[head:]
 		if p.ID <= prev {
 			return nil, corruptf("producer id %d not above %d", p.ID, prev)
 		}
@@ -151,6 +173,9 @@ func UnmarshalSnapshot(b []byte) (*State, error) {
 			p.Batches[j] = m
 		}
 		s.producers[p.ID] = p
+		if p.InTxn() {
+			s.ongoing[p.ID] = p.CurrentTxnFirstOffset
+		}
 	}
 	if len(rest) != 0 {
 		return nil, corruptf("%d trailing bytes", len(rest))

@@ -28,6 +28,10 @@ func sampleState() *State {
 	}
 	add(42, 3, 2147483646, 4, 2000)
 	add(7, 32767, 0, 1, 3000)
+	// A producer in a transaction, after a marker set its coordinator epoch.
+	s.ApplyMarker(Marker{ProducerID: 99, Epoch: 1, Commit: true, CoordinatorEpoch: 4}, off, 3500)
+	off++
+	s.Update(Batch{ProducerID: 99, Epoch: 1, BaseSequence: 0, LastOffsetDelta: 2, Transactional: true}, off, off+2, 3600, 3601)
 	return s
 }
 
@@ -49,14 +53,17 @@ func TestSnapshotRoundTrip(t *testing.T) {
 
 func TestSnapshotLayout(t *testing.T) {
 	s := NewState()
-	s.Update(Batch{ProducerID: 0x0102, Epoch: 3, BaseSequence: 9, LastOffsetDelta: 1}, 20, 21, 77, 88)
+	s.Update(Batch{ProducerID: 0x0102, Epoch: 3, BaseSequence: 9, LastOffsetDelta: 1, Transactional: true}, 20, 21, 77, 88)
 	b := s.MarshalSnapshot()
 	want := []byte{
-		'S', 'P', 'S', 'D', 0, 1, // magic, version
+		'S', 'P', 'S', 'D', 0, 2, // magic, version
 		0, 0, 0, 0, // crc, checked below
 		0, 0, 0, 1, // count
 		0, 0, 0, 0, 0, 0, 1, 2, 0, 3, // pid, epoch
-		0, 0, 0, 0, 0, 0, 0, 88, 1, // last update, batches
+		0, 0, 0, 0, 0, 0, 0, 88, // last update
+		0xff, 0xff, 0xff, 0xff, // coordinator epoch -1
+		0, 0, 0, 0, 0, 0, 0, 20, // current txn first offset
+		1,                       // batches
 		0, 0, 0, 9, 0, 0, 0, 10, // seqs
 		0, 0, 0, 0, 0, 0, 0, 20, 0, 0, 0, 0, 0, 0, 0, 21, // offsets
 		0, 0, 0, 0, 0, 0, 0, 77, // timestamp
@@ -70,6 +77,38 @@ func TestSnapshotLayout(t *testing.T) {
 	copy(b[6:10], []byte{0, 0, 0, 0})
 	if !bytes.Equal(b, want) {
 		t.Fatalf("layout:\n got %x\nwant %x", b, want)
+	}
+}
+
+// TestUnmarshalSnapshotReadsVersion1 reads a snapshot written before
+// transactions: its producers have no open transaction.
+func TestUnmarshalSnapshotReadsVersion1(t *testing.T) {
+	b := []byte{
+		'S', 'P', 'S', 'D', 0, 1, // magic, version 1
+		0, 0, 0, 0, // crc
+		0, 0, 0, 1, // count
+		0, 0, 0, 0, 0, 0, 1, 2, 0, 3, // pid, epoch
+		0, 0, 0, 0, 0, 0, 0, 88, 1, // last update, batches
+		0, 0, 0, 9, 0, 0, 0, 10, // seqs
+		0, 0, 0, 0, 0, 0, 0, 20, 0, 0, 0, 0, 0, 0, 0, 21, // offsets
+		0, 0, 0, 0, 0, 0, 0, 77, // timestamp
+	}
+	s, err := UnmarshalSnapshot(withCRC(b))
+	if err != nil {
+		t.Fatalf("UnmarshalSnapshot: %v", err)
+	}
+	want := []Producer{{ID: 0x0102, Epoch: 3, LastUpdateMs: 88, CoordinatorEpoch: -1, CurrentTxnFirstOffset: -1,
+		Batches: []BatchMeta{{FirstSeq: 9, LastSeq: 10, FirstOffset: 20, LastOffset: 21, Timestamp: 77}}}}
+	if got := s.Producers(); !reflect.DeepEqual(got, want) {
+		t.Fatalf("producers:\n got %+v\nwant %+v", got, want)
+	}
+	if off, ok := s.FirstUnstableOffset(); ok {
+		t.Fatalf("FirstUnstableOffset = %d, want none", off)
+	}
+	// Written again, it is a version 2 snapshot of the same state.
+	again, err := UnmarshalSnapshot(s.MarshalSnapshot())
+	if err != nil || !reflect.DeepEqual(again.Producers(), want) {
+		t.Fatalf("v2 round trip: %v %+v", err, again.Producers())
 	}
 }
 
@@ -94,7 +133,8 @@ func withCRC(b []byte) []byte {
 
 func TestUnmarshalSnapshotRejectsBadStructure(t *testing.T) {
 	good := sampleState().MarshalSnapshot()
-	// The first producer (pid 1) starts at 14; its batch count is at 32.
+	// The first producer (pid 1) starts at 14; its coordinator epoch is at
+	// 32, its transaction's first offset at 36, its batch count at 44.
 	tests := []struct {
 		name string
 		edit func([]byte) []byte
@@ -103,15 +143,18 @@ func TestUnmarshalSnapshotRejectsBadStructure(t *testing.T) {
 		{"short header", func(b []byte) []byte { return b[:headerSize-1] }},
 		{"truncated entry", func(b []byte) []byte { return withCRC(b[:len(b)-1]) }},
 		{"trailing byte", func(b []byte) []byte { return withCRC(append(b, 0)) }},
-		{"version", func(b []byte) []byte { b[5] = 2; return withCRC(b) }},
+		{"version", func(b []byte) []byte { b[5] = 3; return withCRC(b) }},
+		{"version 0", func(b []byte) []byte { b[5] = 0; return withCRC(b) }},
 		{"huge count", func(b []byte) []byte { binary.BigEndian.PutUint32(b[10:14], 1<<31); return withCRC(b) }},
 		{"count too small", func(b []byte) []byte { binary.BigEndian.PutUint32(b[10:14], 2); return withCRC(b) }},
 		{"negative pid", func(b []byte) []byte { b[14] = 0x80; return withCRC(b) }},
 		{"negative epoch", func(b []byte) []byte { b[22] = 0x80; return withCRC(b) }},
-		{"window too large", func(b []byte) []byte { b[32] = WindowSize + 1; return withCRC(b) }},
-		{"negative seq", func(b []byte) []byte { b[33] = 0x80; return withCRC(b) }},
+		{"coordinator epoch below -1", func(b []byte) []byte { binary.BigEndian.PutUint32(b[32:36], 0xfffffffe); return withCRC(b) }},
+		{"txn first offset below -1", func(b []byte) []byte { binary.BigEndian.PutUint64(b[36:44], 1<<63); return withCRC(b) }},
+		{"window too large", func(b []byte) []byte { b[44] = WindowSize + 1; return withCRC(b) }},
+		{"negative seq", func(b []byte) []byte { b[45] = 0x80; return withCRC(b) }},
 		{"last offset below first", func(b []byte) []byte {
-			binary.BigEndian.PutUint64(b[33+16:], 1<<40)
+			binary.BigEndian.PutUint64(b[45+16:], 1<<40)
 			return withCRC(b)
 		}},
 		{"pids out of order", func(b []byte) []byte {

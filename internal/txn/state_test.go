@@ -29,7 +29,50 @@ func scanBatch(t *testing.T, d *datadriven.TestData) Batch {
 	d.ScanArgs(t, "seq", &b.BaseSequence)
 	d.MaybeScanArgs(t, "n", &n)
 	b.LastOffsetDelta = n - 1
+	b.Transactional = d.HasArg("txn")
 	return b
+}
+
+func scanMarker(t *testing.T, d *datadriven.TestData) Marker {
+	t.Helper()
+	m := Marker{CoordinatorEpoch: 0}
+	d.ScanArgs(t, "pid", &m.ProducerID)
+	d.ScanArgs(t, "epoch", &m.Epoch)
+	d.MaybeScanArgs(t, "coord", &m.CoordinatorEpoch)
+	switch {
+	case d.HasArg("commit"):
+		m.Commit = true
+	case d.HasArg("abort"):
+	default:
+		d.Fatalf(t, "marker needs commit or abort")
+	}
+	return m
+}
+
+// applyMarker applies m at the next offset and prints the completed
+// transaction and the last stable offset it leaves (as the .txnindex
+// records it).
+func (e *stateEnv) applyMarker(m Marker) string {
+	off := e.leo
+	e.leo++
+	c, ok := e.s.ApplyMarker(m, off, e.now)
+	if !ok {
+		return fmt.Sprintf("marker at %d ends no transaction\n", off)
+	}
+	lso := c.LastOffset + 1
+	if first, ok := e.s.FirstUnstableOffset(); ok {
+		lso = first
+	}
+	return fmt.Sprintf("marker at %d completes pid=%d offsets=%d..%d aborted=%t lso=%d\n",
+		off, c.ProducerID, c.FirstOffset, c.LastOffset, c.Aborted, lso)
+}
+
+func formatUnstable(s *State) string {
+	first, ok := s.FirstUnstableOffset()
+	if !ok {
+		return "no open transaction\n"
+	}
+	return fmt.Sprintf("first unstable offset %d\n", first)
 }
 
 func (e *stateEnv) scanNow(t *testing.T, d *datadriven.TestData) {
@@ -44,7 +87,14 @@ func formatProducers(s *State) string {
 		return "no producers\n"
 	}
 	for _, p := range ps {
-		fmt.Fprintf(&sb, "pid=%d epoch=%d last-update=%d\n", p.ID, p.Epoch, p.LastUpdateMs)
+		fmt.Fprintf(&sb, "pid=%d epoch=%d last-update=%d", p.ID, p.Epoch, p.LastUpdateMs)
+		if p.CoordinatorEpoch >= 0 {
+			fmt.Fprintf(&sb, " coordinator-epoch=%d", p.CoordinatorEpoch)
+		}
+		if p.InTxn() {
+			fmt.Fprintf(&sb, " txn-first=%d", p.CurrentTxnFirstOffset)
+		}
+		sb.WriteString("\n")
 		for _, m := range p.Batches {
 			fmt.Fprintf(&sb, "  seq=%d..%d offsets=%d..%d ts=%d\n", m.FirstSeq, m.LastSeq, m.FirstOffset, m.LastOffset, m.Timestamp)
 		}
@@ -88,6 +138,21 @@ func (e *stateEnv) handle(t *testing.T, d *datadriven.TestData) string {
 		e.s.Replay(b, first, last, e.now, e.now)
 		e.leo = last + 1
 		return fmt.Sprintf("replayed offsets=%d..%d\n", first, last)
+	case "marker":
+		// marker pid=P epoch=E commit|abort [coord=C] [now=T]: the leader's
+		// path, CheckMarker then ApplyMarker at the next offset.
+		m := scanMarker(t, d)
+		e.scanNow(t, d)
+		if err := e.s.CheckMarker(m); err != nil {
+			return fmt.Sprintf("refused: %v\n", err)
+		}
+		return e.applyMarker(m)
+	case "replay-marker":
+		m := scanMarker(t, d)
+		e.scanNow(t, d)
+		return e.applyMarker(m)
+	case "unstable":
+		return formatUnstable(e.s)
 	case "expire":
 		var ms, start int64
 		e.scanNow(t, d)

@@ -1,0 +1,191 @@
+package replica
+
+import (
+	"errors"
+	"fmt"
+	"math"
+
+	"samsa/internal/record"
+	"samsa/internal/storage"
+	"samsa/internal/txn"
+)
+
+// ErrControlBatch refuses a control batch offered as a client's or a
+// coordinator's data: only AppendMarker writes end-transaction markers.
+// The broker maps it to INVALID_RECORD.
+var ErrControlBatch = fmt.Errorf("%w: control batch not written by the partition leader", record.ErrInvalidRecord)
+
+// maxMarkerBytes caps the decompression of a control batch read back from
+// the log; a marker record is a few bytes.
+const maxMarkerBytes = 1 << 20
+
+// noUnstable is firstUnstable's value when no transaction is open.
+const noUnstable = math.MaxInt64
+
+// AppendMarker writes one COMMIT (commit) or ABORT end-transaction marker
+// ending producer pid's transaction in this partition, as the leader does
+// for WriteTxnMarkers (Reference: KIP-98, Kafka
+// UnifiedLog.appendAsLeader with AppendOrigin.COORDINATOR). epoch is the
+// producer epoch the marker carries (with KIP-890 transaction version 2 the
+// bumped one) and coordinatorEpoch the coordinator's epoch for the
+// transactional id's __transaction_state partition.
+//
+// It fails with ErrNotLeader, with txn.ErrInvalidProducerEpoch when epoch
+// is older than the producer's, with txn.ErrCoordinatorFenced when
+// coordinatorEpoch is older than the last marker's for the producer, or
+// with a storage error. A marker for a producer with no open transaction is
+// written all the same (Kafka does). An ABORT that ends a transaction is
+// added to the segment's .txnindex. The caller waits for the marker with
+// WaitCommitted(ctx, res.LastOffset+1, res.LeaderEpoch). It does not block
+// on IO beyond the append itself.
+func (p *Partition) AppendMarker(pid int64, epoch int16, commit bool, coordinatorEpoch int32, nowMs int64) (AppendResult, error) {
+	p.appendMu.Lock()
+	defer p.appendMu.Unlock()
+	if !p.IsLeader() {
+		return AppendResult{}, ErrNotLeader
+	}
+	m := txn.Marker{ProducerID: pid, Epoch: epoch, Commit: commit, CoordinatorEpoch: coordinatorEpoch}
+	if err := p.producers.CheckMarker(m); err != nil {
+		return AppendResult{}, err
+	}
+	typ := record.ControlAbort
+	if commit {
+		typ = record.ControlCommit
+	}
+	b, err := record.BuildEndTxnMarker(pid, epoch, nowMs, record.EndTxnMarker{Type: typ, CoordinatorEpoch: coordinatorEpoch})
+	if err != nil {
+		return AppendResult{}, err
+	}
+	leaderEpoch := p.LeaderEpoch()
+	res, err := p.Log.Append(b, leaderEpoch, false, nowMs)
+	if err != nil {
+		return AppendResult{}, err
+	}
+	if err := p.applyMarkerLocked(m, res.BaseOffset, nowMs); err != nil {
+		return AppendResult{}, err
+	}
+	return AppendResult{AppendResult: res, LeaderEpoch: leaderEpoch}, nil
+}
+
+// AppendFromCoordinator appends a batch a coordinator built on this leader,
+// such as the transactional offset commits of TxnOffsetCommit in
+// __consumer_offsets: producer id and epoch set, BaseSequence -1, usually
+// the transactional attribute (Reference: Kafka AppendOrigin.COORDINATOR).
+// Sequence numbers are not checked, but an epoch older than the producer's
+// is refused (txn.ErrInvalidProducerEpoch), and a transactional batch opens
+// the producer's transaction here like a client's. A control batch is
+// refused with ErrControlBatch. Errors: ErrNotLeader, those above, storage
+// errors. b is modified in place (offsets, leader epoch).
+func (p *Partition) AppendFromCoordinator(b record.Batch, nowMs int64) (AppendResult, error) {
+	if b.Control() {
+		return AppendResult{}, ErrControlBatch
+	}
+	p.appendMu.Lock()
+	defer p.appendMu.Unlock()
+	if !p.IsLeader() {
+		return AppendResult{}, ErrNotLeader
+	}
+	leaderEpoch := p.LeaderEpoch()
+	if b.ProducerID() < 0 {
+		res, err := p.Log.Append(b, leaderEpoch, false, nowMs)
+		return AppendResult{AppendResult: res, LeaderEpoch: leaderEpoch}, err
+	}
+	tb := txn.BatchOf(b)
+	tb.BaseSequence = -1
+	if err := p.producers.CheckCoordinator(tb); err != nil {
+		return AppendResult{}, err
+	}
+	res, err := p.Log.Append(b, leaderEpoch, false, nowMs)
+	if err != nil {
+		return AppendResult{}, err
+	}
+	p.producers.Update(tb, res.BaseOffset, res.LastOffset, b.MaxTimestamp(), nowMs)
+	p.producersChangedLocked()
+	return AppendResult{AppendResult: res, LeaderEpoch: leaderEpoch}, nil
+}
+
+// applyMarkerLocked records a marker written at offset in the producer
+// state and, for an ABORT that ended a transaction, in the .txnindex with
+// the last stable offset the partition has afterwards (Kafka's
+// ProducerStateManager.lastStableOffset: the oldest other open
+// transaction's start, else the offset after the marker). The caller holds
+// p.appendMu, or p is not published yet.
+func (p *Partition) applyMarkerLocked(m txn.Marker, offset, nowMs int64) error {
+	c, ok := p.producers.ApplyMarker(m, offset, nowMs)
+	p.producersChangedLocked()
+	if !ok || !c.Aborted {
+		return nil
+	}
+	lso := c.LastOffset + 1
+	if first, open := p.producers.FirstUnstableOffset(); open {
+		lso = first
+	}
+	t := storage.AbortedTxn{ProducerID: c.ProducerID, FirstOffset: c.FirstOffset, LastOffset: c.LastOffset, LastStableOffset: lso}
+	if err := p.Log.AppendAbortedTxn(t); err != nil {
+		return fmt.Errorf("replica: index aborted transaction of %s-%d: %w", p.TP.Topic, p.TP.Partition, err)
+	}
+	return nil
+}
+
+// replayBatchLocked applies one batch read from the log (recovery) or from
+// the leader (follower append) to the producer state: data batches of
+// idempotent and transactional producers, and end-transaction markers,
+// whose aborted transactions go to the .txnindex. The caller holds
+// p.appendMu, or p is not published yet.
+func (p *Partition) replayBatchLocked(b record.Batch, nowMs int64) error {
+	if b.ProducerID() < 0 {
+		return nil
+	}
+	if !b.Control() {
+		p.producers.Replay(txn.BatchOf(b), b.BaseOffset(), b.LastOffset(), b.MaxTimestamp(), nowMs)
+		p.producersChangedLocked()
+		return nil
+	}
+	mk, err := b.EndTxnMarker(maxMarkerBytes)
+	switch {
+	case errors.Is(err, record.ErrNotEndTxnMarker), errors.Is(err, record.ErrNotControlBatch):
+		// Another kind of control record, or an empty control batch
+		// (Kafka's cleaner leaves one where it removed a transaction):
+		// nothing for the producer state.
+		return nil
+	case err != nil:
+		return fmt.Errorf("replica: marker at %d in %s-%d: %w", b.BaseOffset(), p.TP.Topic, p.TP.Partition, err)
+	}
+	return p.applyMarkerLocked(txn.MarkerOf(b, mk), b.BaseOffset(), nowMs)
+}
+
+// producersChangedLocked marks the producer state dirty for the next
+// snapshot and publishes its first unstable offset. The caller holds
+// p.appendMu, or p is not published yet.
+func (p *Partition) producersChangedLocked() {
+	p.producersDirty = true
+	first, ok := p.producers.FirstUnstableOffset()
+	if !ok {
+		first = noUnstable
+	}
+	p.firstUnstable.Store(first)
+}
+
+// LastStableOffset is the offset below which every record is committed and
+// belongs to no open transaction: the smaller of the high watermark and
+// the first offset of the oldest open transaction (Reference: KIP-98).
+// Consumers at read_committed see only records below it. It takes no
+// append lock.
+func (p *Partition) LastStableOffset() int64 {
+	return min(p.HighWatermark(), p.firstUnstable.Load())
+}
+
+// AbortedTxns returns the aborted transactions that overlap the offsets
+// [start, end), from the .txnindex, for Fetch at read_committed. The caller
+// owns the returned slice. It does no IO.
+func (p *Partition) AbortedTxns(start, end int64) []storage.AbortedTxn {
+	return p.Log.CollectAbortedTxns(start, end)
+}
+
+// OngoingTxn reports whether producer pid has a transaction open in this
+// partition, with the offset of its first record and the producer's epoch.
+func (p *Partition) OngoingTxn(pid int64) (firstOffset int64, epoch int16, ok bool) {
+	p.appendMu.Lock()
+	defer p.appendMu.Unlock()
+	return p.producers.OngoingTxn(pid)
+}
