@@ -75,10 +75,13 @@ func checkExactlyOnce(t *testing.T, what string, got []string, want map[string]b
 		}
 	}
 	if len(dups)+len(extra)+len(missing) > 0 {
-		t.Fatalf("%s: %d records, want %d: %d duplicated (e.g. %.5q), %d unexpected (e.g. %.5q), %d missing (e.g. %.5q)",
-			what, len(got), len(want), len(dups), dups, len(extra), extra, len(missing), missing)
+		t.Fatalf("%s: %d records, want %d: %d duplicated (e.g. %q), %d unexpected (e.g. %q), %d missing (e.g. %q)",
+			what, len(got), len(want), len(dups), firstFew(dups), len(extra), firstFew(extra), len(missing), firstFew(missing))
 	}
 }
+
+// firstFew returns at most five elements of s, for messages.
+func firstFew(s []string) []string { return s[:min(len(s), 5)] }
 
 // produceInputs writes n records "in-%07d" round robin over topic's
 // partitions and returns the transformed values the pipeline must write.

@@ -7,8 +7,8 @@ A read_committed consumer in GROUP reads IN_TOPIC; for each batch a
 transactional producer (TXN_ID) begins a transaction, writes "out-" + value
 to OUT_TOPIC with the same key, adds the consumer's positions with
 send_offsets_to_transaction and commits. Every third transaction before a
-batch is a junk transaction: records "junk-N" written to OUT_TOPIC and
-aborted. Stops after COUNT input records. Prints one JSON object:
+batch is a junk transaction: records "junk-N" written to OUT_TOPIC,
+flushed, and aborted. Stops after COUNT input records. Prints one JSON object:
 
   {"commits": n, "aborts": n, "consumed": n, "errors": ["..."]}
 
@@ -55,6 +55,9 @@ def main():
             for _ in range(5):
                 producer.produce(topic_out, key=b"junk", value=("junk-%d" % junk).encode())
                 junk += 1
+            # Flushed first, so the aborted records are in the log (and the
+            # partition is in the transaction when the abort is sent).
+            producer.flush(30)
             producer.abort_transaction(30)
             aborts += 1
         try:
