@@ -203,6 +203,19 @@ func TestReadCommittedSeesOnlyCommittedRecords(t *testing.T) {
 	e.produce("A begins again", open, 8)                           // 8..9, left open
 	e.produce("plain after", txnBatch(t, -1, 0, 0, 1, "late"), 10) // 10
 
+	// DescribeProducers names the open transaction that holds the last
+	// stable offset.
+	aps := describeProducers(t, e.cl, e.topic, 1)[0]
+	if len(aps) != 2 {
+		t.Fatalf("DescribeProducers: %d producers, want 2", len(aps))
+	}
+	for _, ap := range aps {
+		want := map[int64]int64{pa: 8, pb: -1}[ap.ProducerID]
+		if ap.CurrentTxnStartOffset != want {
+			t.Fatalf("DescribeProducers: producer %d current transaction start %d, want %d", ap.ProducerID, ap.CurrentTxnStartOffset, want)
+		}
+	}
+
 	// ListOffsets: LATEST is the last stable offset at read_committed and
 	// the high watermark at read_uncommitted; a timestamp lookup at
 	// read_committed finds nothing at or past the last stable offset.
