@@ -254,3 +254,32 @@ func TestAppendFromCoordinatorOpensTransaction(t *testing.T) {
 	tp.wantLSO(4)
 	tp.wantAborted(0, 4)
 }
+
+// TestUndecodableMarkerDoesNotStopLoad: a control batch whose marker does
+// not decode is skipped when the log is replayed (the partition still
+// loads); the transaction it was meant to end stays open.
+func TestUndecodableMarkerDoesNotStopLoad(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	m, closeAll := openManagerAt(t, dir)
+	tp := leadTxn(t, m)
+	tp.append(5, 0, 0, 1, true)
+	bb := record.NewBuilder(record.CodecNone, time.Now().UnixMilli())
+	bb.ProducerID, bb.ProducerEpoch, bb.BaseSequence, bb.Transactional, bb.Control = 5, 0, -1, true, true
+	bb.Add(record.Record{Key: []byte{0}, Value: []byte{0}}) // key too short
+	bad, err := bb.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tp.p.Log.Append(bad, tp.p.LeaderEpoch(), false, time.Now().UnixMilli()); err != nil {
+		t.Fatal(err)
+	}
+	closeAll()
+	m2, _ := openManagerAt(t, dir)
+	tp = leadTxn(t, m2)
+	if first, _, ok := tp.p.OngoingTxn(5); !ok || first != 0 {
+		t.Fatalf("OngoingTxn(5) = %d, %v after load; want 0, true", first, ok)
+	}
+	tp.marker(5, 0, true)
+	tp.wantLSO(3)
+}
