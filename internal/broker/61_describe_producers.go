@@ -2,12 +2,10 @@ package broker
 
 // DescribeProducers: v0 (KIP-664)
 //
-// Lists the active idempotent and transactional producers of each
-// partition led here: id, epoch, last sequence, the timestamp of its last
-// batch, the coordinator epoch of its last end-transaction marker (-1
-// before any) and the first offset of its open transaction (-1 when none
-// is open), which `samsa txn find-hanging` and `abort` use as
-// kafka-transactions.sh does (KIP-664).
+// Lists the active producers of each partition led here: id, epoch, last
+// sequence and the timestamp of its last batch, the coordinator epoch of
+// its last transaction marker and the first offset of its open
+// transaction (-1 when none).
 
 import (
 	"github.com/twmb/franz-go/pkg/kmsg"
