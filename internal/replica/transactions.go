@@ -163,7 +163,14 @@ func (p *Partition) producersChangedLocked() {
 	if !ok {
 		first = noUnstable
 	}
-	p.firstUnstable.Store(first)
+	if p.firstUnstable.Swap(first) != first {
+		// The last stable offset may have moved: wake fetches waiting
+		// at read_committed (the append that moved it woke them before
+		// this store).
+		p.roleMu.Lock()
+		p.notifyLocked()
+		p.roleMu.Unlock()
+	}
 }
 
 // LastStableOffset is the offset below which every record is committed and
