@@ -3,7 +3,10 @@ package group
 import (
 	"context"
 	"errors"
+	"fmt"
+	"sync"
 	"testing"
+	"time"
 )
 
 func txnCommit(group string, pid int64, epoch int16, topic string, part int32, offset int64) TxnOffsetCommitRequest {
@@ -211,5 +214,94 @@ func TestTxnOffsetsDeleteGroupTombstonesPending(t *testing.T) {
 	c2 := newLoaded(t, testConfig(), log)
 	if got := fetchStable(t, c2, "g", "t", 0); got.Offset != -1 || got.Err != nil {
 		t.Fatalf("after reload: %+v, want none", got)
+	}
+}
+
+// TestTxnOffsetsHoldOffExpiry: a simple group's committed offset that an
+// open transaction is about to replace does not expire, and the group is
+// not removed while the transaction is open (Kafka
+// OffsetMetadataManager.cleanupExpiredOffsets); once the transaction
+// commits, its offset is the committed one.
+func TestTxnOffsetsHoldOffExpiry(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	var mu sync.Mutex
+	now := time.UnixMilli(1_000_000)
+	cfg := testConfig()
+	cfg.Now = func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	cfg.OffsetsRetention = time.Hour
+	cfg.OffsetsRetentionCheck = 10 * time.Millisecond
+	log := &memLog{}
+	c := newLoaded(t, cfg, log)
+	if _, err := c.OffsetCommit(ctx, commit("s", "", -1, "t", 0, 1)); err != nil {
+		t.Fatal(err)
+	}
+	mustTxnCommit(t, c, txnCommit("s", 1, 0, "t", 0, 2))
+	mustTxnCommit(t, c, txnCommit("p", 2, 0, "t", 0, 3)) // only pending
+	// x, without a transaction, shows when a check has run.
+	if _, err := c.OffsetCommit(ctx, commit("x", "", -1, "t", 0, 1)); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	now = now.Add(2 * time.Hour)
+	mu.Unlock()
+	checkFor(t, 5*time.Second, func() error {
+		if _, err := c.DescribeGroup(ctx, "x"); !errors.Is(err, ErrGroupIDNotFound) {
+			return fmt.Errorf("x: %v, want expired", err)
+		}
+		return nil
+	})
+	got, err := c.ListGroups(ctx, ListGroupsRequest{})
+	if err != nil || len(got) != 2 {
+		t.Fatalf("groups after retention: %+v %v, want s and p", got, err)
+	}
+	if got := fetchOne(t, c, "s", "t", 0); got.Offset != 1 {
+		t.Fatalf("s t/0 after retention: %+v, want 1 kept", got)
+	}
+	endTxn(t, c, log, 1, true)
+	endTxn(t, c, log, 2, false)
+	if got := fetchStable(t, c, "s", "t", 0); got.Offset != 2 {
+		t.Fatalf("s t/0 after commit: %+v, want 2", got)
+	}
+	// p has nothing left: it goes at the next check.
+	checkFor(t, 5*time.Second, func() error {
+		if _, err := c.DescribeGroup(ctx, "p"); !errors.Is(err, ErrGroupIDNotFound) {
+			return fmt.Errorf("p: %v, want ErrGroupIDNotFound", err)
+		}
+		return nil
+	})
+}
+
+// TestTxnOffsetsStableFetchAll: a fetch of every committed partition
+// (topics null) with RequireStable answers UNSTABLE_OFFSET_COMMIT for
+// those an open transaction has an offset for.
+// Reference: Kafka OffsetMetadataManager.fetchAllOffsets.
+func TestTxnOffsetsStableFetchAll(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	log := &memLog{}
+	c := newLoaded(t, testConfig(), log)
+	if _, err := c.OffsetCommit(ctx, commit("g", "", -1, "t", 0, 1)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.OffsetCommit(ctx, commit("g", "", -1, "t", 1, 1)); err != nil {
+		t.Fatal(err)
+	}
+	mustTxnCommit(t, c, txnCommit("g", 1, 0, "t", 1, 5))
+	for _, stable := range []bool{false, true} {
+		res, err := c.OffsetFetch(ctx, OffsetFetchRequest{Group: "g", RequireStable: stable})
+		if err != nil || len(res.Topics) != 1 || len(res.Topics[0].Partitions) != 2 {
+			t.Fatalf("fetch all (stable %t): %+v %v", stable, res, err)
+		}
+		p0, p1 := res.Topics[0].Partitions[0], res.Topics[0].Partitions[1]
+		if p0.Offset != 1 || p0.Err != nil {
+			t.Errorf("stable %t: t/0 = %+v, want 1", stable, p0)
+		}
+		if stable && !errors.Is(p1.Err, ErrUnstableOffsetCommit) {
+			t.Errorf("stable: t/1 = %+v, want ErrUnstableOffsetCommit", p1)
+		}
+		if !stable && (p1.Offset != 1 || p1.Err != nil) {
+			t.Errorf("not stable: t/1 = %+v, want 1", p1)
+		}
 	}
 }
