@@ -23,10 +23,16 @@ import (
 // each partition gave them.
 func readCommitted(t *testing.T, addr, topic string, want int) []string {
 	t.Helper()
+	return readValues(t, addr, topic, want, kgo.ReadCommitted())
+}
+
+// readValues is readCommitted at isolation level iso.
+func readValues(t *testing.T, addr, topic string, want int, iso kgo.IsolationLevel) []string {
+	t.Helper()
 	cl := newClient(t, addr,
 		kgo.ConsumeTopics(topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.FetchIsolationLevel(iso),
 		kgo.FetchMaxWait(200*time.Millisecond))
 	var out []string
 	deadline := time.Now().Add(90 * time.Second)
@@ -48,7 +54,7 @@ func readCommitted(t *testing.T, addr, topic string, want int) []string {
 			return out
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("read_committed %s: %d records after 90s, want %d", topic, len(out), want)
+			t.Fatalf("read %s: %d records after 90s, want %d", topic, len(out), want)
 		}
 	}
 }
@@ -294,11 +300,9 @@ func TestConfluentPythonTransactions(t *testing.T) {
 
 	// The aborted junk is in the log: read_uncommitted sees it.
 	junk := 0
-	for _, recs := range consumeAll(t, addr, out) {
-		for _, r := range recs {
-			if strings.HasPrefix(string(r.Value), "junk-") {
-				junk++
-			}
+	for _, v := range readValues(t, addr, out, n, kgo.ReadUncommitted()) {
+		if strings.HasPrefix(v, "junk-") {
+			junk++
 		}
 	}
 	if junk == 0 {
