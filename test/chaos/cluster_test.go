@@ -49,6 +49,7 @@ var clusterOverrides = []string{
 	"offsets.topic.num.partitions=3",
 	"group.initial.rebalance.delay.ms=0",
 	"transaction.state.log.num.partitions=3",
+	"transaction.abort.timed.out.transaction.cleanup.interval.ms=5000",
 }
 
 // broker is one `samsa serve` process with a fixed node id, ports and

@@ -27,6 +27,11 @@
 //	broker.heartbeat.interval.ms    | 1000  | lease keep-alive, below T_s
 //	replica.lag.time.max.ms         | 5000  | T_lag
 //	offsets.topic.num.partitions    | 3     | quick start
+//	transaction.state.log.num.      | 3     | quick start
+//	  partitions                    |       |
+//	transaction.abort.timed.out.    | 5000  | a dead producer's transaction is aborted
+//	  transaction.cleanup.interval.ms|      | within 5 s of its timeout, well inside
+//	                                |       | S-20's bound of timeout + 10 s
 //
 // What the checker counts (TESTPLAN anomaly vocabulary); every count must
 // be zero:

@@ -98,6 +98,9 @@ func TestS21ExactlyOncePipelineGroupCoordinatorFaults(t *testing.T) {
 				if err := sess.Begin(); err != nil {
 					mu.Lock()
 					errs = append(errs, "begin: "+err.Error())
+					if len(errs) <= 50 {
+						t.Logf("%s worker %d: begin: %v", time.Now().Format("15:04:05.000"), i, err)
+					}
 					mu.Unlock()
 					time.Sleep(100 * time.Millisecond)
 					continue
@@ -112,6 +115,9 @@ func TestS21ExactlyOncePipelineGroupCoordinatorFaults(t *testing.T) {
 				}
 				if err != nil {
 					errs = append(errs, "end: "+err.Error())
+					if len(errs) <= 50 {
+						t.Logf("%s worker %d: end: %v", time.Now().Format("15:04:05.000"), i, err)
+					}
 				}
 				mu.Unlock()
 			}
