@@ -146,6 +146,8 @@
 // turn, sees a TxnOffsetCommit either not started or done.
 // Lock order: the two are never held together (an entry is found under
 // Coordinator.mu, which is released before entry.mu is taken).
+// Coordinator.txns, the index of open transactions by producer, is a
+// leaf: Coordinator.mu -> txns and entry.mu -> txns.
 //
 // The coordinator owns one goroutine, the timer goroutine, started by
 // NewCoordinator through goAttach. Close cancels the coordinator's lifetime

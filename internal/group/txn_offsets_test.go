@@ -305,3 +305,55 @@ func TestTxnOffsetsStableFetchAll(t *testing.T) {
 		}
 	}
 }
+
+// TestTxnOffsetsConcurrentProducers: producers committing offsets of
+// their own partitions into two groups while other producers' markers
+// complete: every committed transaction's offsets are visible, none is
+// left pending, and a reload agrees.
+func TestTxnOffsetsConcurrentProducers(t *testing.T) {
+	t.Parallel()
+	const producers, rounds = 8, 20
+	log := &memLog{}
+	c := newLoaded(t, testConfig(), log)
+	var wg sync.WaitGroup
+	errs := make(chan error, producers)
+	for pid := int64(0); pid < producers; pid++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			g := []string{"a", "b"}[pid%2]
+			for r := int64(1); r <= rounds; r++ {
+				res, err := c.TxnOffsetCommit(context.Background(), txnCommit(g, pid, 0, "t", int32(pid), r))
+				if err == nil {
+					err = res.Topics[0].Partitions[0].Err
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+				// Every other round aborts.
+				log.marker(pid, r%2 == 0)
+				if _, err := c.CompleteTxn(context.Background(), 0, pid, r%2 == 0); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	check := func(c *Coordinator, when string) {
+		for pid := int64(0); pid < producers; pid++ {
+			g := []string{"a", "b"}[pid%2]
+			if got := fetchStable(t, c, g, "t", int32(pid)); got.Offset != rounds || got.Err != nil {
+				t.Errorf("%s: %s t/%d = %+v, want %d", when, g, pid, got, rounds)
+			}
+		}
+	}
+	check(c, "live")
+	c.Close()
+	check(newLoaded(t, testConfig(), log), "after reload")
+}
