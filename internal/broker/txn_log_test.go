@@ -84,22 +84,30 @@ func (e *txnEnv) marker(pid int64, epoch int16, commit bool) int64 {
 // listOffsetAt is ListOffsets v7 at an isolation level.
 func (e *txnEnv) listOffsetAt(isolation int8, ts int64) int64 {
 	e.t.Helper()
+	off, err := listOffsetIsolation(e.t, e.cl, e.topic, isolation, ts)
+	if err != nil {
+		e.t.Fatalf("ListOffsets: %v", err)
+	}
+	return off
+}
+
+// listOffsetIsolation is ListOffsets v7 for partition 0 at an isolation
+// level.
+func listOffsetIsolation(t *testing.T, cl *kgo.Client, topic string, isolation int8, ts int64) (int64, error) {
+	t.Helper()
 	req := kmsg.NewPtrListOffsetsRequest()
 	req.Version = 7
 	req.ReplicaID = -1
 	req.IsolationLevel = isolation
 	rt := kmsg.NewListOffsetsRequestTopic()
-	rt.Topic = e.topic
+	rt.Topic = topic
 	rp := kmsg.NewListOffsetsRequestTopicPartition()
 	rp.Timestamp, rp.CurrentLeaderEpoch = ts, -1
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
-	resp := request[*kmsg.ListOffsetsResponse](e.t, e.cl, req)
+	resp := request[*kmsg.ListOffsetsResponse](t, cl, req)
 	sp := resp.Topics[0].Partitions[0]
-	if err := kerr.ErrorForCode(sp.ErrorCode); err != nil {
-		e.t.Fatalf("ListOffsets: %v", err)
-	}
-	return sp.Offset
+	return sp.Offset, kerr.ErrorForCode(sp.ErrorCode)
 }
 
 // fetchAt is a raw Fetch from offset at an isolation level.
@@ -194,6 +202,19 @@ func TestReadCommittedSeesOnlyCommittedRecords(t *testing.T) {
 	}
 	e.produce("A begins again", open, 8)                           // 8..9, left open
 	e.produce("plain after", txnBatch(t, -1, 0, 0, 1, "late"), 10) // 10
+
+	// DescribeProducers names the open transaction that holds the last
+	// stable offset.
+	aps := describeProducers(t, e.cl, e.topic, 1)[0]
+	if len(aps) != 2 {
+		t.Fatalf("DescribeProducers: %d producers, want 2", len(aps))
+	}
+	for _, ap := range aps {
+		want := map[int64]int64{pa: 8, pb: -1}[ap.ProducerID]
+		if ap.CurrentTxnStartOffset != want {
+			t.Fatalf("DescribeProducers: producer %d current transaction start %d, want %d", ap.ProducerID, ap.CurrentTxnStartOffset, want)
+		}
+	}
 
 	// ListOffsets: LATEST is the last stable offset at read_committed and
 	// the high watermark at read_uncommitted; a timestamp lookup at
@@ -299,5 +320,99 @@ func TestReadCommittedFetchWakesWhenTransactionEnds(t *testing.T) {
 		}
 	case <-time.After(15 * time.Second):
 		t.Fatal("fetch not answered after the commit")
+	}
+}
+
+// TestFollowersReplayTransactionsAndTakeOver: followers replay the
+// leader's transactional batches and markers, so they hold the same open
+// transactions and aborted transactions; after the leader dies the new
+// leader keeps the last stable offset at the open transaction and ends it
+// with the next marker.
+func TestFollowersReplayTransactionsAndTakeOver(t *testing.T) {
+	t.Parallel()
+	c := replicatedCluster(t)
+	topic := "txn-rep"
+	cl := c.Client()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if resp, err := c.Admin().CreateTopic(ctx, 1, 3, nil, topic); err != nil || resp.Err != nil {
+		t.Fatalf("create topic: %v %v", err, resp.Err)
+	}
+	waitFullISR(t, c, topic, 1)
+	tp := storage.TopicPartition{Topic: topic}
+	partitionOn := func(i int32) *replica.Partition {
+		p := c.Brokers[i].Node.Broker().Replicas().Get(tp)
+		if p == nil {
+			t.Fatalf("broker %d does not host %s", i, topic)
+		}
+		return p
+	}
+	// produce retries while the client's idea of the leader is stale.
+	produce := func(what string, records []byte, base int64) {
+		t.Helper()
+		var got kmsg.ProduceResponseTopicPartition
+		testutil.Eventually(t, 20*time.Second, func() error {
+			got = produceRaw(t, cl, -1, topic, 0, records)
+			if got.ErrorCode == kerr.NotLeaderForPartition.Code {
+				return kerr.NotLeaderForPartition
+			}
+			return nil
+		})
+		wantProduce(t, what, got, 0, base)
+	}
+	pa, pb := newProducerID(t, cl), newProducerID(t, cl)
+	produce("A", txnBatch(t, pa, 0, 0, 2, "a"), 0) // 0..1
+	leader := c.Leader(topic, 0)
+	res, err := partitionOn(leader).AppendMarker(pa, 0, false, 0, time.Now().UnixMilli()) // 2
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := partitionOn(leader).WaitCommitted(ctx, res.LastOffset+1, res.LeaderEpoch); err != nil {
+		t.Fatal(err)
+	}
+	produce("B", txnBatch(t, pb, 0, 0, 2, "b"), 3) // 3..4, open
+	aborted := storage.AbortedTxn{ProducerID: pa, FirstOffset: 0, LastOffset: 2, LastStableOffset: 3}
+	for i := range int32(3) {
+		testutil.Eventually(t, 20*time.Second, func() error {
+			p := partitionOn(i)
+			if got := p.AbortedTxns(0, 5); len(got) != 1 || got[0] != aborted {
+				return fmt.Errorf("broker %d: aborted transactions %+v, want %+v", i, got, aborted)
+			}
+			if first, _, ok := p.OngoingTxn(pb); !ok || first != 3 {
+				return fmt.Errorf("broker %d: OngoingTxn(B) = %d, %v; want 3, true", i, first, ok)
+			}
+			if p.Log.LogEndOffset() != 5 {
+				return fmt.Errorf("broker %d: log end %d", i, p.Log.LogEndOffset())
+			}
+			return nil
+		})
+	}
+
+	c.Kill(int(leader))
+	var next int32
+	testutil.Eventually(t, 30*time.Second, func() error {
+		next = c.Leader(topic, 0)
+		if next < 0 || next == leader || !partitionOn(next).IsLeader() {
+			return fmt.Errorf("leader is %d", next)
+		}
+		return nil
+	})
+	testutil.Eventually(t, 20*time.Second, func() error {
+		off, err := listOffsetIsolation(t, cl, topic, 1, -1)
+		if err != nil || off != 3 {
+			return fmt.Errorf("read_committed LATEST on the new leader: %d, %v; want 3", off, err)
+		}
+		return nil
+	})
+	p := partitionOn(next)
+	res, err = p.AppendMarker(pb, 0, true, 0, time.Now().UnixMilli()) // 5
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.WaitCommitted(ctx, res.LastOffset+1, res.LeaderEpoch); err != nil {
+		t.Fatal(err)
+	}
+	if off, err := listOffsetIsolation(t, cl, topic, 1, -1); err != nil || off != 6 {
+		t.Fatalf("read_committed LATEST after the commit: %d, %v; want 6", off, err)
 	}
 }

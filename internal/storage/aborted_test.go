@@ -247,3 +247,50 @@ func TestCleanerSwapKeepsAbortedTxns(t *testing.T) {
 		}
 	}
 }
+
+// TestCollectAbortedTxnsWhileAppending runs read_committed lookups
+// against appends, truncations and retention (run it with -race): every
+// lookup sees entries in marker order, each overlapping its range.
+func TestCollectAbortedTxnsWhileAppending(t *testing.T) {
+	m := openManager(t, vfs.NewMemFS(), "/data", nil)
+	defer m.Close()
+	l, _ := m.Create(testTP, [16]byte{1}, smallConfig())
+	done := make(chan struct{})
+	errc := make(chan error, 1)
+	go func() {
+		defer close(errc)
+		for {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			start, end := l.LogStartOffset(), l.LogEndOffset()
+			got := l.CollectAbortedTxns(start, end)
+			for i, a := range got {
+				if a.LastOffset < start || a.FirstOffset >= end || (i > 0 && a.LastOffset <= got[i-1].LastOffset) {
+					errc <- fmt.Errorf("CollectAbortedTxns(%d, %d) = %+v", start, end, got)
+					return
+				}
+			}
+		}
+	}()
+	for i := 0; i < 200; i++ {
+		b := appendN(t, l, i, 1, 1000)
+		if i%3 == 2 {
+			abortAt(t, l, int64(i), b[0].base, b[0].last)
+		}
+		if i%50 == 49 {
+			if err := l.Truncate(b[0].base); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := l.DeleteRecordsBefore(l.LogEndOffset() / 2); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	close(done)
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+}
