@@ -42,6 +42,33 @@
 // (an abort with no partitions). An epoch within one of the maximum moves
 // the producer to a new producer id at epoch 0.
 //
+// # Coordinator runtime
+//
+// Coordinator (runtime.go) serves the transactional ids of the
+// __transaction_state partitions the broker leads. The broker supplies a
+// Log per partition and one MarkerWriter. Its duties, in order:
+//
+//  1. NewCoordinator(cfg) once; Close at shutdown (it waits for the timer
+//     and marker goroutines).
+//  2. Load(ctx, partition, leaderEpoch, log) when the broker becomes
+//     leader of a partition, or its leader epoch changes; Unload when
+//     leadership moves away.
+//  3. Route InitProducerId, AddPartitionsToTxn, AddOffsetsToTxn, EndTxn,
+//     DescribeTransactions and ListTransactions to the methods of the same
+//     names, and map the sentinels to Kafka's codes.
+//
+// Each record of __transaction_state is one id's TxnMetadata in Kafka's
+// schema (EncodeKey, EncodeValue, DecodeRecord); Dead is a tombstone.
+//
+// Invariants: an id's metadata in memory is always the last value
+// appended for it (persist, then install, under the id's lock); markers are
+// written only for a Prepare state that is durable; CompleteCommit and
+// CompleteAbort are written only after every partition's marker is.
+//
+// Lock order: Coordinator.mu is never held while taking an id's lock; an
+// id's lock is held across Log.Append; no lock is held across
+// MarkerWriter.WriteMarkers.
+//
 // # Usage
 //
 // The partition's append path, under its append lock, for each batch with
