@@ -246,6 +246,15 @@ func TestTxnOffsetCommitErrorCodes(t *testing.T) {
 	}
 	x.expect("after the stale commit", true, map[int32]int64{0: 5})
 
+	// No producer id, or no epoch: refused before anything is written.
+	if got := x.commit(-1, 0, map[int32]int64{0: 7}); got[0] != kerr.InvalidProducerIDMapping.Code {
+		t.Errorf("producer id -1: %v, want INVALID_PRODUCER_ID_MAPPING", kerr.ErrorForCode(got[0]))
+	}
+	if got := x.commit(3, -1, map[int32]int64{0: 7}); got[0] != kerr.InvalidProducerEpoch.Code {
+		t.Errorf("producer epoch -1: %v, want INVALID_PRODUCER_EPOCH", kerr.ErrorForCode(got[0]))
+	}
+	x.expect("after the refused commits", false, map[int32]int64{0: 5})
+
 	// v3+ member checks: a generation for a group with no such member.
 	req := kmsg.NewPtrTxnOffsetCommitRequest()
 	req.TransactionalID, req.Group, req.ProducerID, req.ProducerEpoch = "txo-tid", "txo-nogroup", 9, 0
