@@ -2,8 +2,14 @@ package broker
 
 // Fetch: v4-16
 //
-// * v4: isolation level; LastStableOffset and AbortedTransactions. With no
-//   transactions the last stable offset is the high watermark.
+// * v4: isolation level; LastStableOffset and AbortedTransactions (KIP-98).
+//   A consumer at read_committed (isolation level 1) reads only below the
+//   last stable offset, the smaller of the high watermark and the first
+//   offset of the oldest open transaction, and gets the aborted
+//   transactions (producer id, first offset) that overlap the records
+//   returned, an empty list when there are none; at read_uncommitted it
+//   reads up to the high watermark and AbortedTransactions is null. Both
+//   report the last stable offset in LastStableOffset, as Kafka does.
 // * v5: LogStartOffset.
 // * v7: fetch sessions (KIP-227). samsa refuses sessions as Kafka allows:
 //   every response carries session id 0, so clients send full fetches. A
@@ -353,7 +359,8 @@ func (b *Broker) fetchOnce(req *kmsg.FetchRequest, listener string, allowed func
 					p.FollowerFetched(follower, rp.FetchOffset)
 				}
 				limit := min(int64(rp.PartitionMaxBytes), budget)
-				res, err := readPartition(p, rp.FetchOffset, limit, minOne, follower >= 0, &sp)
+				committed := follower < 0 && req.Version >= 4 && req.IsolationLevel == 1
+				res, err := readPartition(p, rp.FetchOffset, limit, minOne, follower >= 0, committed, &sp)
 				if err != nil {
 					sp.ErrorCode = errCode(err).Code
 					f.done = true
@@ -373,26 +380,48 @@ func (b *Broker) fetchOnce(req *kmsg.FetchRequest, listener string, allowed func
 	return f
 }
 
-// readPartition reads from offset up to the high watermark (a consumer) or
+// readPartition reads from offset up to the high watermark (a consumer at
+// read_uncommitted), the last stable offset (committed: read_committed) or
 // the log end (a follower, which replicates what is not committed yet) and
-// fills the offsets of sp.
-func readPartition(p *replica.Partition, offset, limit int64, minOne, follower bool, sp *kmsg.FetchResponseTopicPartition) (storage.ReadResult, error) {
+// fills the offsets of sp and, when committed, its AbortedTransactions.
+func readPartition(p *replica.Partition, offset, limit int64, minOne, follower, committed bool, sp *kmsg.FetchResponseTopicPartition) (storage.ReadResult, error) {
+	// NB: the last stable offset is read first: it is at most the high
+	// watermark read after it, which can only have grown.
+	lso := p.LastStableOffset()
 	hw := p.HighWatermark()
 	sp.HighWatermark = hw
-	sp.LastStableOffset = hw
+	sp.LastStableOffset = lso
 	sp.LogStartOffset = p.Log.LogStartOffset()
 	leo := p.Log.LogEndOffset()
 	if offset < sp.LogStartOffset || offset > leo {
 		return storage.ReadResult{}, storage.ErrOffsetOutOfRange
 	}
 	end := hw
-	if follower {
+	switch {
+	case follower:
 		end = leo
+	case committed:
+		end = lso
+		// Reference: Kafka LocalLog.read with FetchIsolation.TXN_COMMITTED:
+		// a list, empty when nothing was aborted.
+		sp.AbortedTransactions = []kmsg.FetchResponseTopicPartitionAbortedTransaction{}
 	}
 	if offset >= end {
 		return storage.ReadResult{}, nil
 	}
-	return p.Log.Read(offset, max(limit, 0), end, minOne)
+	res, err := p.Log.Read(offset, max(limit, 0), end, minOne)
+	if err != nil || !committed || res.Size == 0 {
+		return res, err
+	}
+	// Reference: Kafka LocalLog.addAbortedTransactions: the aborted
+	// transactions that overlap the records returned, so the consumer can
+	// drop their records.
+	for _, a := range p.AbortedTxns(offset, res.NextOffset) {
+		at := kmsg.NewFetchResponseTopicPartitionAbortedTransaction()
+		at.ProducerID, at.FirstOffset = a.ProducerID, a.FirstOffset
+		sp.AbortedTransactions = append(sp.AbortedTransactions, at)
+	}
+	return res, nil
 }
 
 // fetchReplicaID is the broker id of a follower's fetch, or -1 for a

@@ -3,8 +3,9 @@ package broker
 // ListOffsets: v1-8
 //
 // * v1: one offset per partition; timestamp -1 latest, -2 earliest.
-// * v2: isolation level; read_committed reads up to the last stable offset,
-//   which is the high watermark while samsa has no transactions.
+// * v2: isolation level (KIP-98); at read_committed (1) LATEST is the last
+//   stable offset and a lookup by timestamp (or -3) never returns an offset
+//   at or above it; at read_uncommitted the bound is the high watermark.
 // * v4: CurrentLeaderEpoch in the request (KIP-320), LeaderEpoch in the
 //   response.
 // * v6: flexible versions.
@@ -12,8 +13,9 @@ package broker
 // * v8: timestamp -4, earliest local offset (KIP-405); without tiered
 //   storage it is the log start offset.
 //
-// Offsets are bounded by the high watermark: a lookup by timestamp never
-// returns an offset a consumer could not fetch yet.
+// Offsets are bounded by what a consumer at the request's isolation level
+// can fetch: a lookup by timestamp never returns an offset it could not
+// fetch yet (Reference: Kafka Partition.fetchOffsetForTimestamp).
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -44,10 +46,14 @@ func (b *Broker) handleListOffsets(req *kmsg.ListOffsetsRequest) kmsg.Response {
 				continue
 			}
 			sp.LeaderEpoch = p.LeaderEpoch()
-			hw := p.HighWatermark()
+			// bound is the first offset the consumer cannot fetch yet.
+			bound := p.HighWatermark()
+			if req.Version >= 2 && req.IsolationLevel == 1 {
+				bound = p.LastStableOffset()
+			}
 			switch ts := rp.Timestamp; {
 			case ts == -1: // latest
-				sp.Offset = hw
+				sp.Offset = bound
 			case ts == -2 || ts == -4: // earliest, earliest local
 				sp.Offset = p.Log.LogStartOffset()
 			case ts == -3 && req.Version >= 7: // max timestamp
@@ -55,7 +61,7 @@ func (b *Broker) handleListOffsets(req *kmsg.ListOffsetsRequest) kmsg.Response {
 				switch {
 				case err != nil:
 					sp.ErrorCode = errCode(err).Code
-				case ok && off < hw:
+				case ok && off < bound:
 					sp.Timestamp, sp.Offset = mts, off
 				}
 			case ts < 0:
@@ -65,7 +71,7 @@ func (b *Broker) handleListOffsets(req *kmsg.ListOffsetsRequest) kmsg.Response {
 				switch {
 				case err != nil:
 					sp.ErrorCode = errCode(err).Code
-				case ok && off < hw:
+				case ok && off < bound:
 					sp.Timestamp, sp.Offset = found, off
 				}
 			}

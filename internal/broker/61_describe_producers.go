@@ -2,9 +2,10 @@ package broker
 
 // DescribeProducers: v0 (KIP-664)
 //
-// Lists the active idempotent producers of each partition led here: id,
-// epoch, last sequence and the timestamp of its last batch.
-// CoordinatorEpoch and CurrentTxnStartOffset are -1: no transactions.
+// Lists the active producers of each partition led here: id, epoch, last
+// sequence and the timestamp of its last batch, the coordinator epoch of
+// its last transaction marker and the first offset of its open
+// transaction (-1 when none).
 
 import (
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -34,8 +35,8 @@ func (b *Broker) handleDescribeProducers(req *kmsg.DescribeProducersRequest) kms
 					ap.LastSequence = pr.Batches[n-1].LastSeq
 					ap.LastTimestamp = pr.Batches[n-1].Timestamp
 				}
-				ap.CoordinatorEpoch = -1
-				ap.CurrentTxnStartOffset = -1
+				ap.CoordinatorEpoch = pr.CoordinatorEpoch
+				ap.CurrentTxnStartOffset = pr.CurrentTxnFirstOffset
 				sp.ActiveProducers = append(sp.ActiveProducers, ap)
 			}
 			st.Partitions = append(st.Partitions, sp)

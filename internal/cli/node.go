@@ -262,6 +262,10 @@ func (n *Node) ListenerAddr(name string) string {
 // Cluster returns the node's cluster membership (etcd, metadata image).
 func (n *Node) Cluster() *cluster.Cluster { return n.cluster }
 
+// Broker returns the node's request handler. Tests reach the hosted
+// partitions through it (Broker.Replicas).
+func (n *Node) Broker() *broker.Broker { return n.broker }
+
 // AdminAddr returns the admin HTTP address, or "".
 func (n *Node) AdminAddr() string {
 	if n.admin == nil {

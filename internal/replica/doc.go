@@ -22,8 +22,31 @@
 // With a single broker every partition is led here with an ISR of one, and
 // the high watermark is the durable end of the log.
 //
-// Terms: HW high watermark, LEO log end offset, ISR in-sync replica set,
-// epoch start offset (the leader's LEO when its epoch began).
+// # Transactions
+//
+// The partition's producer state (txn.State) tracks each producer's open
+// transaction (Reference: KIP-98): a transactional batch opens it at its
+// first offset, an end-transaction marker ends it. The leader writes
+// markers with AppendMarker (for the transaction coordinator's
+// WriteTxnMarkers) and coordinator batches, such as transactional offset
+// commits, with AppendFromCoordinator; clients may not write control
+// batches (ErrControlBatch). Followers and the load at startup replay
+// markers the same way. An ABORT that ends a transaction is added to the
+// .txnindex of the marker's segment (storage.Log.AppendAbortedTxn) with
+// the last stable offset it leaves.
+//
+//	LastStableOffset = min(HW, first offset of the oldest open transaction)
+//
+// Consumers at read_committed read below it and get AbortedTxns for what
+// they read. OngoingTxn tells whether a producer has a transaction open
+// here. At load the producer state comes from the newest snapshot and a
+// replay of the log after it; the .txnindex entries above the snapshot are
+// dropped and re-added by that replay, and the .txnindex is fsynced
+// (storage.Log.SyncAbortedTxns) before each snapshot is written.
+//
+// Terms: HW high watermark, LEO log end offset, LSO last stable offset,
+// ISR in-sync replica set, epoch start offset (the leader's LEO when its
+// epoch began).
 //
 // # Replication
 //

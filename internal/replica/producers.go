@@ -150,6 +150,11 @@ func (p *Partition) maintainProducers(m *Manager, nowMs, expirationMs int64) err
 	if !p.producersDirty {
 		return nil
 	}
+	// Markers below the snapshot are not replayed at load, so the aborted
+	// transactions they recorded must be on disk before it is.
+	if err := p.Log.SyncAbortedTxns(); err != nil {
+		return fmt.Errorf("replica: snapshot producers of %s-%d: %w", p.TP.Topic, p.TP.Partition, err)
+	}
 	if err := txn.WriteSnapshot(m.fs, p.Log.Dir(), p.Log.LogEndOffset(), p.producers); err != nil {
 		return fmt.Errorf("replica: snapshot producers of %s-%d: %w", p.TP.Topic, p.TP.Partition, err)
 	}

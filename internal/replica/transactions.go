@@ -149,7 +149,13 @@ func (p *Partition) replayBatchLocked(b record.Batch, nowMs int64) error {
 		// nothing for the producer state.
 		return nil
 	case err != nil:
-		return fmt.Errorf("replica: marker at %d in %s-%d: %w", b.BaseOffset(), p.TP.Topic, p.TP.Partition, err)
+		// NB: the batch passed its CRC, so a leader wrote it this way.
+		// Failing here would keep the partition from loading at all;
+		// its transaction stays open instead, holding the last stable
+		// offset, which is visible and safe.
+		p.m.log.Error("replica: undecodable transaction marker; skipped", "topic", p.TP.Topic, "partition", p.TP.Partition,
+			"offset", b.BaseOffset(), "err", err)
+		return nil
 	}
 	return p.applyMarkerLocked(txn.MarkerOf(b, mk), b.BaseOffset(), nowMs)
 }
@@ -163,7 +169,14 @@ func (p *Partition) producersChangedLocked() {
 	if !ok {
 		first = noUnstable
 	}
-	p.firstUnstable.Store(first)
+	if p.firstUnstable.Swap(first) != first {
+		// The last stable offset may have moved: wake fetches waiting
+		// at read_committed (the append that moved it woke them before
+		// this store).
+		p.roleMu.Lock()
+		p.notifyLocked()
+		p.roleMu.Unlock()
+	}
 }
 
 // LastStableOffset is the offset below which every record is committed and
@@ -172,7 +185,12 @@ func (p *Partition) producersChangedLocked() {
 // Consumers at read_committed see only records below it. It takes no
 // append lock.
 func (p *Partition) LastStableOffset() int64 {
-	return min(p.HighWatermark(), p.firstUnstable.Load())
+	// NB: the high watermark is read first. A transaction that opens
+	// after that read starts at or above the log end then, so at or above
+	// the value read; the other order could pair an old "none open" with
+	// a high watermark that already covers a new transaction's records.
+	hw := p.HighWatermark()
+	return min(hw, p.firstUnstable.Load())
 }
 
 // AbortedTxns returns the aborted transactions that overlap the offsets

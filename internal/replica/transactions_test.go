@@ -116,9 +116,6 @@ func TestTransactionsHoldLastStableOffsetUntilMarker(t *testing.T) {
 	for _, snapshot := range []bool{false, true} {
 		t.Run(map[bool]string{false: "replay", true: "snapshot"}[snapshot], func(t *testing.T) {
 			t.Parallel()
-			if snapshot {
-				t.Skip("TODO(txn-log): the .txnindex is kept in memory only; entries below a snapshot are lost at restart until it is written to disk")
-			}
 			dir := t.TempDir()
 			m, closeAll := openManagerAt(t, dir)
 			tp := leadTxn(t, m)
@@ -256,4 +253,89 @@ func TestAppendFromCoordinatorOpensTransaction(t *testing.T) {
 	tp.marker(20, 2, true)
 	tp.wantLSO(4)
 	tp.wantAborted(0, 4)
+}
+
+// TestUndecodableMarkerDoesNotStopLoad: a control batch whose marker does
+// not decode is skipped when the log is replayed (the partition still
+// loads); the transaction it was meant to end stays open.
+func TestUndecodableMarkerDoesNotStopLoad(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	m, closeAll := openManagerAt(t, dir)
+	tp := leadTxn(t, m)
+	tp.append(5, 0, 0, 1, true)
+	bb := record.NewBuilder(record.CodecNone, time.Now().UnixMilli())
+	bb.ProducerID, bb.ProducerEpoch, bb.BaseSequence, bb.Transactional, bb.Control = 5, 0, -1, true, true
+	bb.Add(record.Record{Key: []byte{0}, Value: []byte{0}}) // key too short
+	bad, err := bb.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tp.p.Log.Append(bad, tp.p.LeaderEpoch(), false, time.Now().UnixMilli()); err != nil {
+		t.Fatal(err)
+	}
+	closeAll()
+	m2, _ := openManagerAt(t, dir)
+	tp = leadTxn(t, m2)
+	if first, _, ok := tp.p.OngoingTxn(5); !ok || first != 0 {
+		t.Fatalf("OngoingTxn(5) = %d, %v after load; want 0, true", first, ok)
+	}
+	tp.marker(5, 0, true)
+	tp.wantLSO(3)
+}
+
+// TestAbortedTxnsExactlyOnceAfterPowerCut: whatever part of the .txnindex
+// a power cut kept (MemFS.CrashClone keeps only synced data), the aborted
+// transactions of the committed markers come back exactly once: those
+// below the producer snapshot from the synced file, the others from the
+// replay of their markers.
+func TestAbortedTxnsExactlyOnceAfterPowerCut(t *testing.T) {
+	t.Parallel()
+	for _, syncIndex := range []bool{false, true} {
+		t.Run(map[bool]string{false: "index-unsynced", true: "index-synced"}[syncIndex], func(t *testing.T) {
+			t.Parallel()
+			mem := vfs.NewMemFS()
+			open := func(fs vfs.FS) (*Manager, func()) {
+				logs, err := storage.OpenManager(storage.ManagerConfig{
+					FS: fs, Dir: "/data", RetentionCheckInterval: time.Hour, DefaultConfig: storage.DefaultConfig(),
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				m := NewManager(Config{Logs: logs, FS: fs, Self: 1, ISR: ISRConfig{ReplicaLagTimeMaxMs: 30000, MinInsyncReplicas: 1}})
+				return m, func() { m.Close(); logs.Close() }
+			}
+			m, closeAll := open(mem)
+			tp := leadTxn(t, m)
+			tp.append(1, 0, 0, 2, true) // 0..1
+			tp.marker(1, 0, false)      // 2
+			if err := m.MaintainProducers(time.Now().UnixMilli(), 0); err != nil {
+				t.Fatal(err)
+			}
+			tp.append(2, 0, 0, 1, true) // 3
+			tp.append(3, 0, 0, 1, true) // 4
+			tp.marker(2, 0, false)      // 5
+			tp.marker(3, 0, true)       // 6
+			if syncIndex {
+				if err := tp.p.Log.SyncAbortedTxns(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			clone := mem.CrashClone()
+			closeAll()
+
+			m2, closeAll2 := open(clone)
+			defer closeAll2()
+			tp = leadTxn(t, m2)
+			tp.wantAborted(0, 7,
+				storage.AbortedTxn{ProducerID: 1, FirstOffset: 0, LastOffset: 2, LastStableOffset: 3},
+				storage.AbortedTxn{ProducerID: 2, FirstOffset: 3, LastOffset: 5, LastStableOffset: 4})
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if err := tp.p.WaitCommitted(ctx, 7, tp.p.LeaderEpoch()); err != nil {
+				t.Fatal(err)
+			}
+			tp.wantLSO(7)
+		})
+	}
 }

@@ -488,7 +488,7 @@ func (w *cleanedWriter) finish() error {
 // discard closes the cleaned files and removes them (as .cleaned or .swap).
 func (w *cleanedWriter) discard() {
 	w.seg.close()
-	for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
+	for _, suf := range segmentSuffixes {
 		for _, state := range []string{cleanedSuffix, swapSuffix} {
 			if err := w.fs.Remove(w.seg.path(suf) + state); err != nil && !os.IsNotExist(err) {
 				// Recovery removes what is left.
@@ -578,7 +578,18 @@ func (l *Log) swapCleaned(g []srcSegment, w *cleanedWriter) error {
 	}
 	cs := w.seg
 	fs := l.fs
-	for _, suf := range []string{indexSuffix, timeIndexSuffix, logSuffix} {
+	// The cleaned segment keeps its sources' aborted transactions (the
+	// cleaner does not remove aborted data, so they still describe it).
+	// appendMu keeps new entries out meanwhile.
+	suffixes := []string{indexSuffix, timeIndexSuffix, logSuffix}
+	if err := w.copyTxnIndex(l, g); err != nil {
+		w.discard()
+		return err
+	}
+	if cs.txnFile != nil {
+		suffixes = []string{indexSuffix, timeIndexSuffix, txnIndexSuffix, logSuffix}
+	}
+	for _, suf := range suffixes {
 		if err := fs.Rename(cs.path(suf)+cleanedSuffix, cs.path(suf)+swapSuffix); err != nil {
 			w.discard()
 			return fmt.Errorf("storage: swap %s: %w", cs.path(suf), err)
@@ -595,13 +606,19 @@ func (l *Log) swapCleaned(g []srcSegment, w *cleanedWriter) error {
 	old := make([]*segment, len(g))
 	for j, src := range g {
 		old[j] = src.seg
-		for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
+		for _, suf := range segmentSuffixes {
 			if err := fs.Rename(src.seg.path(suf), src.seg.path(suf)+deletedSuffix); err != nil {
+				if suf == txnIndexSuffix && os.IsNotExist(err) {
+					continue // a segment without aborted transactions
+				}
 				return fail(fmt.Errorf("storage: swap: delete %s: %w", src.seg.path(suf), err))
 			}
 		}
 	}
-	for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
+	// The log first: once it has its final name the swap is done, and
+	// recovery renames any index .swap left into place.
+	suffixes = append([]string{logSuffix}, suffixes[:len(suffixes)-1]...)
+	for _, suf := range suffixes {
 		if err := fs.Rename(cs.path(suf)+swapSuffix, cs.path(suf)); err != nil {
 			return fail(fmt.Errorf("storage: swap %s: %w", cs.path(suf), err))
 		}
@@ -624,5 +641,39 @@ func (l *Log) swapCleaned(g []srcSegment, w *cleanedWriter) error {
 			s.close()
 		}
 	}
+	return nil
+}
+
+// copyTxnIndex gives the cleaned segment the aborted transactions of the
+// segments it replaces, written to its .txnindex.cleaned and fsynced (the
+// swap renames it with the other files). Called with l.appendMu held.
+func (w *cleanedWriter) copyTxnIndex(l *Log, g []srcSegment) error {
+	var x txnIndex
+	l.mu.RLock()
+	for _, src := range g {
+		x.entries = append(x.entries, src.seg.txnIndex.entries...)
+	}
+	l.mu.RUnlock()
+	if len(x.entries) == 0 {
+		return nil
+	}
+	cs := w.seg
+	name := cs.path(txnIndexSuffix) + cleanedSuffix
+	f, err := w.fs.OpenReadWrite(name)
+	if err != nil {
+		return fmt.Errorf("storage: create %s: %w", name, err)
+	}
+	err = f.Truncate(0)
+	if err == nil {
+		_, err = f.Write(x.encode(make([]byte, 0, len(x.entries)*abortedTxnSize)))
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if err != nil {
+		f.Close()
+		return fmt.Errorf("storage: write %s: %w", name, err)
+	}
+	cs.txnFile, cs.txnIndex = f, x
 	return nil
 }

@@ -17,7 +17,10 @@
 //     which keeps the leader's offsets, epochs and bytes, and truncates to
 //     the divergence point found with Log.EndOffsetForEpoch (KIP-101) by
 //     Log.Truncate.
-//  5. Manager.Close() flushes, checkpoints, writes the clean-shutdown marker
+//  5. After appending an ABORT marker that ended a transaction, the
+//     partition adds it with Log.AppendAbortedTxn; Fetch at read_committed
+//     asks Log.CollectAbortedTxns(start, end) (see "Aborted transactions").
+//  6. Manager.Close() flushes, checkpoints, writes the clean-shutdown marker
 //     and stops everything. It is idempotent.
 //
 // # Directory layout
@@ -33,7 +36,8 @@
 //	    00000000000000000000.log         batches, back to back
 //	    00000000000000000000.index       sparse offset index
 //	    00000000000000000000.timeindex   sparse time index
-//	    00000000000000000000.txnindex    aborted transactions (format below)
+//	    00000000000000000000.txnindex    aborted transactions (format below); only
+//	                                     segments holding an ABORT marker have one
 //	    00000000000000001234.log         next segment, named by base offset
 //	    ...
 //	    *.deleted                        segments awaiting file.delete.delay.ms
@@ -106,6 +110,32 @@
 // file, last entry pointing at a batch that ends at that offset) and rebuilt
 // from the .log when they fail the check.
 //
+// # Aborted transactions
+//
+// A segment's .txnindex lists the transactions aborted by an ABORT marker
+// in that segment (Reference: Kafka TransactionIndex). The storage does not
+// read markers itself: the partition (internal/replica), which tracks
+// transactions in its producer state, calls AppendAbortedTxn after it
+// appends the marker, with the last stable offset once that transaction
+// ended. The file is created with its first entry and written at once;
+// it is fsynced with a rolled segment, and by SyncAbortedTxns, which the
+// partition calls before each producer snapshot. Entries above the newest
+// snapshot need no fsync: at load the partition drops them
+// (TruncateAbortedTxnsFrom) and adds them again while it replays the
+// markers after the snapshot, so a crash never loses or doubles one.
+//
+// CollectAbortedTxns(start, end) walks the segments from the one holding
+// start, gathering the entries with marker >= start and first offset <
+// end, and stops at the first entry whose last stable offset is >= end
+// (no transaction that begins below end can end later). Truncate cuts the
+// entries whose marker it removes; a segment's .txnindex is deleted with
+// it (retention, DeleteRecords); a cleaned segment gets the entries of the
+// segments it replaces, written and fsynced as .txnindex.cleaned and
+// swapped with the .log (a recovered swap renames it into place instead of
+// rebuilding it, as the other indexes are). At open a torn tail or a bad
+// entry is cut off the file and entries past the segment's end are
+// dropped.
+//
 // # Invariants
 //
 //   - LogStartOffset <= LogEndOffset and DurableOffset <= LogEndOffset.
@@ -151,7 +181,10 @@
 // Offsets never change: Read at an offset that was cleaned away returns
 // the next batch. Transactional and control batches are kept as they are
 // and do not shadow older records (the cleaner does not consult the
-// .txnindex to tell committed from aborted records). Retention by retention.ms
+// .txnindex to tell committed from aborted records). Not done: Kafka's
+// cleaner also removes the records of aborted transactions and, after
+// delete.retention.ms, the markers; samsa keeps both, so a read_committed
+// consumer still needs the .txnindex entries, which the cleaner keeps. Retention by retention.ms
 // and retention.bytes applies only with "delete" in cleanup.policy.
 //
 // # Recovery

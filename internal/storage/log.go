@@ -431,6 +431,9 @@ func (l *Log) rollLocked() (*segment, error) {
 // Truncate land at the new end.
 func createSegment(fs vfs.FS, dir string, base int64, cfg *Config) (*segment, error) {
 	s := newSegment(dir, base, cfg)
+	if err := removeStaleTxnIndex(fs, s); err != nil {
+		return nil, err
+	}
 	open := func(suffix string) (vfs.File, error) {
 		f, err := fs.OpenReadWrite(s.path(suffix))
 		if err != nil {

@@ -438,7 +438,7 @@ func (m *Manager) cancelPendingDeletes(dir string) {
 
 func (m *Manager) removeSegmentFiles(s *segment) {
 	s.close()
-	for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
+	for _, suf := range segmentSuffixes {
 		if err := m.fs.Remove(s.path(suf) + deletedSuffix); err != nil && !os.IsNotExist(err) {
 			m.logger.Warn("storage: remove deleted segment", "file", s.path(suf), "err", err)
 		}

@@ -20,6 +20,9 @@ type Region struct {
 type ReadResult struct {
 	Regions []Region
 	Size    int64
+	// NextOffset is the offset after the last batch returned (its last
+	// offset + 1), 0 when none was.
+	NextOffset int64
 }
 
 // AppendTo reads the regions' bytes and appends them to dst.
@@ -148,6 +151,7 @@ func (l *Log) read(offset int64, maxBytes int64, maxOffset int64, minOneBatch bo
 				regionStart = pos
 			}
 			res.Size += h.size
+			res.NextOffset = h.lastOffset + 1
 			pos += h.size
 		}
 		res = res.add(seg, regionStart, pos)

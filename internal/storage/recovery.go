@@ -148,7 +148,7 @@ func resolveLeftovers(fs vfs.FS, dir string, names []string) ([]string, map[int6
 			if err != nil || b < base || (b >= next && b != base) {
 				continue
 			}
-			for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
+			for _, suf := range segmentSuffixes {
 				if err := remove(s + suf); err != nil {
 					return nil, nil, err
 				}
@@ -160,6 +160,19 @@ func resolveLeftovers(fs vfs.FS, dir string, names []string) ([]string, map[int6
 					return nil, nil, err
 				}
 			}
+		}
+		// The offset and time indexes are rebuilt from the log; the
+		// aborted transactions cannot be, so the swap's .txnindex (written
+		// and fsynced before the log's rename) takes the old one's place.
+		if err := remove(stem + txnIndexSuffix + cleanedSuffix); err != nil {
+			return nil, nil, err
+		}
+		if tswap := stem + txnIndexSuffix + swapSuffix; have[tswap] {
+			if err := fs.Rename(filepath.Join(dir, tswap), filepath.Join(dir, stem+txnIndexSuffix)); err != nil {
+				return nil, nil, fmt.Errorf("storage: rename %s: %w", filepath.Join(dir, tswap), err)
+			}
+			delete(have, tswap)
+			have[stem+txnIndexSuffix] = true
 		}
 		if err := fs.Rename(path, filepath.Join(dir, stem+logSuffix)); err != nil {
 			return nil, nil, fmt.Errorf("storage: rename %s: %w", path, err)
@@ -285,11 +298,15 @@ func (m *Manager) loadLog(tp TopicPartition, dir string, recoveryPoint, logStart
 				return nil, err
 			}
 		}
+		if err := l.openTxnIndex(seg); err != nil {
+			l.closeFiles()
+			return nil, err
+		}
 		if torn && i < len(bases)-1 {
 			// Everything after a torn batch is gone: delete later segments.
 			for _, b := range bases[i+1:] {
 				s := newSegment(dir, b, &cfg)
-				for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
+				for _, suf := range segmentSuffixes {
 					if err := m.fs.Remove(s.path(suf)); err != nil && !os.IsNotExist(err) {
 						l.closeFiles()
 						return nil, fmt.Errorf("storage: remove %s: %w", s.path(suf), err)

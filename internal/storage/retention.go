@@ -126,7 +126,7 @@ func (l *Log) dropSegments(gone []*segment, cfg *Config) error {
 func (l *Log) renameForDeletion(segs []*segment) error {
 	var errs []error
 	for _, s := range segs {
-		for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
+		for _, suf := range segmentSuffixes {
 			if err := l.fs.Rename(s.path(suf), s.path(suf)+deletedSuffix); err != nil && !os.IsNotExist(err) {
 				errs = append(errs, fmt.Errorf("storage: rename %s for deletion: %w", s.path(suf), err))
 			}
@@ -295,6 +295,12 @@ func (l *Log) truncateLocked(offset int64, cfg *Config) error {
 	}
 	l.mu.Lock()
 	err := l.truncateIndexesLocked(seg, pos, newEnd)
+	// The aborted transactions whose markers were cut go too. The file is
+	// cut without a sync: an entry past the log end that a crash brings
+	// back is dropped when the log is opened.
+	if terr := l.truncateTxnIndexLocked(seg, newEnd); err == nil {
+		err = terr
+	}
 	l.segs = append([]*segment(nil), segs[:i+1]...)
 	var keep []*segment
 	for _, u := range l.unsynced {

@@ -24,6 +24,10 @@ const (
 	swapSuffix      = ".swap"
 )
 
+// segmentSuffixes are the files a segment may have. The .txnindex is
+// missing from segments without aborted transactions.
+var segmentSuffixes = []string{logSuffix, indexSuffix, timeIndexSuffix, txnIndexSuffix}
+
 // scanHeaderSize is how much of a batch header Read and the open-time scan
 // read: baseOffset, batchLength, partitionLeaderEpoch, magic, crc,
 // attributes, lastOffsetDelta, baseTimestamp and maxTimestamp.
@@ -47,6 +51,12 @@ type segment struct {
 	// txnIndex holds the aborted transactions whose ABORT marker is in
 	// this segment; guarded by Log.mu (written with appendMu also held).
 	txnIndex txnIndex
+	// txnFile is the .txnindex file, nil until the segment's first
+	// aborted transaction (Kafka creates it lazily too, so most segments
+	// have none). Set under appendMu and fileMu; txnUnsynced is guarded
+	// by appendMu.
+	txnFile     vfs.File
+	txnUnsynced bool
 
 	size       atomic.Int64 // bytes of whole batches in log
 	nextOffset atomic.Int64 // last offset + 1 of the last batch, or baseOffset
@@ -90,6 +100,11 @@ func (s *segment) sync(withIndexes bool) error {
 		if err := s.timeIndex.file.Sync(); err != nil {
 			return fmt.Errorf("storage: sync %s: %w", s.path(timeIndexSuffix), err)
 		}
+		if s.txnFile != nil {
+			if err := s.txnFile.Sync(); err != nil {
+				return fmt.Errorf("storage: sync %s: %w", s.path(txnIndexSuffix), err)
+			}
+		}
 	}
 	return nil
 }
@@ -102,7 +117,11 @@ func (s *segment) close() error {
 		return nil
 	}
 	s.closed = true
-	return errors.Join(s.log.Close(), s.index.file.Close(), s.timeIndex.file.Close())
+	var txnErr error
+	if s.txnFile != nil {
+		txnErr = s.txnFile.Close()
+	}
+	return errors.Join(s.log.Close(), s.index.file.Close(), s.timeIndex.file.Close(), txnErr)
 }
 
 // batchHeader is the part of a batch header that scans need.

@@ -52,13 +52,21 @@ type txnIndex struct {
 // errTxnIndexOrder, when t.FirstOffset > t.LastOffset or when t.LastOffset
 // is not greater than the last entry's (Kafka's TransactionIndex rule).
 func (x *txnIndex) append(t AbortedTxn) error {
+	if err := x.check(t); err != nil {
+		return err
+	}
+	x.entries = append(x.entries, t)
+	return nil
+}
+
+// check returns the error append would return for t, changing nothing.
+func (x *txnIndex) check(t AbortedTxn) error {
 	if t.FirstOffset > t.LastOffset {
 		return fmt.Errorf("%w: first offset %d after last offset %d", errTxnIndexOrder, t.FirstOffset, t.LastOffset)
 	}
 	if n := len(x.entries); n > 0 && t.LastOffset <= x.entries[n-1].LastOffset {
 		return fmt.Errorf("%w: last offset %d not after %d", errTxnIndexOrder, t.LastOffset, x.entries[n-1].LastOffset)
 	}
-	x.entries = append(x.entries, t)
 	return nil
 }
 
