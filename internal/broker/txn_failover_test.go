@@ -4,8 +4,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
 
 	"samsa/internal/testutil"
 )
@@ -76,6 +78,39 @@ func TestTransactionCoordinatorFailoverCompletesCommit(t *testing.T) {
 	}
 	if s := state(); s != "PrepareCommit" {
 		t.Fatalf("with the data partition down: %s, want PrepareCommit", s)
+	}
+	// While the markers are pending, the producer's requests get
+	// CONCURRENT_TRANSACTIONS, which clients retry (Reference: Kafka
+	// TransactionCoordinator.handleEndTransaction, handleInitProducerId,
+	// handleAddPartitionsToTransaction).
+	d, err := c.Admin().DescribeTransactions(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, epoch := d[id].ProducerID, d[id].ProducerEpoch
+	raw := c.Client(kgo.RequestRetries(0), kgo.MaxVersions(func() *kversion.Versions {
+		vs := kversion.Stable()
+		vs.SetMaxKeyVersion(26, 4) // EndTxn v5 is transaction version 2
+		vs.SetMaxKeyVersion(24, 3)
+		return vs
+	}()))
+	end := kmsg.NewPtrEndTxnRequest()
+	end.TransactionalID, end.ProducerID, end.ProducerEpoch, end.Commit = id, pid, epoch, true
+	if code := request[*kmsg.EndTxnResponse](t, raw, end).ErrorCode; code != kerr.ConcurrentTransactions.Code {
+		t.Errorf("EndTxn during the commit: %v, want CONCURRENT_TRANSACTIONS", kerr.ErrorForCode(code))
+	}
+	add := kmsg.NewPtrAddPartitionsToTxnRequest()
+	add.TransactionalID, add.ProducerID, add.ProducerEpoch = id, pid, epoch
+	at := kmsg.NewAddPartitionsToTxnRequestTopic()
+	at.Topic, at.Partitions = "txfo", []int32{part}
+	add.Topics = append(add.Topics, at)
+	if code := request[*kmsg.AddPartitionsToTxnResponse](t, raw, add).Topics[0].Partitions[0].ErrorCode; code != kerr.ConcurrentTransactions.Code {
+		t.Errorf("AddPartitionsToTxn during the commit: %v, want CONCURRENT_TRANSACTIONS", kerr.ErrorForCode(code))
+	}
+	ini := kmsg.NewPtrInitProducerIDRequest()
+	ini.TransactionalID, ini.TransactionTimeoutMillis = kmsg.StringPtr(id), 60000
+	if code := request[*kmsg.InitProducerIDResponse](t, raw, ini).ErrorCode; code != kerr.ConcurrentTransactions.Code {
+		t.Errorf("InitProducerId during the commit: %v, want CONCURRENT_TRANSACTIONS", kerr.ErrorForCode(code))
 	}
 	c.Kill(int(coord))
 	c.Start(int(data))
