@@ -6,8 +6,9 @@ package broker
 //   ErrorCode.
 // * v5: LeaderEpoch per partition (KIP-320).
 // * v6: flexible versions.
-// * v7: RequireStable (KIP-447): with no transactions every offset is
-//   stable, so it changes nothing.
+// * v7: RequireStable (KIP-447): a partition that an open transaction has
+//   a pending offset for (TxnOffsetCommit) answers UNSTABLE_OFFSET_COMMIT
+//   and offset -1, and the consumer retries.
 // * v8: many groups per request (KIP-709).
 // * v9: MemberID and MemberEpoch (KIP-848), not checked for classic groups.
 
@@ -28,7 +29,7 @@ func (b *Broker) handleOffsetFetch(ctx context.Context, req *kmsg.OffsetFetchReq
 			topics := fetchTopics(g.Topics, func(t kmsg.OffsetFetchRequestGroupTopic) group.OffsetFetchTopic {
 				return group.OffsetFetchTopic{Topic: t.Topic, Partitions: t.Partitions}
 			})
-			res, err := b.groups.OffsetFetch(ctx, group.OffsetFetchRequest{Group: g.Group, Topics: topics})
+			res, err := b.groups.OffsetFetch(ctx, group.OffsetFetchRequest{Group: g.Group, Topics: topics, RequireStable: req.RequireStable})
 			rg.ErrorCode = groupCode(err)
 			for _, t := range res.Topics {
 				rt := kmsg.NewOffsetFetchResponseGroupTopic()
@@ -50,7 +51,7 @@ func (b *Broker) handleOffsetFetch(ctx context.Context, req *kmsg.OffsetFetchReq
 	topics := fetchTopics(req.Topics, func(t kmsg.OffsetFetchRequestTopic) group.OffsetFetchTopic {
 		return group.OffsetFetchTopic{Topic: t.Topic, Partitions: t.Partitions}
 	})
-	res, err := b.groups.OffsetFetch(ctx, group.OffsetFetchRequest{Group: req.Group, Topics: topics})
+	res, err := b.groups.OffsetFetch(ctx, group.OffsetFetchRequest{Group: req.Group, Topics: topics, RequireStable: req.RequireStable})
 	resp.ErrorCode = groupCode(err)
 	if err != nil && req.Version < 2 {
 		// v0-1 have no top-level error: report it on every partition asked.

@@ -82,6 +82,30 @@ func (b *Broker) guard(z authz, body kmsg.Request) (deny kmsg.Response, fix func
 				}
 			}
 		}
+	case *kmsg.TxnOffsetCommitRequest:
+		// Reference: KafkaApis.handleTxnOffsetCommitRequest: WRITE on the
+		// transactional id, READ on the group (each failure on every
+		// partition), then READ on each topic.
+		code := int16(0)
+		switch {
+		case !z.transactionalID(opWrite, r.TransactionalID):
+			code = kerr.TransactionalIDAuthorizationFailed.Code
+		case !z.group(opRead, r.Group):
+			code = groupAuthFailed
+		}
+		if code != 0 {
+			resp := r.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
+			resp.Topics = txnOffsetCommitErrors(r.Topics, code)
+			return resp, nil
+		}
+		var denied []kmsg.TxnOffsetCommitRequestTopic
+		r.Topics, denied = split(r.Topics, func(t kmsg.TxnOffsetCommitRequestTopic) bool { return z.topic(opRead, t.Topic) })
+		if len(denied) > 0 {
+			return nil, func(m kmsg.Response) {
+				resp := m.(*kmsg.TxnOffsetCommitResponse)
+				resp.Topics = append(resp.Topics, txnOffsetCommitErrors(denied, topicAuthFailed)...)
+			}
+		}
 	case *kmsg.OffsetFetchRequest:
 		return b.guardOffsetFetch(z, r)
 	case *kmsg.OffsetDeleteRequest:
@@ -537,4 +561,20 @@ func patchReply(r server.Reply, fix func(kmsg.Response)) server.Reply {
 		r.Wait = func(ctx context.Context) server.Reply { return patchReply(wait(ctx), fix) }
 	}
 	return r
+}
+
+// txnOffsetCommitErrors answers every partition of topics with code.
+func txnOffsetCommitErrors(topics []kmsg.TxnOffsetCommitRequestTopic, code int16) []kmsg.TxnOffsetCommitResponseTopic {
+	out := make([]kmsg.TxnOffsetCommitResponseTopic, 0, len(topics))
+	for _, t := range topics {
+		rt := kmsg.NewTxnOffsetCommitResponseTopic()
+		rt.Topic = t.Topic
+		for _, p := range t.Partitions {
+			rp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
+			rp.Partition, rp.ErrorCode = p.Partition, code
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		out = append(out, rt)
+	}
+	return out
 }

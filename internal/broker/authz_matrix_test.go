@@ -1022,6 +1022,27 @@ var mxAPIs = []mxAPI{
 			return req
 		},
 		got: func(m kmsg.Response, _ string) mxGot { return mxCode(m.(*kmsg.EndTxnResponse).ErrorCode) }},
+	{key: 28, checks: []mxCheck{{index: 0}, {index: 1}, {index: 2}},
+		ref: "KafkaApis.handleTxnOffsetCommitRequest: the transactional id, then the group, in every partition; then each topic",
+		build: func(e *mxEnv, t *testing.T, topic string) kmsg.Request {
+			req := kmsg.NewPtrTxnOffsetCommitRequest()
+			req.TransactionalID, req.Group, req.ProducerID, req.ProducerEpoch = mxTxnID, mxGroup, 1, 0
+			rt := kmsg.NewTxnOffsetCommitRequestTopic()
+			rt.Topic = topic
+			rp := kmsg.NewTxnOffsetCommitRequestTopicPartition()
+			rp.Offset, rp.LeaderEpoch = 0, -1
+			rt.Partitions = append(rt.Partitions, rp)
+			req.Topics = append(req.Topics, rt)
+			return req
+		},
+		got: func(m kmsg.Response, topic string) mxGot {
+			for _, rt := range m.(*kmsg.TxnOffsetCommitResponse).Topics {
+				if rt.Topic == topic && len(rt.Partitions) == 1 {
+					return mxCode(rt.Partitions[0].ErrorCode)
+				}
+			}
+			return mxCode(mxNoEntry)
+		}},
 	{key: 29, checks: []mxCheck{{index: 0}}, noTopic: true,
 		ref: "AclApis.handleDescribeAcls",
 		build: func(e *mxEnv, t *testing.T, _ string) kmsg.Request {

@@ -417,6 +417,8 @@ func (b *Broker) dispatch(ctx context.Context, c *server.Conn, req *server.Reque
 		return b.handleOffsetCommit(r)
 	case *kmsg.OffsetFetchRequest:
 		return inOrder(func(ctx context.Context) kmsg.Response { return b.handleOffsetFetch(ctx, r) })
+	case *kmsg.TxnOffsetCommitRequest:
+		return b.handleTxnOffsetCommit(r)
 	case *kmsg.OffsetDeleteRequest:
 		return b.handleOffsetDelete(r)
 	case *kmsg.DescribeGroupsRequest:

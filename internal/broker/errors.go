@@ -172,6 +172,10 @@ func errCode(err error) *kerr.Error {
 		return kerr.OffsetMetadataTooLarge
 	case errors.Is(err, group.ErrUnknownTopicOrPartition):
 		return kerr.UnknownTopicOrPartition
+	case errors.Is(err, group.ErrUnstableOffsetCommit):
+		return kerr.UnstableOffsetCommit
+	case errors.Is(err, group.ErrInvalidProducerEpoch):
+		return kerr.InvalidProducerEpoch
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		return kerr.RequestTimedOut
 	}

@@ -10,6 +10,7 @@ import (
 	"samsa/internal/group"
 	"samsa/internal/replica"
 	"samsa/internal/storage"
+	"samsa/internal/txn"
 )
 
 // TestGroupCodeHidesFailedAppends: a coordinator whose write of
@@ -33,6 +34,8 @@ func TestGroupCodeHidesFailedAppends(t *testing.T) {
 		{unavailable(context.DeadlineExceeded), kerr.CoordinatorNotAvailable},
 		{group.ErrIllegalGeneration, kerr.IllegalGeneration},
 		{group.ErrFencedInstanceID, kerr.FencedInstanceID},
+		{group.ErrUnstableOffsetCommit, kerr.UnstableOffsetCommit},
+		{fmt.Errorf("%w: %w", group.ErrInvalidProducerEpoch, txn.ErrInvalidProducerEpoch), kerr.InvalidProducerEpoch},
 		{nil, nil},
 	}
 	for _, c := range cases {

@@ -13,6 +13,7 @@ import (
 	"samsa/internal/record"
 	"samsa/internal/replica"
 	"samsa/internal/storage"
+	"samsa/internal/txn"
 )
 
 // offsetsTopic is Kafka's internal topic of group metadata and committed
@@ -32,47 +33,82 @@ const offsetsAppendTimeout = 30 * time.Second
 
 // Append writes recs as one uncompressed batch and waits until it is
 // committed: below the high watermark, on every ISR member, as a produce
-// with acks=all (Kafka writes offsets with acks=all too). A replica that
-// is not (or no longer) the leader, or whose log is closed or offline,
-// fails with group.ErrNotCoordinator wrapping the cause: Kafka answers
+// with acks=all (Kafka writes offsets with acks=all too). It returns the
+// offset of the first record. A replica that is not (or no longer) the
+// leader, or whose log is closed or offline, fails with
+// group.ErrNotCoordinator wrapping the cause: Kafka answers
 // NOT_COORDINATOR when its append gets NOT_LEADER_OR_FOLLOWER or
 // KAFKA_STORAGE_ERROR, and the member looks the coordinator up again.
-func (l offsetsLog) Append(ctx context.Context, recs []group.KV) error {
-	err := l.append(ctx, recs)
+func (l offsetsLog) Append(ctx context.Context, recs []group.KV) (int64, error) {
+	bb := record.NewBuilder(record.CodecNone, l.b.now().UnixMilli())
+	off, err := l.append(ctx, bb, recs, func(b record.Batch, nowMs int64) (replica.AppendResult, error) {
+		return l.p.Append(b, false, nowMs)
+	})
+	return off, coordinatorErr(err)
+}
+
+// AppendTxn writes recs as one transactional batch of producer pid at
+// epoch, in Kafka's format for a TxnOffsetCommit (producer id and epoch
+// set, base sequence -1, transactional attribute), and waits until it is
+// committed, as Append does. The partition tracks the transaction it
+// opens, and refuses an epoch older than the producer's: that comes back
+// as group.ErrInvalidProducerEpoch wrapping the cause.
+//
+// Reference: Kafka GroupMetadataManager.storeOffsets (transactional
+// records) and CoordinatorPartitionWriter.append.
+func (l offsetsLog) AppendTxn(ctx context.Context, pid int64, epoch int16, recs []group.KV) (int64, error) {
+	bb := record.NewBuilder(record.CodecNone, l.b.now().UnixMilli())
+	bb.ProducerID, bb.ProducerEpoch, bb.Transactional = pid, epoch, true
+	off, err := l.append(ctx, bb, recs, l.p.AppendFromCoordinator)
+	if errors.Is(err, txn.ErrInvalidProducerEpoch) {
+		return 0, fmt.Errorf("%w: %w", group.ErrInvalidProducerEpoch, err)
+	}
+	return off, coordinatorErr(err)
+}
+
+// coordinatorErr maps an append's failure to group.ErrNotCoordinator
+// where Kafka's coordinator answers NOT_COORDINATOR.
+func coordinatorErr(err error) error {
 	if errors.Is(err, replica.ErrNotLeader) || errors.Is(err, storage.ErrClosed) || errors.Is(err, storage.ErrLogDirOffline) {
 		return fmt.Errorf("%w: %w", group.ErrNotCoordinator, err)
 	}
 	return err
 }
 
-func (l offsetsLog) append(ctx context.Context, recs []group.KV) error {
+// append builds the batch of recs with bb, appends it with appendFn and
+// waits until it is committed.
+func (l offsetsLog) append(ctx context.Context, bb *record.Builder, recs []group.KV, appendFn func(record.Batch, int64) (replica.AppendResult, error)) (int64, error) {
 	ctx, cancel := context.WithTimeout(ctx, offsetsAppendTimeout)
 	defer cancel()
 	if err := l.p.CheckAppend(); err != nil {
-		return err
+		return 0, err
 	}
-	nowMs := l.b.now().UnixMilli()
-	bb := record.NewBuilder(record.CodecNone, nowMs)
 	for _, r := range recs {
 		bb.Add(record.Record{Key: r.Key, Value: r.Value})
 	}
 	batch, err := bb.Build()
 	if err != nil {
-		return err
+		return 0, err
 	}
-	res, err := l.p.Append(batch, false, nowMs)
+	res, err := appendFn(batch, bb.BaseTimestamp)
 	if err != nil {
-		return err
+		return 0, err
 	}
-	return l.p.WaitCommitted(ctx, res.LastOffset+1, res.LeaderEpoch)
+	if err := l.p.WaitCommitted(ctx, res.LastOffset+1, res.LeaderEpoch); err != nil {
+		return 0, err
+	}
+	return res.BaseOffset, nil
 }
 
-// Replay calls fn for every record of the partition, in offset order, up
-// to the log end as Kafka's coordinator loads it: a replica that has just
-// become leader holds records its high watermark does not cover yet (it
-// learns the HW one fetch later), and as leader it never truncates them, so
-// they are committed as soon as the followers fetch them.
-func (l offsetsLog) Replay(ctx context.Context, fn func(key, value []byte) error) error {
+// Replay calls fn for every record and end-transaction marker of the
+// partition, in offset order, up to the log end as Kafka's coordinator
+// loads it: a replica that has just become leader holds records its high
+// watermark does not cover yet (it learns the HW one fetch later), and as
+// leader it never truncates them, so they are committed as soon as the
+// followers fetch them. The records of a transactional batch carry its
+// producer id; control batches other than end-transaction markers are
+// skipped.
+func (l offsetsLog) Replay(ctx context.Context, fn func(group.Entry) error) error {
 	hw := l.p.Log.LogEndOffset()
 	off := l.p.Log.LogStartOffset()
 	for off < hw {
@@ -97,21 +133,54 @@ func (l offsetsLog) Replay(ctx context.Context, fn func(key, value []byte) error
 			}
 			buf = rest
 			off = b.LastOffset() + 1
-			if b.Control() {
+			if err := replayBatch(b, fn); err != nil {
+				return fmt.Errorf("broker: replay %s-%d at %d: %w", offsetsTopic, l.p.TP.Partition, b.BaseOffset(), err)
+			}
+		}
+	}
+	return nil
+}
+
+// replayBatch calls fn for the records, or the end-transaction marker, of
+// one batch of __consumer_offsets.
+//
+// Reference: Kafka CoordinatorLoaderImpl (control batches give
+// replayEndTransactionMarker) and OffsetMetadataManager.replay (records
+// of a producer are pending for it).
+func replayBatch(b record.Batch, fn func(group.Entry) error) error {
+	recs, err := b.Records(record.DefaultMaxDecompressedBytes)
+	if err != nil {
+		return err
+	}
+	if b.Control() {
+		// NB: like Kafka's loader, every record of a control batch is
+		// looked at, and control records of other types are skipped.
+		for i := range recs {
+			m, err := record.ParseEndTxnMarker(recs[i].Key, recs[i].Value)
+			if errors.Is(err, record.ErrNotEndTxnMarker) {
 				continue
 			}
-			recs, err := b.Records(record.DefaultMaxDecompressedBytes)
 			if err != nil {
-				return fmt.Errorf("broker: replay %s-%d: %w", offsetsTopic, l.p.TP.Partition, err)
+				return err
 			}
-			for i := range recs {
-				if recs[i].Key == nil {
-					continue
-				}
-				if err := fn(recs[i].Key, recs[i].Value); err != nil {
-					return err
-				}
+			e := group.Entry{Offset: b.BaseOffset() + int64(recs[i].OffsetDelta), ProducerID: b.ProducerID(), Marker: true, Commit: m.Commit()}
+			if err := fn(e); err != nil {
+				return err
 			}
+		}
+		return nil
+	}
+	pid := int64(-1)
+	if b.Transactional() {
+		pid = b.ProducerID()
+	}
+	for i := range recs {
+		if recs[i].Key == nil {
+			continue
+		}
+		e := group.Entry{Offset: b.BaseOffset() + int64(recs[i].OffsetDelta), ProducerID: pid, Key: recs[i].Key, Value: recs[i].Value}
+		if err := fn(e); err != nil {
+			return err
 		}
 	}
 	return nil

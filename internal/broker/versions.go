@@ -32,6 +32,7 @@ var versions = map[int16]apiRange{
 	25: {0, 4},  // AddOffsetsToTxn
 	26: {0, 5},  // EndTxn
 	27: {0, 1},  // WriteTxnMarkers
+	28: {0, 5},  // TxnOffsetCommit
 	29: {0, 3},  // DescribeAcls
 	30: {0, 3},  // CreateAcls
 	31: {0, 3},  // DeleteAcls

@@ -37,6 +37,7 @@ type entry struct {
 type partState struct {
 	log     Log
 	loading bool
+	loaded  chan struct{} // closed when the load ends, however it ends
 }
 
 // Coordinator serves the groups of the __consumer_offsets partitions it has
@@ -60,6 +61,17 @@ type Coordinator struct {
 		closed bool
 		parts  map[int32]*partState
 		groups map[string]*entry
+	}
+
+	// txns indexes open transactions: by __consumer_offsets partition and
+	// producer id, the groups that may have pending offsets of it, so that
+	// a marker visits those groups only. An entry may be stale (the group
+	// has none left); a group with pending offsets always has one. It is a
+	// leaf lock: taken under Coordinator.mu or an entry's mu, never the
+	// other way round.
+	txns struct {
+		sync.Mutex
+		open map[int32]map[int64]map[string]bool
 	}
 
 	kick chan struct{} // asks the timer goroutine to recompute its wake-up
@@ -96,6 +108,7 @@ func NewCoordinator(cfg Config) *Coordinator {
 	c.wake.Store(math.MaxInt64)
 	c.mu.parts = map[int32]*partState{}
 	c.mu.groups = map[string]*entry{}
+	c.txns.open = map[int32]map[int64]map[string]bool{}
 	c.goAttach(c.runTimers)
 	return c
 }
@@ -199,14 +212,23 @@ func (c *Coordinator) runTimers() {
 }
 
 // appendRecords writes recs to log within offsets.commit.timeout.ms, and
-// gives up when ctx ends or the coordinator closes. Callers hold the
-// group's mu, so the bound is also how long a stalled log can hold a group
-// (and the timer goroutine).
-func (c *Coordinator) appendRecords(ctx context.Context, log Log, recs []KV) error {
+// gives up when ctx ends or the coordinator closes; it returns the offset
+// of the first record. Callers hold the group's mu, so the bound is also
+// how long a stalled log can hold a group (and the timer goroutine).
+func (c *Coordinator) appendRecords(ctx context.Context, log Log, recs []KV) (int64, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.OffsetsCommitTimeout)
 	defer cancel()
 	defer context.AfterFunc(c.lifetime, cancel)()
 	return log.Append(ctx, recs)
+}
+
+// appendTxnRecords is appendRecords for a transactional batch of producer
+// pid at epoch.
+func (c *Coordinator) appendTxnRecords(ctx context.Context, log Log, pid int64, epoch int16, recs []KV) (int64, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.OffsetsCommitTimeout)
+	defer cancel()
+	defer context.AfterFunc(c.lifetime, cancel)()
+	return log.AppendTxn(ctx, pid, epoch, recs)
 }
 
 // maybeKick wakes the timer goroutine when d is before its planned wake-up.
@@ -270,12 +292,14 @@ func (c *Coordinator) expireOffsets(now time.Time) {
 		for _, tp := range expired {
 			recs = append(recs, KV{Key: offsetKey(g.id, tp.Topic, tp.Partition)})
 		}
-		dead := g.state == Empty && len(g.offsets) == len(expired) && len(g.pending) == 0
+		// NB: a group with an open transaction stays: its commit would
+		// bring offsets back into a group that no longer exists.
+		dead := g.state == Empty && len(g.offsets) == len(expired) && len(g.pending) == 0 && !g.HasOpenTxns()
 		if dead {
 			recs = append(recs, KV{Key: groupKey(g.id)})
 		}
 		if len(recs) > 0 {
-			if err := c.appendRecords(c.lifetime, e.log, recs); err != nil {
+			if _, err := c.appendRecords(c.lifetime, e.log, recs); err != nil {
 				c.cfg.Logger.Warn("group: writing expired offsets", "group", g.id, "err", err)
 				e.mu.Unlock()
 				continue
@@ -371,7 +395,7 @@ func storeErr(err error) error {
 // fail the rebalance of every member.
 func (c *Coordinator) applyLocked(e *entry, eff Effects) {
 	if eff.Store {
-		if err := c.appendRecords(c.lifetime, e.log, []KV{e.g.MetadataRecord()}); err != nil {
+		if _, err := c.appendRecords(c.lifetime, e.log, []KV{e.g.MetadataRecord()}); err != nil {
 			c.cfg.Logger.Warn("group: storing group metadata", "group", e.g.id, "err", err)
 			serr := storeErr(err)
 			for i := range eff.Joins {
@@ -543,42 +567,195 @@ func (c *Coordinator) OffsetCommit(ctx context.Context, req OffsetCommitRequest)
 	if err := e.g.ValidateCommit(now, req); err != nil {
 		return commitResult(req, err), err
 	}
-	res := commitResult(req, nil)
+	res, recs, offs := c.offsetRecords(req.Group, req.Topics, now)
+	if len(recs) == 0 {
+		return res, nil
+	}
+	base, err := c.appendRecords(ctx, e.log, recs)
+	if err != nil {
+		res.failRest(storeErr(err))
+		return res, nil
+	}
+	for i, o := range offs {
+		o.Offset.RecordOffset = base + int64(i)
+		e.g.CommitOffset(o.tp.topic, o.tp.partition, o.Offset)
+	}
+	return res, nil
+}
+
+// newOffset is an offset about to be written, with its partition.
+type newOffset struct {
+	tp topicPartition
+	Offset
+}
+
+// offsetRecords makes the records of a commit of topics: the result has
+// ErrOffsetMetadataTooLarge on the partitions whose metadata is too long
+// (Kafka writes the others), recs and offs the others, in request order.
+func (c *Coordinator) offsetRecords(group string, topics []OffsetCommitTopic, now time.Time) (OffsetCommitResult, []KV, []newOffset) {
+	res := OffsetCommitResult{Topics: make([]TopicErrors, 0, len(topics))}
 	var recs []KV
-	var commits []func()
-	for i, t := range req.Topics {
-		for j, p := range t.Partitions {
+	var offs []newOffset
+	for _, t := range topics {
+		te := TopicErrors{Topic: t.Topic, Partitions: make([]PartitionError, 0, len(t.Partitions))}
+		for _, p := range t.Partitions {
+			pe := PartitionError{Partition: p.Partition}
 			md := ""
 			if p.Metadata != nil {
 				md = *p.Metadata
 			}
 			if len(md) > c.cfg.OffsetMetadataMaxBytes {
-				res.Topics[i].Partitions[j].Err = ErrOffsetMetadataTooLarge
-				continue
+				pe.Err = ErrOffsetMetadataTooLarge
+			} else {
+				o := Offset{Offset: p.Offset, LeaderEpoch: p.LeaderEpoch, Metadata: md, CommitTime: now}
+				recs = append(recs, KV{Key: offsetKey(group, t.Topic, p.Partition), Value: offsetValue(o)})
+				offs = append(offs, newOffset{tp: topicPartition{t.Topic, p.Partition}, Offset: o})
 			}
-			oc := offsetCommit{offset: p.Offset, leaderEpoch: p.LeaderEpoch, metadata: md, commitTime: now}
-			recs = append(recs, KV{Key: offsetKey(req.Group, t.Topic, p.Partition), Value: offsetValue(oc)})
-			commits = append(commits, func() { e.g.CommitOffset(t.Topic, p.Partition, oc.offset, oc.leaderEpoch, oc.metadata, oc.commitTime) })
+			te.Partitions = append(te.Partitions, pe)
+		}
+		res.Topics = append(res.Topics, te)
+	}
+	return res, recs, offs
+}
+
+// failRest sets err on every partition that has no error yet.
+func (r OffsetCommitResult) failRest(err error) {
+	for i := range r.Topics {
+		for j := range r.Topics[i].Partitions {
+			if r.Topics[i].Partitions[j].Err == nil {
+				r.Topics[i].Partitions[j].Err = err
+			}
 		}
 	}
+}
+
+// TxnOffsetCommit validates and durably stores transactional offsets:
+// written to the group's partition as one transactional batch of the
+// producer, and pending (invisible to OffsetFetch) until the producer's
+// transaction ends there (CompleteTxn). A generation -1 commit to an
+// unknown group creates it; a generation >= 0 one gets
+// ErrIllegalGeneration. A non-nil error is also set on every partition of
+// the result; otherwise partitions may fail alone
+// (ErrOffsetMetadataTooLarge, or the append's error).
+//
+// NB: Kafka 3.x+ coordinators first ask the transaction coordinator to
+// confirm that the group's partition is in the producer's transaction
+// (KIP-890 verification); this one does not, so a TxnOffsetCommit sent
+// without AddOffsetsToTxn is stored and stays pending until a marker of
+// that producer reaches the partition.
+//
+// Reference: Kafka OffsetMetadataManager.commitTransactionalOffset.
+func (c *Coordinator) TxnOffsetCommit(ctx context.Context, req TxnOffsetCommitRequest) (OffsetCommitResult, error) {
+	fail := func(err error) (OffsetCommitResult, error) {
+		res := commitResult(OffsetCommitRequest{Topics: req.Topics}, err)
+		return res, err
+	}
+	if req.Group == "" {
+		return fail(ErrInvalidGroupID)
+	}
+	e, err := c.locked(req.Group, req.Generation < 0)
+	if err == nil && e == nil {
+		err = ErrIllegalGeneration
+	}
+	if err != nil {
+		return fail(err)
+	}
+	defer e.mu.Unlock()
+	if err := e.g.ValidateTxnCommit(req); err != nil {
+		return fail(err)
+	}
+	res, recs, offs := c.offsetRecords(req.Group, req.Topics, c.cfg.Now())
 	if len(recs) == 0 {
 		return res, nil
 	}
-	if err := c.appendRecords(ctx, e.log, recs); err != nil {
-		serr := storeErr(err)
-		for i := range res.Topics {
-			for j := range res.Topics[i].Partitions {
-				if res.Topics[i].Partitions[j].Err == nil {
-					res.Topics[i].Partitions[j].Err = serr
-				}
-			}
+	base, err := c.appendTxnRecords(ctx, e.log, req.ProducerID, req.ProducerEpoch, recs)
+	if err != nil {
+		if errors.Is(err, ErrInvalidProducerEpoch) {
+			res.failRest(ErrInvalidProducerEpoch)
+		} else {
+			res.failRest(storeErr(err))
 		}
 		return res, nil
 	}
-	for _, f := range commits {
-		f()
+	for i, o := range offs {
+		o.Offset.RecordOffset = base + int64(i)
+		e.g.AddTxnOffset(req.ProducerID, o.tp.topic, o.tp.partition, o.Offset)
 	}
+	c.noteTxn(e.part, req.ProducerID, req.Group)
 	return res, nil
+}
+
+// noteTxn records in the index that producer pid has pending offsets in
+// group, of partition.
+func (c *Coordinator) noteTxn(partition int32, pid int64, group string) {
+	c.txns.Lock()
+	defer c.txns.Unlock()
+	byPID := c.txns.open[partition]
+	if byPID == nil {
+		byPID = map[int64]map[string]bool{}
+		c.txns.open[partition] = byPID
+	}
+	if byPID[pid] == nil {
+		byPID[pid] = map[string]bool{}
+	}
+	byPID[pid][group] = true
+}
+
+// CompleteTxn applies the end of producer pid's transaction to the groups
+// of __consumer_offsets partition: called once its COMMIT (commit true)
+// or ABORT marker is durable in the partition, it makes the producer's
+// pending offsets committed or drops them (Group.CompleteTxn). It does
+// nothing for a partition not loaded here, and waits for a partition
+// still loading, since the marker may be past the end the load read. It
+// visits only the groups the producer has pending offsets in, and blocks
+// while one of them writes to its log. It reports the number of groups
+// that had pending offsets of pid.
+func (c *Coordinator) CompleteTxn(ctx context.Context, partition int32, pid int64, commit bool) (int, error) {
+	if err := c.waitLoaded(ctx, partition); err != nil {
+		return 0, err
+	}
+	c.txns.Lock()
+	ids := c.txns.open[partition][pid]
+	delete(c.txns.open[partition], pid)
+	c.txns.Unlock()
+	// NB: a TxnOffsetCommit of pid that adds offsets after this point
+	// notes the producer again, so a later marker still finds them.
+	var entries []*entry
+	c.mu.Lock()
+	for id := range ids {
+		if e := c.mu.groups[id]; e != nil && e.part == partition {
+			entries = append(entries, e)
+		}
+	}
+	c.mu.Unlock()
+	n := 0
+	for _, e := range entries {
+		e.mu.Lock()
+		if !e.removed && e.g.CompleteTxn(pid, commit) {
+			n++
+		}
+		e.mu.Unlock()
+	}
+	return n, nil
+}
+
+// waitLoaded returns once partition is not loading.
+func (c *Coordinator) waitLoaded(ctx context.Context, partition int32) error {
+	for {
+		c.mu.Lock()
+		ps := c.mu.parts[partition]
+		if ps == nil || !ps.loading {
+			c.mu.Unlock()
+			return nil
+		}
+		loaded := ps.loaded
+		c.mu.Unlock()
+		select {
+		case <-loaded:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 }
 
 // OffsetFetch returns committed offsets of one group.
@@ -615,14 +792,17 @@ func (c *Coordinator) OffsetDelete(ctx context.Context, req OffsetDeleteRequest)
 			if p.Err != nil {
 				continue
 			}
-			if _, ok := e.g.offsets[topicPartition{t.Topic, p.Partition}]; ok {
+			// Reference: Kafka OffsetMetadataManager.deleteOffsets: a
+			// tombstone also for a partition with only pending offsets.
+			tp := topicPartition{t.Topic, p.Partition}
+			if _, ok := e.g.offsets[tp]; ok || e.g.hasPendingTxnOffset(tp) {
 				recs = append(recs, KV{Key: offsetKey(req.Group, t.Topic, p.Partition)})
 				tps = append(tps, TopicPartition{t.Topic, p.Partition})
 			}
 		}
 	}
 	if len(recs) > 0 {
-		if err := c.appendRecords(ctx, e.log, recs); err != nil {
+		if _, err := c.appendRecords(ctx, e.log, recs); err != nil {
 			serr := storeErr(err)
 			return res, serr
 		}
@@ -721,8 +901,11 @@ func (c *Coordinator) deleteGroup(ctx context.Context, id string) error {
 			recs = append(recs, KV{Key: offsetKey(id, tp.Topic, p.Partition)})
 		}
 	}
+	// Reference: Kafka OffsetMetadataManager.deleteAllOffsets: tombstones
+	// for the partitions only open transactions have offsets for, too.
+	recs = append(recs, g.pendingOnlyTombstones()...)
 	recs = append(recs, KV{Key: groupKey(id)})
-	if err := c.appendRecords(ctx, e.log, recs); err != nil {
+	if _, err := c.appendRecords(ctx, e.log, recs); err != nil {
 		e.mu.Unlock()
 		return storeErr(err)
 	}
@@ -746,9 +929,10 @@ func (c *Coordinator) Load(ctx context.Context, partition int32, log Log) error 
 		c.mu.Unlock()
 		return nil
 	}
-	ps := &partState{log: log, loading: true}
+	ps := &partState{log: log, loading: true, loaded: make(chan struct{})}
 	c.mu.parts[partition] = ps
 	c.mu.Unlock()
+	defer close(ps.loaded)
 
 	groups, err := c.replay(ctx, log)
 	c.mu.Lock()
@@ -762,6 +946,9 @@ func (c *Coordinator) Load(ctx context.Context, partition int32, log Log) error 
 	}
 	for id, g := range groups {
 		c.mu.groups[id] = &entry{part: partition, log: log, g: g, waiters: map[Waiter]chan reply{}}
+		for pid := range g.txnOffsets {
+			c.noteTxn(partition, pid, id)
+		}
 	}
 	ps.loading = false
 	select {
@@ -772,62 +959,81 @@ func (c *Coordinator) Load(ctx context.Context, partition int32, log Log) error 
 }
 
 // replay rebuilds groups from a partition: the last record per key wins
-// and tombstones delete.
+// and tombstones delete; a transactional batch's offsets are pending for
+// its producer until the producer's marker commits or aborts them (by
+// the rules the runtime applies: Group.AddTxnOffset, Group.CompleteTxn),
+// and those still open at the end stay pending.
+//
+// Reference: Kafka OffsetMetadataManager.replay and
+// replayEndTransactionMarker.
 func (c *Coordinator) replay(ctx context.Context, log Log) (map[string]*Group, error) {
-	type loaded struct {
-		meta    []byte
-		offsets map[topicPartition]offsetCommit
-	}
-	byGroup := map[string]*loaded{}
-	get := func(id string) *loaded {
-		l := byGroup[id]
-		if l == nil {
-			l = &loaded{offsets: map[topicPartition]offsetCommit{}}
-			byGroup[id] = l
+	now := c.cfg.Now()
+	groups := map[string]*Group{}
+	meta := map[string][]byte{}
+	// open holds, by producer id, the groups it has pending offsets in.
+	open := map[int64]map[string]bool{}
+	get := func(id string) *Group {
+		g := groups[id]
+		if g == nil {
+			g = NewGroup(id, c.gcfg, now)
+			groups[id] = g
 		}
-		return l
+		return g
 	}
-	err := log.Replay(ctx, func(key, value []byte) error {
-		k, err := parseKey(key)
+	err := log.Replay(ctx, func(r Entry) error {
+		if r.Marker {
+			for id := range open[r.ProducerID] {
+				groups[id].CompleteTxn(r.ProducerID, r.Commit)
+			}
+			delete(open, r.ProducerID)
+			return nil
+		}
+		k, err := parseKey(r.Key)
 		if err != nil {
 			return err
 		}
 		switch k.kind {
 		case kindOffset:
-			l := get(k.group)
-			tp := topicPartition{k.topic, k.partition}
-			if value == nil {
-				delete(l.offsets, tp)
+			g := get(k.group)
+			if r.Value == nil {
+				g.DeleteOffset(k.topic, k.partition)
 				return nil
 			}
-			oc, err := parseOffsetValue(value)
+			o, err := parseOffsetValue(r.Value, r.Offset)
 			if err != nil {
 				return err
 			}
-			l.offsets[tp] = oc
+			if r.ProducerID < 0 {
+				g.CommitOffset(k.topic, k.partition, o)
+				return nil
+			}
+			g.AddTxnOffset(r.ProducerID, k.topic, k.partition, o)
+			if open[r.ProducerID] == nil {
+				open[r.ProducerID] = map[string]bool{}
+			}
+			open[r.ProducerID][k.group] = true
 		case kindGroup:
-			get(k.group).meta = value
+			get(k.group)
+			meta[k.group] = r.Value
 		}
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	now := c.cfg.Now()
 	out := map[string]*Group{}
-	for id, l := range byGroup {
-		if l.meta == nil && len(l.offsets) == 0 {
+	for id, g := range groups {
+		m := meta[id]
+		if m == nil && !g.HasOffsets() && !g.HasOpenTxns() {
 			continue
 		}
-		g := NewGroup(id, c.gcfg, now)
-		if l.meta != nil {
-			v, err := parseGroupValue(l.meta)
+		if m != nil {
+			v, err := parseGroupValue(m)
 			if err != nil {
 				return nil, err
 			}
 			g.restore(v, now)
 		}
-		g.offsets = l.offsets
 		out[id] = g
 	}
 	return out, nil
@@ -838,6 +1044,9 @@ func (c *Coordinator) replay(ctx context.Context, log Log) (map[string]*Group, e
 func (c *Coordinator) Unload(partition int32) {
 	c.mu.Lock()
 	delete(c.mu.parts, partition)
+	c.txns.Lock()
+	delete(c.txns.open, partition)
+	c.txns.Unlock()
 	var drop []*entry
 	for id, e := range c.mu.groups {
 		if e.part == partition {

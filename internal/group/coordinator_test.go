@@ -12,33 +12,62 @@ import (
 )
 
 // memLog is an in-memory __consumer_offsets partition standing in for the
-// broker's replica log.
+// broker's replica log. Its offsets start at 0.
 type memLog struct {
 	mu      sync.Mutex
-	recs    []KV
+	entries []Entry
 	failErr error // returned by the next Append when set
+	// epochs is the newest epoch of each producer, as the replica's
+	// producer state refuses an older one.
+	epochs map[int64]int16
 }
 
-func (l *memLog) Append(ctx context.Context, recs []KV) error {
+func (l *memLog) Append(ctx context.Context, recs []KV) (int64, error) {
+	return l.append(-1, recs)
+}
+
+func (l *memLog) AppendTxn(ctx context.Context, pid int64, epoch int16, recs []KV) (int64, error) {
+	l.mu.Lock()
+	if l.epochs == nil {
+		l.epochs = map[int64]int16{}
+	}
+	if cur, ok := l.epochs[pid]; ok && epoch < cur {
+		l.mu.Unlock()
+		return 0, fmt.Errorf("memlog: epoch %d < %d: %w", epoch, cur, ErrInvalidProducerEpoch)
+	}
+	l.epochs[pid] = epoch
+	l.mu.Unlock()
+	return l.append(pid, recs)
+}
+
+func (l *memLog) append(pid int64, recs []KV) (int64, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.failErr != nil {
 		err := l.failErr
 		l.failErr = nil
-		return err
+		return 0, err
 	}
+	base := int64(len(l.entries))
 	for _, r := range recs {
-		l.recs = append(l.recs, KV{Key: bytes.Clone(r.Key), Value: bytes.Clone(r.Value)})
+		l.entries = append(l.entries, Entry{Offset: int64(len(l.entries)), ProducerID: pid, Key: bytes.Clone(r.Key), Value: bytes.Clone(r.Value)})
 	}
-	return nil
+	return base, nil
 }
 
-func (l *memLog) Replay(ctx context.Context, fn func(key, value []byte) error) error {
+// marker appends an end-transaction marker of pid.
+func (l *memLog) marker(pid int64, commit bool) {
 	l.mu.Lock()
-	recs := append([]KV(nil), l.recs...)
+	defer l.mu.Unlock()
+	l.entries = append(l.entries, Entry{Offset: int64(len(l.entries)), ProducerID: pid, Marker: true, Commit: commit})
+}
+
+func (l *memLog) Replay(ctx context.Context, fn func(Entry) error) error {
+	l.mu.Lock()
+	entries := append([]Entry(nil), l.entries...)
 	l.mu.Unlock()
-	for _, r := range recs {
-		if err := fn(r.Key, r.Value); err != nil {
+	for _, r := range entries {
+		if err := fn(r); err != nil {
 			return err
 		}
 	}
@@ -58,14 +87,14 @@ func newStallLog() *stallLog {
 	return &stallLog{entered: make(chan struct{}, 64), ended: make(chan error, 64)}
 }
 
-func (l *stallLog) Append(ctx context.Context, recs []KV) error {
+func (l *stallLog) Append(ctx context.Context, recs []KV) (int64, error) {
 	if !l.stalled.Load() {
 		return l.memLog.Append(ctx, recs)
 	}
 	l.entered <- struct{}{}
 	<-ctx.Done()
 	l.ended <- ctx.Err()
-	return ctx.Err()
+	return 0, ctx.Err()
 }
 
 // recv returns the next value of ch, failing the test after timeout.

@@ -24,7 +24,9 @@
 //     Until it returns, calls for its groups get ErrCoordinatorLoadInProgress.
 //  3. When it stops leading N: Unload(N); waiting calls get ErrNotCoordinator.
 //  4. Translate requests into calls; map the sentinel errors to Kafka codes.
-//  5. Close on shutdown.
+//  5. When a COMMIT or ABORT marker of a producer is durable in a loaded
+//     partition: CompleteTxn(ctx, N, producerID, commit).
+//  6. Close on shutdown.
 //
 // # States
 //
@@ -86,6 +88,47 @@
 // replays the partition: the last record per key wins. A loaded group
 // with members is Stable and its members' sessions start at load time.
 //
+// # Transactional offsets (KIP-98, KIP-447)
+//
+// TxnOffsetCommit writes its offset records as one transactional batch of
+// the producer (producer id and epoch, base sequence -1, the
+// transactional attribute; Log.AppendTxn), in the same schemas as plain
+// commits. Their offsets are pending for that producer: OffsetFetch does
+// not return them, and answers ErrUnstableOffsetCommit for their
+// partitions when the request asks for stable offsets (RequireStable,
+// KIP-447), so that a consumer taking over the partitions waits for the
+// transaction to end. The producer's COMMIT marker in the partition makes
+// them committed, its ABORT marker drops them:
+//
+//	TxnOffsetCommit(pid)        plain OffsetCommit
+//	        |                          |
+//	        v                          v
+//	  pending[pid][tp] --COMMIT--> offsets[tp]   (only if its record is
+//	        |                                      later in the log than
+//	      ABORT --> dropped                        the committed one's)
+//
+// Every offset keeps the log offset of its record (Offset.RecordOffset):
+// a plain commit made after the TxnOffsetCommit wins over the
+// transaction's commit, so that the result does not depend on whether the
+// coordinator learnt the marker live or replayed it. A tombstone
+// (OffsetDelete, DeleteGroups, expiry) drops the partition's pending
+// offsets too; an offset that a transaction is about to replace does not
+// expire, and a group with an open transaction is not removed.
+//
+// Loading replays the same rules: the records of a transactional batch
+// are pending for its producer, a marker (Entry.Marker) commits or drops
+// them, a marker of a producer with nothing pending is ignored, and the
+// transactions still open at the end stay pending. A coordinator that
+// loads the partition after a crash therefore has exactly the committed
+// offsets and the open transactions' pending ones.
+//
+// A TxnOffsetCommit is checked against the group as Kafka's classic group
+// checks a transactional commit (ValidateTxnCommit): the member,
+// instance and generation when the request names them (v3+), but not the
+// group's state. Kafka 3.6+ coordinators also ask the transaction
+// coordinator to confirm that the partition is in the producer's
+// transaction (KIP-890); this one does not.
+//
 // # Offsets expiry (Kafka 2.1+, KIP-211)
 //
 // Every offsets.retention.check.interval.ms: an Empty group's offsets
@@ -98,9 +141,13 @@
 //
 // Coordinator is safe for concurrent use. Coordinator.mu guards the maps
 // of partitions and groups; each group has its own mutex (entry.mu) held
-// while its state changes and across the Log.Append of its records.
+// while its state changes and across the Log.Append (or AppendTxn) of its
+// records, so a marker's CompleteTxn, which takes each group's mu in
+// turn, sees a TxnOffsetCommit either not started or done.
 // Lock order: the two are never held together (an entry is found under
 // Coordinator.mu, which is released before entry.mu is taken).
+// Coordinator.txns, the index of open transactions by producer, is a
+// leaf: Coordinator.mu -> txns and entry.mu -> txns.
 //
 // The coordinator owns one goroutine, the timer goroutine, started by
 // NewCoordinator through goAttach. Close cancels the coordinator's lifetime

@@ -22,4 +22,9 @@ var (
 	ErrInvalidGroupID            = errors.New("group: invalid group id")
 	ErrOffsetMetadataTooLarge    = errors.New("group: offset metadata too large")
 	ErrUnknownTopicOrPartition   = errors.New("group: unknown topic or partition")
+	ErrUnstableOffsetCommit      = errors.New("group: unstable offset commit")
+	// ErrInvalidProducerEpoch: the __consumer_offsets partition knows a
+	// newer epoch of the producer of a TxnOffsetCommit (Log.AppendTxn
+	// wraps it).
+	ErrInvalidProducerEpoch = errors.New("group: invalid producer epoch")
 )

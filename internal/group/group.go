@@ -125,11 +125,17 @@ type topicPartition struct {
 	partition int32
 }
 
-type offsetCommit struct {
-	offset      int64
-	leaderEpoch int32
-	metadata    string
-	commitTime  time.Time
+// Offset is a committed offset of one partition, or a transactional one
+// pending its transaction's end.
+type Offset struct {
+	Offset      int64
+	LeaderEpoch int32 // -1 when unknown
+	Metadata    string
+	CommitTime  time.Time
+	// RecordOffset is where the offset's record is in __consumer_offsets.
+	// When a transaction commits, its offset replaces a committed one only
+	// if its record is later in the log.
+	RecordOffset int64
 }
 
 // Group is the state machine of one consumer group: membership,
@@ -168,19 +174,24 @@ type Group struct {
 	// subscriptions; nil when unknown.
 	subscribed map[string]bool
 
-	offsets map[topicPartition]offsetCommit
+	offsets map[topicPartition]Offset
+	// txnOffsets holds the transactional offsets of open transactions,
+	// by producer id: not visible to OffsetFetch until the transaction
+	// commits (KIP-98).
+	txnOffsets map[int64]map[topicPartition]Offset
 }
 
 // NewGroup returns an Empty group at generation 0.
 func NewGroup(id string, cfg GroupConfig, now time.Time) *Group {
 	return &Group{
-		id:        id,
-		cfg:       cfg,
-		stateTime: now,
-		members:   map[string]*member{},
-		pending:   map[string]time.Time{},
-		instances: map[string]string{},
-		offsets:   map[topicPartition]offsetCommit{},
+		id:         id,
+		cfg:        cfg,
+		stateTime:  now,
+		members:    map[string]*member{},
+		pending:    map[string]time.Time{},
+		instances:  map[string]string{},
+		offsets:    map[topicPartition]Offset{},
+		txnOffsets: map[int64]map[topicPartition]Offset{},
 	}
 }
 

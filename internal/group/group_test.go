@@ -19,6 +19,9 @@ type groupEnv struct {
 	ids   int
 	names map[Waiter]string
 	nextW Waiter
+	// logEnd numbers the offset records of the script, as their offsets
+	// in __consumer_offsets would.
+	logEnd int64
 }
 
 func newGroupEnv(d *datadriven.TestData, t *testing.T) *groupEnv {
@@ -196,9 +199,49 @@ func (e *groupEnv) handle(t *testing.T, d *datadriven.TestData) string {
 		if err == nil {
 			var offset int64
 			d.ScanArgs(t, "offset", &offset)
-			e.g.CommitOffset("t", 0, offset, -1, "", e.now)
+			var partition int32
+			d.MaybeScanArgs(t, "partition", &partition)
+			e.g.CommitOffset("t", partition, Offset{Offset: offset, LeaderEpoch: -1, CommitTime: e.now, RecordOffset: e.logEnd})
+			e.logEnd++
 		}
 		return "commit -> " + errName(err) + "\n"
+	case "txn-commit":
+		req := TxnOffsetCommitRequest{Group: "g", Generation: -1}
+		d.ScanArgs(t, "pid", &req.ProducerID)
+		d.MaybeScanArgs(t, "member", &req.MemberID)
+		d.MaybeScanArgs(t, "gen", &req.Generation)
+		req.InstanceID = optString(t, d, "instance")
+		err := e.g.ValidateTxnCommit(req)
+		if err == nil {
+			var offset int64
+			var partition int32
+			d.ScanArgs(t, "offset", &offset)
+			d.MaybeScanArgs(t, "partition", &partition)
+			e.g.AddTxnOffset(req.ProducerID, "t", partition, Offset{Offset: offset, LeaderEpoch: -1, CommitTime: e.now, RecordOffset: e.logEnd})
+			e.logEnd++
+		}
+		return "txn-commit -> " + errName(err) + "\n"
+	case "end":
+		var pid int64
+		d.ScanArgs(t, "pid", &pid)
+		commit := d.HasArg("commit")
+		e.logEnd++ // the marker
+		return fmt.Sprintf("end -> had-pending=%t\n", e.g.CompleteTxn(pid, commit))
+	case "delete-offset":
+		var partition int32
+		d.MaybeScanArgs(t, "partition", &partition)
+		e.logEnd++ // the tombstone
+		return fmt.Sprintf("delete-offset -> had-committed=%t\n", e.g.DeleteOffset("t", partition))
+	case "fetch":
+		// Partitions 0 and 1 of t, as a consumer asks for them.
+		req := OffsetFetchRequest{Group: "g", Topics: []OffsetFetchTopic{{Topic: "t", Partitions: []int32{0, 1}}}, RequireStable: d.HasArg("stable")}
+		var sb strings.Builder
+		for _, ft := range e.g.FetchOffsets(req).Topics {
+			for _, p := range ft.Partitions {
+				fmt.Fprintf(&sb, "%s/%d=%d %s\n", ft.Topic, p.Partition, p.Offset, errName(p.Err))
+			}
+		}
+		return sb.String()
 	case "offsets":
 		var sb strings.Builder
 		for _, ft := range e.g.FetchOffsets(OffsetFetchRequest{}).Topics {

@@ -35,30 +35,155 @@ func (g *Group) ValidateCommit(now time.Time, req OffsetCommitRequest) error {
 	return nil
 }
 
-// CommitOffset records a validated commit.
-func (g *Group) CommitOffset(topic string, partition int32, offset int64, leaderEpoch int32, metadata string, commitTime time.Time) {
-	g.offsets[topicPartition{topic, partition}] = offsetCommit{offset: offset, leaderEpoch: leaderEpoch, metadata: metadata, commitTime: commitTime}
+// CommitOffset records a validated commit whose record is now the last of
+// the partition's in the log.
+func (g *Group) CommitOffset(topic string, partition int32, o Offset) {
+	g.offsets[topicPartition{topic, partition}] = o
 }
 
-// DeleteOffset forgets a committed offset; it reports whether there was one.
+// DeleteOffset forgets a committed offset, and the partition's pending
+// transactional offsets, as its tombstone does when replayed; it reports
+// whether there was a committed one.
+//
+// Reference: Kafka OffsetMetadataManager.replay (a tombstone removes the
+// pending offsets of the partition too).
 func (g *Group) DeleteOffset(topic string, partition int32) bool {
 	tp := topicPartition{topic, partition}
 	_, ok := g.offsets[tp]
 	delete(g.offsets, tp)
+	for _, offs := range g.txnOffsets {
+		delete(offs, tp)
+	}
 	return ok
 }
 
 // HasOffsets reports whether the group has any committed offset.
 func (g *Group) HasOffsets() bool { return len(g.offsets) > 0 }
 
+// ValidateTxnCommit checks a TxnOffsetCommit against the group as Kafka's
+// classic group does for transactional commits: a Dead group is
+// ErrCoordinatorNotAvailable; generation -1 into an Empty group is
+// accepted; a request naming a member, an instance or a generation
+// (v3+, KIP-447) must be a current member of this generation
+// (ErrUnknownMemberID, ErrFencedInstanceID, ErrIllegalGeneration); one
+// naming none (v0-2) is accepted whatever the state. Unlike OffsetCommit,
+// the group's state is not checked and no session is refreshed.
+//
+// Reference: Kafka ClassicGroup.validateOffsetCommit with isTransactional.
+func (g *Group) ValidateTxnCommit(req TxnOffsetCommitRequest) error {
+	if g.state == Dead {
+		return ErrCoordinatorNotAvailable
+	}
+	if req.Generation < 0 && g.state == Empty {
+		return nil
+	}
+	if req.Generation >= 0 || req.MemberID != "" || req.InstanceID != nil {
+		gen := req.Generation
+		_, err := g.validateMember(req.MemberID, req.InstanceID, &gen)
+		return err
+	}
+	return nil
+}
+
+// AddTxnOffset records a transactional offset of producer pid, pending
+// until the producer's transaction ends (CompleteTxn). A later one for the
+// same partition in the same transaction replaces it.
+func (g *Group) AddTxnOffset(pid int64, topic string, partition int32, o Offset) {
+	offs := g.txnOffsets[pid]
+	if offs == nil {
+		offs = map[topicPartition]Offset{}
+		g.txnOffsets[pid] = offs
+	}
+	offs[topicPartition{topic, partition}] = o
+}
+
+// HasTxn reports whether producer pid has a transaction with offsets of
+// this group open.
+func (g *Group) HasTxn(pid int64) bool {
+	_, ok := g.txnOffsets[pid]
+	return ok
+}
+
+// HasOpenTxns reports whether any transaction with offsets of this group
+// is open.
+func (g *Group) HasOpenTxns() bool { return len(g.txnOffsets) > 0 }
+
+// CompleteTxn ends producer pid's transaction in this group, as its
+// COMMIT or ABORT marker in the group's __consumer_offsets partition does.
+// A commit makes each pending offset the committed one unless the
+// committed one's record is later in the log (a plain OffsetCommit made
+// after the TxnOffsetCommit); an abort drops them. It reports whether the
+// producer had pending offsets; a marker of a producer without any
+// changes nothing.
+//
+// Reference: Kafka OffsetMetadataManager.replayEndTransactionMarker and
+// GroupMetadata.completePendingTxnOffsetCommit.
+func (g *Group) CompleteTxn(pid int64, commit bool) bool {
+	offs, ok := g.txnOffsets[pid]
+	if !ok {
+		return false
+	}
+	delete(g.txnOffsets, pid)
+	if !commit {
+		return true
+	}
+	for tp, o := range offs {
+		if cur, ok := g.offsets[tp]; !ok || o.RecordOffset > cur.RecordOffset {
+			g.offsets[tp] = o
+		}
+	}
+	return true
+}
+
+// pendingOnlyTombstones returns tombstones for the partitions that only
+// open transactions have offsets for.
+func (g *Group) pendingOnlyTombstones() []KV {
+	seen := map[topicPartition]bool{}
+	var out []KV
+	for _, offs := range g.txnOffsets {
+		for tp := range offs {
+			if _, ok := g.offsets[tp]; ok || seen[tp] {
+				continue
+			}
+			seen[tp] = true
+			out = append(out, KV{Key: offsetKey(g.id, tp.topic, tp.partition)})
+		}
+	}
+	return out
+}
+
+// hasPendingTxnOffset reports whether an open transaction holds an offset
+// of tp.
+func (g *Group) hasPendingTxnOffset(tp topicPartition) bool {
+	for _, offs := range g.txnOffsets {
+		if _, ok := offs[tp]; ok {
+			return true
+		}
+	}
+	return false
+}
+
 // FetchOffsets answers an OffsetFetch. Partitions without a commit get
-// offset -1; Topics nil returns every committed partition, sorted.
+// offset -1; Topics nil returns every committed partition, sorted. With
+// RequireStable, a partition an open transaction has an offset for gets
+// ErrUnstableOffsetCommit and offset -1, so that the consumer retries
+// rather than start from an offset the transaction is about to replace
+// (KIP-447); without it, the committed offset.
+//
+// Reference: Kafka OffsetMetadataManager.fetchOffsets and fetchAllOffsets.
 func (g *Group) FetchOffsets(req OffsetFetchRequest) OffsetFetchResult {
 	var res OffsetFetchResult
+	unstable := func(tp topicPartition) bool {
+		return req.RequireStable && g.state != Dead && g.hasPendingTxnOffset(tp)
+	}
 	if req.Topics == nil {
 		byTopic := map[string][]FetchedOffset{}
 		for tp, c := range g.offsets {
-			byTopic[tp.topic] = append(byTopic[tp.topic], FetchedOffset{Partition: tp.partition, Offset: c.offset, LeaderEpoch: c.leaderEpoch, Metadata: c.metadata})
+			fo := FetchedOffset{Partition: tp.partition, Offset: c.Offset, LeaderEpoch: c.LeaderEpoch, Metadata: c.Metadata}
+			if unstable(tp) {
+				fo = FetchedOffset{Partition: tp.partition, Offset: -1, LeaderEpoch: -1, Err: ErrUnstableOffsetCommit}
+			}
+			byTopic[tp.topic] = append(byTopic[tp.topic], fo)
 		}
 		topics := make([]string, 0, len(byTopic))
 		for t := range byTopic {
@@ -76,9 +201,12 @@ func (g *Group) FetchOffsets(req OffsetFetchRequest) OffsetFetchResult {
 		ft := FetchedTopic{Topic: t.Topic, Partitions: make([]FetchedOffset, 0, len(t.Partitions))}
 		for _, p := range t.Partitions {
 			fo := FetchedOffset{Partition: p, Offset: -1, LeaderEpoch: -1}
-			if g.state != Dead {
-				if c, ok := g.offsets[topicPartition{t.Topic, p}]; ok {
-					fo.Offset, fo.LeaderEpoch, fo.Metadata = c.offset, c.leaderEpoch, c.metadata
+			tp := topicPartition{t.Topic, p}
+			if unstable(tp) {
+				fo.Err = ErrUnstableOffsetCommit
+			} else if g.state != Dead {
+				if c, ok := g.offsets[tp]; ok {
+					fo.Offset, fo.LeaderEpoch, fo.Metadata = c.Offset, c.LeaderEpoch, c.Metadata
 				}
 			}
 			ft.Partitions = append(ft.Partitions, fo)
@@ -124,25 +252,27 @@ func (g *Group) DeletableOffsets(req OffsetDeleteRequest) (OffsetDeleteResult, e
 // (Kafka 2.1+ rules, KIP-211): for an Empty group with a protocol type,
 // counted from when the group became Empty; for a Stable consumer group,
 // offsets of topics it no longer subscribes to, from their commit time; for
-// a group of simple consumers, from the commit time. The caller deletes
-// them with DeleteOffset.
+// a group of simple consumers, from the commit time. An offset that an
+// open transaction is about to replace does not expire yet (Kafka
+// OffsetMetadataManager.cleanupExpiredOffsets). The caller deletes them
+// with DeleteOffset.
 func (g *Group) ExpiredOffsets(now time.Time, retention time.Duration) []TopicPartition {
-	var base func(c offsetCommit) time.Time
+	var base func(c Offset) time.Time
 	var skip map[string]bool
 	switch {
 	case g.protocolType != "" && g.state == Empty:
-		base = func(offsetCommit) time.Time { return g.stateTime }
+		base = func(Offset) time.Time { return g.stateTime }
 	case g.protocolType == ConsumerProtocolType && g.subscribed != nil && g.state == Stable:
-		base = func(c offsetCommit) time.Time { return c.commitTime }
+		base = func(c Offset) time.Time { return c.CommitTime }
 		skip = g.subscribed
 	case g.protocolType == "":
-		base = func(c offsetCommit) time.Time { return c.commitTime }
+		base = func(c Offset) time.Time { return c.CommitTime }
 	default:
 		return nil
 	}
 	var out []TopicPartition
 	for tp, c := range g.offsets {
-		if skip[tp.topic] {
+		if skip[tp.topic] || g.hasPendingTxnOffset(tp) {
 			continue
 		}
 		if now.Sub(base(c)) >= retention {

@@ -24,13 +24,13 @@ func offsetKey(group, topic string, partition int32) []byte {
 	return k.AppendTo(nil)
 }
 
-func offsetValue(c offsetCommit) []byte {
+func offsetValue(c Offset) []byte {
 	v := kmsg.NewOffsetCommitValue()
 	v.Version = offsetValueVersion
-	v.Offset = c.offset
-	v.LeaderEpoch = c.leaderEpoch
-	v.Metadata = c.metadata
-	v.CommitTimestamp = c.commitTime.UnixMilli()
+	v.Offset = c.Offset
+	v.LeaderEpoch = c.LeaderEpoch
+	v.Metadata = c.Metadata
+	v.CommitTimestamp = c.CommitTime.UnixMilli()
 	return v.AppendTo(nil)
 }
 
@@ -122,14 +122,16 @@ func parseKey(b []byte) (parsedKey, error) {
 	}
 }
 
-func parseOffsetValue(b []byte) (offsetCommit, error) {
+// parseOffsetValue decodes an offset commit value whose record is at
+// recordOffset.
+func parseOffsetValue(b []byte, recordOffset int64) (Offset, error) {
 	var v kmsg.OffsetCommitValue
 	if err := v.ReadFrom(b); err != nil {
-		return offsetCommit{}, fmt.Errorf("group: offset commit value: %w", err)
+		return Offset{}, fmt.Errorf("group: offset commit value: %w", err)
 	}
-	c := offsetCommit{offset: v.Offset, leaderEpoch: -1, metadata: v.Metadata, commitTime: time.UnixMilli(v.CommitTimestamp)}
+	c := Offset{Offset: v.Offset, LeaderEpoch: -1, Metadata: v.Metadata, CommitTime: time.UnixMilli(v.CommitTimestamp), RecordOffset: recordOffset}
 	if v.Version >= 3 {
-		c.leaderEpoch = v.LeaderEpoch
+		c.LeaderEpoch = v.LeaderEpoch
 	}
 	return c, nil
 }

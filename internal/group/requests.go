@@ -127,6 +127,19 @@ type OffsetCommitRequest struct {
 	Topics     []OffsetCommitTopic
 }
 
+// TxnOffsetCommitRequest is a TxnOffsetCommit request: offsets committed
+// as part of producer ProducerID's transaction. v0-2 carry no member:
+// Generation -1, MemberID "" and InstanceID nil.
+type TxnOffsetCommitRequest struct {
+	Group         string
+	ProducerID    int64
+	ProducerEpoch int16
+	MemberID      string  // v3+ (KIP-447)
+	InstanceID    *string // v3+
+	Generation    int32   // v3+; -1 when absent
+	Topics        []OffsetCommitTopic
+}
+
 // PartitionError is a per-partition outcome; Err nil is success.
 type PartitionError struct {
 	Partition int32
@@ -155,6 +168,9 @@ type OffsetFetchTopic struct {
 type OffsetFetchRequest struct {
 	Group  string
 	Topics []OffsetFetchTopic
+	// RequireStable (v7+, KIP-447) asks for ErrUnstableOffsetCommit on the
+	// partitions an open transaction has an offset for.
+	RequireStable bool
 }
 
 // FetchedOffset is one partition's committed offset; Offset is -1 and

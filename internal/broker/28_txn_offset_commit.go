@@ -1,0 +1,123 @@
+package broker
+
+// TxnOffsetCommit: v0-5
+//
+// Commits a group's offsets as part of a producer's transaction: the
+// coordinator writes them to the group's __consumer_offsets partition as a
+// transactional batch of the producer and keeps them pending, invisible to
+// OffsetFetch, until the transaction's COMMIT marker reaches that
+// partition (onOffsetsMarker); an ABORT marker drops them. Answered once
+// the batch is committed (on the write goroutine).
+//
+// * v1: same as v0.
+// * v2: LeaderEpoch per partition (KIP-320), stored and returned by
+//   OffsetFetch.
+// * v3: MemberID, InstanceID and Generation (KIP-447), checked as Kafka's
+//   classic group checks a transactional commit (ILLEGAL_GENERATION,
+//   UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID); flexible versions.
+// * v4: TRANSACTION_ABORTABLE may be answered (KIP-890); never here (see
+//   below).
+// * v5: same as v4. A client uses it for transaction version 2 only when
+//   the broker advertises the transaction.version feature at 2, which
+//   samsa does not.
+//
+// Differences from Kafka: Kafka 3.6+ coordinators first ask the
+// transaction coordinator whether the group's partition is part of the
+// producer's ongoing transaction (KIP-890 verification) and refuse the
+// commit otherwise. samsa does not; a commit sent without AddOffsetsToTxn
+// stays pending until a marker of that producer reaches the partition. A
+// request without a producer id (-1) gets INVALID_PRODUCER_ID_MAPPING and
+// one without an epoch INVALID_PRODUCER_EPOCH, on every partition.
+//
+// Reference: KafkaApis.handleTxnOffsetCommitRequest.
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"samsa/internal/group"
+	"samsa/internal/server"
+)
+
+func (b *Broker) handleTxnOffsetCommit(req *kmsg.TxnOffsetCommitRequest) server.Reply {
+	resp := req.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
+	gr := group.TxnOffsetCommitRequest{
+		Group: req.Group, ProducerID: req.ProducerID, ProducerEpoch: req.ProducerEpoch, Generation: -1,
+	}
+	if req.Version >= 3 {
+		gr.MemberID, gr.InstanceID, gr.Generation = req.MemberID, req.InstanceID, req.Generation
+	}
+	// NB: no producer id or epoch would write a transactional batch that
+	// no marker can end (and that the load would read as a plain commit).
+	// Kafka's KIP-890 verification refuses such a producer as not mapped
+	// to the transactional id; samsa refuses it here.
+	switch {
+	case req.ProducerID < 0:
+		resp.Topics = txnOffsetCommitErrors(req.Topics, kerr.InvalidProducerIDMapping.Code)
+		return server.Reply{Msg: resp}
+	case req.ProducerEpoch < 0:
+		resp.Topics = txnOffsetCommitErrors(req.Topics, kerr.InvalidProducerEpoch.Code)
+		return server.Reply{Msg: resp}
+	}
+	// Partitions the metadata does not know are answered here, as Kafka
+	// does before calling its coordinator.
+	img := b.cluster.Image()
+	var unknown []kmsg.TxnOffsetCommitResponseTopic
+	for _, t := range req.Topics {
+		meta := img.Topics[t.Topic]
+		ct := group.OffsetCommitTopic{Topic: t.Topic}
+		rt := kmsg.NewTxnOffsetCommitResponseTopic()
+		rt.Topic = t.Topic
+		for _, p := range t.Partitions {
+			if meta == nil || p.Partition < 0 || int(p.Partition) >= len(meta.Replicas) {
+				rp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
+				rp.Partition, rp.ErrorCode = p.Partition, kerr.UnknownTopicOrPartition.Code
+				rt.Partitions = append(rt.Partitions, rp)
+				continue
+			}
+			epoch := p.LeaderEpoch
+			if req.Version < 2 {
+				epoch = -1
+			}
+			ct.Partitions = append(ct.Partitions, group.OffsetCommitPartition{
+				Partition: p.Partition, Offset: p.Offset, LeaderEpoch: epoch, Metadata: p.Metadata,
+			})
+		}
+		if len(rt.Partitions) > 0 {
+			unknown = append(unknown, rt)
+		}
+		if len(ct.Partitions) > 0 {
+			gr.Topics = append(gr.Topics, ct)
+		}
+	}
+	resp.Topics = unknown
+	if len(gr.Topics) == 0 {
+		return server.Reply{Msg: resp}
+	}
+	return server.Reply{Wait: func(ctx context.Context) server.Reply {
+		res, err := b.groups.TxnOffsetCommit(ctx, gr)
+		for i, t := range gr.Topics {
+			rt := kmsg.NewTxnOffsetCommitResponseTopic()
+			rt.Topic = t.Topic
+			for j, p := range t.Partitions {
+				rp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
+				rp.Partition = p.Partition
+				perr := err
+				if perr == nil && i < len(res.Topics) && j < len(res.Topics[i].Partitions) {
+					perr = res.Topics[i].Partitions[j].Err
+				}
+				rp.ErrorCode = groupCode(perr)
+				// Clients before 2.0 (v0-1) fail on COORDINATOR_LOAD_IN_PROGRESS
+				// here (KAFKA-7296); Kafka answers them COORDINATOR_NOT_AVAILABLE.
+				if req.Version < 2 && rp.ErrorCode == kerr.CoordinatorLoadInProgress.Code {
+					rp.ErrorCode = kerr.CoordinatorNotAvailable.Code
+				}
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
+		return server.Reply{Msg: resp}
+	}}
+}

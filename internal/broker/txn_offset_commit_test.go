@@ -1,0 +1,274 @@
+package broker_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"samsa/internal/group"
+	"samsa/internal/testutil"
+)
+
+// txnOffsets drives one group's transactional offsets with raw requests.
+type txnOffsets struct {
+	t     *testing.T
+	cl    *kgo.Client
+	group string
+	topic string
+	// part is the group's __consumer_offsets partition.
+	part int32
+}
+
+func newTxnOffsets(t *testing.T, b *testutil.Broker, groupID, topic string) *txnOffsets {
+	t.Helper()
+	testutil.CreateTopic(t, b.Admin(), topic, 2)
+	x := &txnOffsets{t: t, cl: b.Client(), group: groupID, topic: topic, part: group.Partition(groupID, 4)}
+	x.waitCoordinator()
+	return x
+}
+
+// waitCoordinator waits until the group's coordinator serves it. The
+// client sends the newest versions both sides know (FindCoordinator v4,
+// OffsetFetch v9).
+func (x *txnOffsets) waitCoordinator() {
+	x.t.Helper()
+	testutil.Eventually(x.t, 30*time.Second, func() error {
+		fc := kmsg.NewPtrFindCoordinatorRequest()
+		fc.CoordinatorKeys = []string{x.group}
+		resp := direct[*kmsg.FindCoordinatorResponse](x.t, x.cl, fc)
+		if len(resp.Coordinators) != 1 {
+			return fmt.Errorf("FindCoordinator: %d coordinators", len(resp.Coordinators))
+		}
+		if c := resp.Coordinators[0].ErrorCode; c != 0 {
+			return kerr.ErrorForCode(c)
+		}
+		_, err := x.fetchErr(false)
+		return err
+	})
+}
+
+// commit sends a TxnOffsetCommit (v5) of pid at epoch (generation -1, no
+// member) and returns each partition's error code.
+func (x *txnOffsets) commit(pid int64, epoch int16, offsets map[int32]int64) map[int32]int16 {
+	x.t.Helper()
+	req := kmsg.NewPtrTxnOffsetCommitRequest()
+	req.TransactionalID, req.Group, req.ProducerID, req.ProducerEpoch = "txo-tid", x.group, pid, epoch
+	rt := kmsg.NewTxnOffsetCommitRequestTopic()
+	rt.Topic = x.topic
+	for p, o := range offsets {
+		rp := kmsg.NewTxnOffsetCommitRequestTopicPartition()
+		rp.Partition, rp.Offset, rp.LeaderEpoch, rp.Metadata = p, o, 0, kmsg.StringPtr(fmt.Sprintf("txn-%d", o))
+		rt.Partitions = append(rt.Partitions, rp)
+	}
+	req.Topics = append(req.Topics, rt)
+	got := map[int32]int16{}
+	for _, t := range direct[*kmsg.TxnOffsetCommitResponse](x.t, x.cl, req).Topics {
+		for _, p := range t.Partitions {
+			got[p.Partition] = p.ErrorCode
+		}
+	}
+	return got
+}
+
+// mustCommit is commit that fails the test on any error.
+func (x *txnOffsets) mustCommit(pid int64, epoch int16, offsets map[int32]int64) {
+	x.t.Helper()
+	for p, c := range x.commit(pid, epoch, offsets) {
+		if c != 0 {
+			x.t.Fatalf("TxnOffsetCommit of partition %d: %v", p, kerr.ErrorForCode(c))
+		}
+	}
+}
+
+// marker writes pid's COMMIT or ABORT marker to the group's partition
+// with WriteTxnMarkers, as the transaction coordinator does.
+func (x *txnOffsets) marker(pid int64, epoch int16, commit bool) {
+	x.t.Helper()
+	req := kmsg.NewPtrWriteTxnMarkersRequest()
+	m := kmsg.NewWriteTxnMarkersRequestMarker()
+	m.ProducerID, m.ProducerEpoch, m.Committed, m.CoordinatorEpoch = pid, epoch, commit, 0
+	mt := kmsg.NewWriteTxnMarkersRequestMarkerTopic()
+	mt.Topic, mt.Partitions = "__consumer_offsets", []int32{x.part}
+	m.Topics = append(m.Topics, mt)
+	req.Markers = append(req.Markers, m)
+	testutil.Eventually(x.t, 30*time.Second, func() error {
+		for _, rm := range direct[*kmsg.WriteTxnMarkersResponse](x.t, x.cl, req).Markers {
+			for _, t := range rm.Topics {
+				for _, p := range t.Partitions {
+					if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+						return fmt.Errorf("marker: %w", err)
+					}
+				}
+			}
+		}
+		return nil
+	})
+}
+
+// fetched is one partition of an OffsetFetch answer.
+type fetched struct {
+	offset int64
+	code   int16
+}
+
+func (f fetched) String() string {
+	if f.code != 0 {
+		return kerr.ErrorForCode(f.code).Error()
+	}
+	return fmt.Sprint(f.offset)
+}
+
+// fetchErr sends an OffsetFetch (v8+: groups) with RequireStable set to
+// stable, for partitions 0 and 1.
+func (x *txnOffsets) fetchErr(stable bool) (map[int32]fetched, error) {
+	x.t.Helper()
+	req := kmsg.NewPtrOffsetFetchRequest()
+	req.RequireStable = stable
+	rg := kmsg.NewOffsetFetchRequestGroup()
+	rg.Group = x.group
+	rt := kmsg.NewOffsetFetchRequestGroupTopic()
+	rt.Topic, rt.Partitions = x.topic, []int32{0, 1}
+	rg.Topics = append(rg.Topics, rt)
+	req.Groups = append(req.Groups, rg)
+	resp := direct[*kmsg.OffsetFetchResponse](x.t, x.cl, req)
+	if len(resp.Groups) != 1 {
+		return nil, fmt.Errorf("OffsetFetch: %d groups", len(resp.Groups))
+	}
+	if err := kerr.ErrorForCode(resp.Groups[0].ErrorCode); err != nil {
+		return nil, err
+	}
+	got := map[int32]fetched{}
+	for _, t := range resp.Groups[0].Topics {
+		for _, p := range t.Partitions {
+			got[p.Partition] = fetched{offset: p.Offset, code: p.ErrorCode}
+		}
+	}
+	return got, nil
+}
+
+// fetch is fetchErr that fails the test on a group error.
+func (x *txnOffsets) fetch(stable bool) map[int32]fetched {
+	x.t.Helper()
+	got, err := x.fetchErr(stable)
+	if err != nil {
+		x.t.Fatalf("OffsetFetch: %v", err)
+	}
+	return got
+}
+
+// expect checks a fetch: want maps each partition to an offset, or to -2
+// for UNSTABLE_OFFSET_COMMIT.
+func (x *txnOffsets) expect(what string, stable bool, want map[int32]int64) {
+	x.t.Helper()
+	got := x.fetch(stable)
+	for p, w := range want {
+		g := got[p]
+		ok := g.code == 0 && g.offset == w
+		if w == -2 {
+			ok = g.code == kerr.UnstableOffsetCommit.Code
+		}
+		if !ok {
+			wantS := fmt.Sprint(w)
+			if w == -2 {
+				wantS = "UNSTABLE_OFFSET_COMMIT"
+			}
+			x.t.Errorf("%s: partition %d: got %v, want %s", what, p, g, wantS)
+		}
+	}
+}
+
+const unstable = -2
+
+// TestTxnOffsetCommitVisibleOnlyAfterCommitMarker: transactional offsets
+// are pending until the producer's COMMIT marker reaches the group's
+// partition, an ABORT drops them, and a restarted coordinator has exactly
+// the committed offsets and the open transaction's pending ones.
+// Reference: KIP-98 (transactional offsets), KIP-447 (require_stable).
+func TestTxnOffsetCommitVisibleOnlyAfterCommitMarker(t *testing.T) {
+	t.Parallel()
+	b := testutil.StartBroker(t, groupBrokerConfig...)
+	x := newTxnOffsets(t, b, "txo-group", "txo")
+	const pid = 4000
+
+	x.mustCommit(pid, 0, map[int32]int64{0: 10, 1: 20})
+	x.expect("before the marker", false, map[int32]int64{0: -1, 1: -1})
+	x.expect("before the marker, stable", true, map[int32]int64{0: unstable, 1: unstable})
+
+	x.marker(pid, 0, true)
+	x.expect("after COMMIT", true, map[int32]int64{0: 10, 1: 20})
+
+	// An aborted transaction leaves the committed offsets.
+	x.mustCommit(pid, 0, map[int32]int64{0: 30})
+	x.marker(pid, 0, false)
+	x.expect("after ABORT", true, map[int32]int64{0: 10, 1: 20})
+
+	// A transaction open at the restart.
+	x.mustCommit(pid, 0, map[int32]int64{1: 40})
+	x.expect("open transaction", true, map[int32]int64{0: 10, 1: unstable})
+
+	b.Restart()
+	x.cl = b.Client()
+	x.waitCoordinator()
+	x.expect("after restart", false, map[int32]int64{0: 10, 1: 20})
+	x.expect("after restart, stable", true, map[int32]int64{0: 10, 1: unstable})
+
+	x.marker(pid, 0, true)
+	x.expect("open transaction committed after restart", true, map[int32]int64{0: 10, 1: 40})
+
+	b.Restart()
+	x.cl = b.Client()
+	x.waitCoordinator()
+	x.expect("after second restart", true, map[int32]int64{0: 10, 1: 40})
+}
+
+// TestTxnOffsetCommitErrorCodes covers the request-level answers.
+func TestTxnOffsetCommitErrorCodes(t *testing.T) {
+	t.Parallel()
+	b := testutil.StartBroker(t, groupBrokerConfig...)
+	x := newTxnOffsets(t, b, "txo-codes", "txo-codes")
+
+	// A partition the metadata does not know (Kafka checks it before the
+	// coordinator).
+	if got := x.commit(1, 0, map[int32]int64{0: 1, 7: 1}); got[0] != 0 || got[7] != kerr.UnknownTopicOrPartition.Code {
+		t.Errorf("unknown partition: %v, want partition 0 ok and 7 UNKNOWN_TOPIC_OR_PARTITION", got)
+	}
+	x.marker(1, 0, true)
+
+	// A producer epoch older than the partition knows is refused.
+	x.mustCommit(2, 3, map[int32]int64{0: 5})
+	x.marker(2, 3, true)
+	if got := x.commit(2, 2, map[int32]int64{0: 6}); got[0] != kerr.InvalidProducerEpoch.Code {
+		t.Errorf("stale producer epoch: %v, want INVALID_PRODUCER_EPOCH", kerr.ErrorForCode(got[0]))
+	}
+	x.expect("after the stale commit", true, map[int32]int64{0: 5})
+
+	// No producer id, or no epoch: refused before anything is written.
+	if got := x.commit(-1, 0, map[int32]int64{0: 7}); got[0] != kerr.InvalidProducerIDMapping.Code {
+		t.Errorf("producer id -1: %v, want INVALID_PRODUCER_ID_MAPPING", kerr.ErrorForCode(got[0]))
+	}
+	if got := x.commit(3, -1, map[int32]int64{0: 7}); got[0] != kerr.InvalidProducerEpoch.Code {
+		t.Errorf("producer epoch -1: %v, want INVALID_PRODUCER_EPOCH", kerr.ErrorForCode(got[0]))
+	}
+	x.expect("after the refused commits", false, map[int32]int64{0: 5})
+
+	// v3+ member checks: a generation for a group with no such member.
+	req := kmsg.NewPtrTxnOffsetCommitRequest()
+	req.TransactionalID, req.Group, req.ProducerID, req.ProducerEpoch = "txo-tid", "txo-nogroup", 9, 0
+	req.MemberID, req.Generation = "m", 1
+	rt := kmsg.NewTxnOffsetCommitRequestTopic()
+	rt.Topic = x.topic
+	rp := kmsg.NewTxnOffsetCommitRequestTopicPartition()
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	if c := direct[*kmsg.TxnOffsetCommitResponse](t, x.cl, req).Topics[0].Partitions[0].ErrorCode; c != kerr.IllegalGeneration.Code {
+		t.Errorf("generation for an unknown group: %v, want ILLEGAL_GENERATION", kerr.ErrorForCode(c))
+	}
+	req.Group = x.group
+	if c := direct[*kmsg.TxnOffsetCommitResponse](t, x.cl, req).Topics[0].Partitions[0].ErrorCode; c != kerr.UnknownMemberID.Code {
+		t.Errorf("unknown member of a simple group: %v, want UNKNOWN_MEMBER_ID", kerr.ErrorForCode(c))
+	}
+}
