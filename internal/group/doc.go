@@ -111,9 +111,9 @@
 // a plain commit made after the TxnOffsetCommit wins over the
 // transaction's commit, so that the result does not depend on whether the
 // coordinator learnt the marker live or replayed it. A tombstone
-// (OffsetDelete, DeleteGroups, expiry) drops the partition's pending
-// offsets too; an offset that a transaction is about to replace does not
-// expire, and a group with an open transaction is not removed.
+// (OffsetDelete, DeleteGroups) drops the partition's pending offsets too;
+// an offset that a transaction is about to replace does not expire, and a
+// group with an open transaction is not removed by expiry.
 //
 // Loading replays the same rules: the records of a transactional batch
 // are pending for its producer, a marker (Entry.Marker) commits or drops
