@@ -357,3 +357,68 @@ func TestTxnOffsetsConcurrentProducers(t *testing.T) {
 	c.Close()
 	check(newLoaded(t, testConfig(), log), "after reload")
 }
+
+// heldLog is a memLog whose Replay, having read the log, waits for
+// release: a load in progress.
+type heldLog struct {
+	*memLog
+	read    chan struct{} // closed once Replay has read the log
+	release chan struct{}
+}
+
+func (l heldLog) Replay(ctx context.Context, fn func(Entry) error) error {
+	l.mu.Lock()
+	entries := append([]Entry(nil), l.entries...)
+	l.mu.Unlock()
+	close(l.read)
+	<-l.release
+	for _, r := range entries {
+		if err := fn(r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// TestTxnOffsetsMarkerDuringLoad: a marker that lands after a loading
+// coordinator read the log is applied once the load ends, not lost.
+func TestTxnOffsetsMarkerDuringLoad(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	log := &memLog{}
+	c1 := newLoaded(t, testConfig(), log)
+	mustTxnCommit(t, c1, txnCommit("g", 1, 0, "t", 0, 10))
+	c1.Close()
+
+	c2 := NewCoordinator(testConfig())
+	t.Cleanup(func() { c2.Close() })
+	held := heldLog{memLog: log, read: make(chan struct{}), release: make(chan struct{})}
+	loaded := make(chan error, 1)
+	go func() { loaded <- c2.Load(ctx, 0, held) }()
+	recv(t, held.read, 5*time.Second, "replay")
+
+	log.marker(1, true)
+	completed := make(chan int, 1)
+	go func() {
+		n, err := c2.CompleteTxn(ctx, 0, 1, true)
+		if err != nil {
+			t.Error(err)
+		}
+		completed <- n
+	}()
+	select {
+	case n := <-completed:
+		t.Fatalf("CompleteTxn returned %d during the load", n)
+	case <-time.After(50 * time.Millisecond):
+	}
+	close(held.release)
+	if err := recv(t, loaded, 5*time.Second, "load"); err != nil {
+		t.Fatal(err)
+	}
+	if n := recv(t, completed, 5*time.Second, "CompleteTxn"); n != 1 {
+		t.Fatalf("CompleteTxn completed %d groups after the load, want 1", n)
+	}
+	if got := fetchStable(t, c2, "g", "t", 0); got.Offset != 10 || got.Err != nil {
+		t.Fatalf("after the load and the marker: %+v, want 10", got)
+	}
+}
