@@ -25,7 +25,9 @@ package broker
 // transaction coordinator whether the group's partition is part of the
 // producer's ongoing transaction (KIP-890 verification) and refuse the
 // commit otherwise. samsa does not; a commit sent without AddOffsetsToTxn
-// stays pending until a marker of that producer reaches the partition.
+// stays pending until a marker of that producer reaches the partition. A
+// request without a producer id (-1) gets INVALID_PRODUCER_ID_MAPPING and
+// one without an epoch INVALID_PRODUCER_EPOCH, on every partition.
 //
 // Reference: KafkaApis.handleTxnOffsetCommitRequest.
 
@@ -46,6 +48,18 @@ func (b *Broker) handleTxnOffsetCommit(req *kmsg.TxnOffsetCommitRequest) server.
 	}
 	if req.Version >= 3 {
 		gr.MemberID, gr.InstanceID, gr.Generation = req.MemberID, req.InstanceID, req.Generation
+	}
+	// NB: no producer id or epoch would write a transactional batch that
+	// no marker can end (and that the load would read as a plain commit).
+	// Kafka's KIP-890 verification refuses such a producer as not mapped
+	// to the transactional id; samsa refuses it here.
+	switch {
+	case req.ProducerID < 0:
+		resp.Topics = txnOffsetCommitErrors(req.Topics, kerr.InvalidProducerIDMapping.Code)
+		return server.Reply{Msg: resp}
+	case req.ProducerEpoch < 0:
+		resp.Topics = txnOffsetCommitErrors(req.Topics, kerr.InvalidProducerEpoch.Code)
+		return server.Reply{Msg: resp}
 	}
 	// Partitions the metadata does not know are answered here, as Kafka
 	// does before calling its coordinator.

@@ -148,23 +148,31 @@ func (l offsetsLog) Replay(ctx context.Context, fn func(group.Entry) error) erro
 // replayEndTransactionMarker) and OffsetMetadataManager.replay (records
 // of a producer are pending for it).
 func replayBatch(b record.Batch, fn func(group.Entry) error) error {
+	recs, err := b.Records(record.DefaultMaxDecompressedBytes)
+	if err != nil {
+		return err
+	}
 	if b.Control() {
-		m, err := b.EndTxnMarker(record.DefaultMaxDecompressedBytes)
-		if errors.Is(err, record.ErrNotEndTxnMarker) {
-			return nil // another control record type: nothing for the groups
+		// NB: like Kafka's loader, every record of a control batch is
+		// looked at, and control records of other types are skipped.
+		for i := range recs {
+			m, err := record.ParseEndTxnMarker(recs[i].Key, recs[i].Value)
+			if errors.Is(err, record.ErrNotEndTxnMarker) {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			e := group.Entry{Offset: b.BaseOffset() + int64(recs[i].OffsetDelta), ProducerID: b.ProducerID(), Marker: true, Commit: m.Commit()}
+			if err := fn(e); err != nil {
+				return err
+			}
 		}
-		if err != nil {
-			return err
-		}
-		return fn(group.Entry{Offset: b.BaseOffset(), ProducerID: b.ProducerID(), Marker: true, Commit: m.Commit()})
+		return nil
 	}
 	pid := int64(-1)
 	if b.Transactional() {
 		pid = b.ProducerID()
-	}
-	recs, err := b.Records(record.DefaultMaxDecompressedBytes)
-	if err != nil {
-		return err
 	}
 	for i := range recs {
 		if recs[i].Key == nil {

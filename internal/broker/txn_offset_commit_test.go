@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
 
 	"samsa/internal/group"
 	"samsa/internal/testutil"
@@ -246,6 +247,15 @@ func TestTxnOffsetCommitErrorCodes(t *testing.T) {
 	}
 	x.expect("after the stale commit", true, map[int32]int64{0: 5})
 
+	// No producer id, or no epoch: refused before anything is written.
+	if got := x.commit(-1, 0, map[int32]int64{0: 7}); got[0] != kerr.InvalidProducerIDMapping.Code {
+		t.Errorf("producer id -1: %v, want INVALID_PRODUCER_ID_MAPPING", kerr.ErrorForCode(got[0]))
+	}
+	if got := x.commit(3, -1, map[int32]int64{0: 7}); got[0] != kerr.InvalidProducerEpoch.Code {
+		t.Errorf("producer epoch -1: %v, want INVALID_PRODUCER_EPOCH", kerr.ErrorForCode(got[0]))
+	}
+	x.expect("after the refused commits", false, map[int32]int64{0: 5})
+
 	// v3+ member checks: a generation for a group with no such member.
 	req := kmsg.NewPtrTxnOffsetCommitRequest()
 	req.TransactionalID, req.Group, req.ProducerID, req.ProducerEpoch = "txo-tid", "txo-nogroup", 9, 0
@@ -262,4 +272,52 @@ func TestTxnOffsetCommitErrorCodes(t *testing.T) {
 	if c := direct[*kmsg.TxnOffsetCommitResponse](t, x.cl, req).Topics[0].Partitions[0].ErrorCode; c != kerr.UnknownMemberID.Code {
 		t.Errorf("unknown member of a simple group: %v, want UNKNOWN_MEMBER_ID", kerr.ErrorForCode(c))
 	}
+}
+
+// TestTxnOffsetCommitV2IgnoresMembership: TxnOffsetCommit v0-2 carries no
+// member id or generation, so a commit into a group with live members is
+// accepted; from v3 (KIP-447) the member is checked.
+// Reference: Kafka ClassicGroup.validateOffsetCommit, isTransactional.
+func TestTxnOffsetCommitV2IgnoresMembership(t *testing.T) {
+	t.Parallel()
+	b := testutil.StartBroker(t, groupBrokerConfig...)
+	x := newTxnOffsets(t, b, "txo-v2", "txo-v2")
+	member := b.Client(kgo.ConsumerGroup(x.group), kgo.ConsumeTopics(x.topic), kgo.DisableAutoCommit(), kgo.SessionTimeout(6*time.Second),
+		kgo.HeartbeatInterval(200*time.Millisecond), kgo.FetchMaxWait(100*time.Millisecond))
+	go member.PollFetches(ctxT(t, 30*time.Second))
+	testutil.Eventually(t, 30*time.Second, func() error {
+		gs, err := b.Admin().DescribeGroups(ctxT(t, 5*time.Second), x.group)
+		if err != nil {
+			return err
+		}
+		if g := gs[x.group]; g.State != "Stable" {
+			return fmt.Errorf("group %s is %s", x.group, g.State)
+		}
+		return nil
+	})
+
+	req := kmsg.NewPtrTxnOffsetCommitRequest()
+	req.TransactionalID, req.Group, req.ProducerID, req.ProducerEpoch = "txo-tid", x.group, 5, 0
+	rt := kmsg.NewTxnOffsetCommitRequestTopic()
+	rt.Topic = x.topic
+	rp := kmsg.NewTxnOffsetCommitRequestTopicPartition()
+	rp.Offset = 3
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+
+	v2 := b.Client(kgo.MaxVersions(func() *kversion.Versions {
+		v := kversion.Stable()
+		v.SetMaxKeyVersion(req.Key(), 2)
+		return v
+	}()))
+	if c := direct[*kmsg.TxnOffsetCommitResponse](t, v2, req).Topics[0].Partitions[0].ErrorCode; c != 0 {
+		t.Errorf("v2 commit into a Stable group: %v, want accepted", kerr.ErrorForCode(c))
+	}
+	// The same request at v3+ names a member the group does not have.
+	req.MemberID, req.Generation = "not-a-member", 1
+	if c := direct[*kmsg.TxnOffsetCommitResponse](t, x.cl, req).Topics[0].Partitions[0].ErrorCode; c != kerr.UnknownMemberID.Code {
+		t.Errorf("v3+ commit of an unknown member: %v, want UNKNOWN_MEMBER_ID", kerr.ErrorForCode(c))
+	}
+	x.marker(5, 0, true)
+	x.expect("after the v2 commit's marker", true, map[int32]int64{0: 3})
 }

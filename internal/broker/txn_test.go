@@ -386,3 +386,59 @@ func TestEndTxnV5ReturnsBumpedEpoch(t *testing.T) {
 		t.Fatalf("add with the epoch before the bump: %v, want PRODUCER_FENCED", kerr.ErrorForCode(c))
 	}
 }
+
+// Reference: Kafka TransactionStateManager.removeExpiredTransactionalIds:
+// an id idle for transactional.id.expiration.ms is removed with a
+// tombstone, and stays removed after the coordinator restarts.
+func TestTransactionalIDExpiresAndStaysExpired(t *testing.T) {
+	t.Parallel()
+	b := testutil.StartBroker(t, "transactional.id.expiration.ms=500",
+		"transaction.remove.expired.transaction.cleanup.interval.ms=100")
+	testutil.CreateTopic(t, b.Admin(), "txe", 1)
+	p := txnProducer(t, []string{b.Addr()}, "txe-1", "txe")
+	runTxn(t, p, kgo.TryCommit, "v")
+	notFound := func() error {
+		d, err := b.Admin().DescribeTransactions(ctxT(t, 5*time.Second), "txe-1")
+		if err != nil {
+			return err
+		}
+		if s := d["txe-1"]; !errors.Is(s.Err, kerr.TransactionalIDNotFound) {
+			return testutil.Errorf("described %+v, want TRANSACTIONAL_ID_NOT_FOUND", s)
+		}
+		return nil
+	}
+	testutil.Eventually(t, 20*time.Second, notFound)
+	b.Restart()
+	testutil.Eventually(t, 20*time.Second, notFound)
+}
+
+// WriteTxnMarkers for a partition that does not exist gets
+// UNKNOWN_TOPIC_OR_PARTITION, and nothing is written.
+func TestWriteTxnMarkersUnknownPartition(t *testing.T) {
+	t.Parallel()
+	b := testutil.StartBroker(t)
+	testutil.CreateTopic(t, b.Admin(), "wtu", 1)
+	req := kmsg.NewPtrWriteTxnMarkersRequest()
+	mk := kmsg.NewWriteTxnMarkersRequestMarker()
+	mk.ProducerID, mk.ProducerEpoch, mk.Committed = 1, 0, true
+	for _, tp := range []struct {
+		topic string
+		part  int32
+	}{{"wtu", 5}, {"wtu-none", 0}, {"wtu", -1}} {
+		rt := kmsg.NewWriteTxnMarkersRequestMarkerTopic()
+		rt.Topic, rt.Partitions = tp.topic, []int32{tp.part}
+		mk.Topics = append(mk.Topics, rt)
+	}
+	req.Markers = append(req.Markers, mk)
+	resp := direct[*kmsg.WriteTxnMarkersResponse](t, b.Client(), req)
+	for _, rt := range resp.Markers[0].Topics {
+		for _, rp := range rt.Partitions {
+			if rp.ErrorCode != kerr.UnknownTopicOrPartition.Code {
+				t.Errorf("%s-%d: %v, want UNKNOWN_TOPIC_OR_PARTITION", rt.Topic, rp.Partition, kerr.ErrorForCode(rp.ErrorCode))
+			}
+		}
+	}
+	if off, _, _ := listOffset(t, b.Client(), "wtu", 0, -1); off != 0 {
+		t.Errorf("log end %d, want 0", off)
+	}
+}

@@ -144,6 +144,12 @@ func (b *Broker) reconcileTxnsLocked() {
 			defer b.loads.Done()
 			start := time.Now()
 			if err := b.txns.Load(b.ctx, part, l.epoch, txnLog{b: b, p: l.p}); err != nil {
+				if errors.Is(err, txn.ErrNotCoordinator) {
+					// A newer load (leader epoch changed) or an
+					// unload replaced this one: nothing to retry.
+					b.log.Debug("transaction coordinator partition load superseded", "partition", part)
+					return
+				}
 				b.log.Error("load transaction coordinator partition", "partition", part, "err", err)
 				b.reconcileMu.Lock()
 				if b.txnsLoaded[part] == l {

@@ -63,6 +63,17 @@ type Coordinator struct {
 		groups map[string]*entry
 	}
 
+	// txns indexes open transactions: by __consumer_offsets partition and
+	// producer id, the groups that may have pending offsets of it, so that
+	// a marker visits those groups only. An entry may be stale (the group
+	// has none left); a group with pending offsets always has one. It is a
+	// leaf lock: taken under Coordinator.mu or an entry's mu, never the
+	// other way round.
+	txns struct {
+		sync.Mutex
+		open map[int32]map[int64]map[string]bool
+	}
+
 	kick chan struct{} // asks the timer goroutine to recompute its wake-up
 
 	// lifetime is the coordinator's own context. Close cancels it (stop):
@@ -97,6 +108,7 @@ func NewCoordinator(cfg Config) *Coordinator {
 	c.wake.Store(math.MaxInt64)
 	c.mu.parts = map[int32]*partState{}
 	c.mu.groups = map[string]*entry{}
+	c.txns.open = map[int32]map[int64]map[string]bool{}
 	c.goAttach(c.runTimers)
 	return c
 }
@@ -669,7 +681,24 @@ func (c *Coordinator) TxnOffsetCommit(ctx context.Context, req TxnOffsetCommitRe
 		o.Offset.RecordOffset = base + int64(i)
 		e.g.AddTxnOffset(req.ProducerID, o.tp.topic, o.tp.partition, o.Offset)
 	}
+	c.noteTxn(e.part, req.ProducerID, req.Group)
 	return res, nil
+}
+
+// noteTxn records in the index that producer pid has pending offsets in
+// group, of partition.
+func (c *Coordinator) noteTxn(partition int32, pid int64, group string) {
+	c.txns.Lock()
+	defer c.txns.Unlock()
+	byPID := c.txns.open[partition]
+	if byPID == nil {
+		byPID = map[int64]map[string]bool{}
+		c.txns.open[partition] = byPID
+	}
+	if byPID[pid] == nil {
+		byPID[pid] = map[string]bool{}
+	}
+	byPID[pid][group] = true
 }
 
 // CompleteTxn applies the end of producer pid's transaction to the groups
@@ -677,16 +706,28 @@ func (c *Coordinator) TxnOffsetCommit(ctx context.Context, req TxnOffsetCommitRe
 // or ABORT marker is durable in the partition, it makes the producer's
 // pending offsets committed or drops them (Group.CompleteTxn). It does
 // nothing for a partition not loaded here, and waits for a partition
-// still loading, since the marker may be past the end the load read.
-// It reports the number of groups that had pending offsets of pid.
-//
-// NB: it looks at every group of the partition; markers only reach
-// partitions of groups that took part in a transaction.
+// still loading, since the marker may be past the end the load read. It
+// visits only the groups the producer has pending offsets in, and blocks
+// while one of them writes to its log. It reports the number of groups
+// that had pending offsets of pid.
 func (c *Coordinator) CompleteTxn(ctx context.Context, partition int32, pid int64, commit bool) (int, error) {
-	entries, err := c.partitionEntries(ctx, partition)
-	if err != nil {
+	if err := c.waitLoaded(ctx, partition); err != nil {
 		return 0, err
 	}
+	c.txns.Lock()
+	ids := c.txns.open[partition][pid]
+	delete(c.txns.open[partition], pid)
+	c.txns.Unlock()
+	// NB: a TxnOffsetCommit of pid that adds offsets after this point
+	// notes the producer again, so a later marker still finds them.
+	var entries []*entry
+	c.mu.Lock()
+	for id := range ids {
+		if e := c.mu.groups[id]; e != nil && e.part == partition {
+			entries = append(entries, e)
+		}
+	}
+	c.mu.Unlock()
 	n := 0
 	for _, e := range entries {
 		e.mu.Lock()
@@ -698,30 +739,21 @@ func (c *Coordinator) CompleteTxn(ctx context.Context, partition int32, pid int6
 	return n, nil
 }
 
-// partitionEntries returns the entries of a loaded partition's groups,
-// waiting while it loads. A partition not loaded here gives none.
-func (c *Coordinator) partitionEntries(ctx context.Context, partition int32) ([]*entry, error) {
+// waitLoaded returns once partition is not loading.
+func (c *Coordinator) waitLoaded(ctx context.Context, partition int32) error {
 	for {
 		c.mu.Lock()
 		ps := c.mu.parts[partition]
 		if ps == nil || !ps.loading {
-			var out []*entry
-			if ps != nil {
-				for _, e := range c.mu.groups {
-					if e.part == partition {
-						out = append(out, e)
-					}
-				}
-			}
 			c.mu.Unlock()
-			return out, nil
+			return nil
 		}
 		loaded := ps.loaded
 		c.mu.Unlock()
 		select {
 		case <-loaded:
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return ctx.Err()
 		}
 	}
 }
@@ -914,6 +946,9 @@ func (c *Coordinator) Load(ctx context.Context, partition int32, log Log) error 
 	}
 	for id, g := range groups {
 		c.mu.groups[id] = &entry{part: partition, log: log, g: g, waiters: map[Waiter]chan reply{}}
+		for pid := range g.txnOffsets {
+			c.noteTxn(partition, pid, id)
+		}
 	}
 	ps.loading = false
 	select {
@@ -1009,6 +1044,9 @@ func (c *Coordinator) replay(ctx context.Context, log Log) (map[string]*Group, e
 func (c *Coordinator) Unload(partition int32) {
 	c.mu.Lock()
 	delete(c.mu.parts, partition)
+	c.txns.Lock()
+	delete(c.txns.open, partition)
+	c.txns.Unlock()
 	var drop []*entry
 	for id, e := range c.mu.groups {
 		if e.part == partition {

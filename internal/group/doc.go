@@ -111,9 +111,9 @@
 // a plain commit made after the TxnOffsetCommit wins over the
 // transaction's commit, so that the result does not depend on whether the
 // coordinator learnt the marker live or replayed it. A tombstone
-// (OffsetDelete, DeleteGroups, expiry) drops the partition's pending
-// offsets too; an offset that a transaction is about to replace does not
-// expire, and a group with an open transaction is not removed.
+// (OffsetDelete, DeleteGroups) drops the partition's pending offsets too;
+// an offset that a transaction is about to replace does not expire, and a
+// group with an open transaction is not removed by expiry.
 //
 // Loading replays the same rules: the records of a transactional batch
 // are pending for its producer, a marker (Entry.Marker) commits or drops
@@ -146,6 +146,8 @@
 // turn, sees a TxnOffsetCommit either not started or done.
 // Lock order: the two are never held together (an entry is found under
 // Coordinator.mu, which is released before entry.mu is taken).
+// Coordinator.txns, the index of open transactions by producer, is a
+// leaf: Coordinator.mu -> txns and entry.mu -> txns.
 //
 // The coordinator owns one goroutine, the timer goroutine, started by
 // NewCoordinator through goAttach. Close cancels the coordinator's lifetime

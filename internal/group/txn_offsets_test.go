@@ -305,3 +305,120 @@ func TestTxnOffsetsStableFetchAll(t *testing.T) {
 		}
 	}
 }
+
+// TestTxnOffsetsConcurrentProducers: producers committing offsets of
+// their own partitions into two groups while other producers' markers
+// complete: every committed transaction's offsets are visible, none is
+// left pending, and a reload agrees.
+func TestTxnOffsetsConcurrentProducers(t *testing.T) {
+	t.Parallel()
+	const producers, rounds = 8, 20
+	log := &memLog{}
+	c := newLoaded(t, testConfig(), log)
+	var wg sync.WaitGroup
+	errs := make(chan error, producers)
+	for pid := int64(0); pid < producers; pid++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			g := []string{"a", "b"}[pid%2]
+			for r := int64(1); r <= rounds; r++ {
+				res, err := c.TxnOffsetCommit(context.Background(), txnCommit(g, pid, 0, "t", int32(pid), r))
+				if err == nil {
+					err = res.Topics[0].Partitions[0].Err
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+				// Every other round aborts.
+				log.marker(pid, r%2 == 0)
+				if _, err := c.CompleteTxn(context.Background(), 0, pid, r%2 == 0); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	check := func(c *Coordinator, when string) {
+		for pid := int64(0); pid < producers; pid++ {
+			g := []string{"a", "b"}[pid%2]
+			if got := fetchStable(t, c, g, "t", int32(pid)); got.Offset != rounds || got.Err != nil {
+				t.Errorf("%s: %s t/%d = %+v, want %d", when, g, pid, got, rounds)
+			}
+		}
+	}
+	check(c, "live")
+	c.Close()
+	check(newLoaded(t, testConfig(), log), "after reload")
+}
+
+// heldLog is a memLog whose Replay, having read the log, waits for
+// release: a load in progress.
+type heldLog struct {
+	*memLog
+	read    chan struct{} // closed once Replay has read the log
+	release chan struct{}
+}
+
+func (l heldLog) Replay(ctx context.Context, fn func(Entry) error) error {
+	l.mu.Lock()
+	entries := append([]Entry(nil), l.entries...)
+	l.mu.Unlock()
+	close(l.read)
+	<-l.release
+	for _, r := range entries {
+		if err := fn(r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// TestTxnOffsetsMarkerDuringLoad: a marker that lands after a loading
+// coordinator read the log is applied once the load ends, not lost.
+func TestTxnOffsetsMarkerDuringLoad(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	log := &memLog{}
+	c1 := newLoaded(t, testConfig(), log)
+	mustTxnCommit(t, c1, txnCommit("g", 1, 0, "t", 0, 10))
+	c1.Close()
+
+	c2 := NewCoordinator(testConfig())
+	t.Cleanup(func() { c2.Close() })
+	held := heldLog{memLog: log, read: make(chan struct{}), release: make(chan struct{})}
+	loaded := make(chan error, 1)
+	go func() { loaded <- c2.Load(ctx, 0, held) }()
+	recv(t, held.read, 5*time.Second, "replay")
+
+	log.marker(1, true)
+	completed := make(chan int, 1)
+	go func() {
+		n, err := c2.CompleteTxn(ctx, 0, 1, true)
+		if err != nil {
+			t.Error(err)
+		}
+		completed <- n
+	}()
+	select {
+	case n := <-completed:
+		t.Fatalf("CompleteTxn returned %d during the load", n)
+	case <-time.After(50 * time.Millisecond):
+	}
+	close(held.release)
+	if err := recv(t, loaded, 5*time.Second, "load"); err != nil {
+		t.Fatal(err)
+	}
+	if n := recv(t, completed, 5*time.Second, "CompleteTxn"); n != 1 {
+		t.Fatalf("CompleteTxn completed %d groups after the load, want 1", n)
+	}
+	if got := fetchStable(t, c2, "g", "t", 0); got.Offset != 10 || got.Err != nil {
+		t.Fatalf("after the load and the marker: %+v, want 10", got)
+	}
+}

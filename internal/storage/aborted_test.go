@@ -247,3 +247,88 @@ func TestCleanerSwapKeepsAbortedTxns(t *testing.T) {
 		}
 	}
 }
+
+// TestCollectAbortedTxnsWhileAppending runs read_committed lookups
+// against appends, truncations and retention (run it with -race): every
+// lookup sees entries in marker order, each overlapping its range.
+func TestCollectAbortedTxnsWhileAppending(t *testing.T) {
+	m := openManager(t, vfs.NewMemFS(), "/data", nil)
+	defer m.Close()
+	l, _ := m.Create(testTP, [16]byte{1}, smallConfig())
+	done := make(chan struct{})
+	errc := make(chan error, 1)
+	go func() {
+		defer close(errc)
+		for {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			start, end := l.LogStartOffset(), l.LogEndOffset()
+			got := l.CollectAbortedTxns(start, end)
+			for i, a := range got {
+				if a.LastOffset < start || a.FirstOffset >= end || (i > 0 && a.LastOffset <= got[i-1].LastOffset) {
+					errc <- fmt.Errorf("CollectAbortedTxns(%d, %d) = %+v", start, end, got)
+					return
+				}
+			}
+		}
+	}()
+	for i := 0; i < 200; i++ {
+		b := appendN(t, l, i, 1, 1000)
+		if i%3 == 2 {
+			abortAt(t, l, int64(i), b[0].base, b[0].last)
+		}
+		if i%50 == 49 {
+			if err := l.Truncate(b[0].base); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := l.DeleteRecordsBefore(l.LogEndOffset() / 2); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	close(done)
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestRetentionDeletesTxnIndexWithSegment: retention.ms deletes a
+// segment's .txnindex with it, and lookups from the new log start no longer
+// see its aborted transactions; later ones stay.
+func TestRetentionDeletesTxnIndexWithSegment(t *testing.T) {
+	forEachFS(t, func(t *testing.T, fs vfs.FS, dir string) {
+		c := newClock(1_000_000)
+		m := openManager(t, fs, dir, c)
+		defer m.Close()
+		cfg := smallConfig()
+		cfg.RetentionMs = 5000
+		l, _ := m.Create(testTP, [16]byte{}, cfg)
+		old := appendN(t, l, 0, 3, c.nowMs())
+		abortAt(t, l, 1, old[0].base, old[2].last)
+		old = append(old, appendN(t, l, 3, 20, c.nowMs())...)
+		c.advance(10_000)
+		recent := appendN(t, l, 40, 40, c.nowMs())
+		kept := abortAt(t, l, 2, recent[30].base, recent[39].last)
+		m.RunRetention()
+		if l.LogStartOffset() <= old[2].last {
+			t.Fatalf("log start %d: the old segment was not deleted", l.LogStartOffset())
+		}
+		wantAborted(t, l, l.LogStartOffset(), l.LogEndOffset(), kept)
+		l.mu.RLock()
+		first := l.segs[0].baseOffset
+		l.mu.RUnlock()
+		for _, n := range segmentFiles(t, fs, l.Dir(), txnIndexSuffix) {
+			var base int64
+			fmt.Sscanf(n, "%020d", &base)
+			if base < first {
+				t.Fatalf(".txnindex %s left below the first segment %d", n, first)
+			}
+		}
+		if n := len(segmentFiles(t, fs, l.Dir(), txnIndexSuffix)); n != 1 {
+			t.Fatalf("%d .txnindex files, want 1 (the recent marker's segment)", n)
+		}
+	})
+}

@@ -81,11 +81,18 @@
 //  3. Otherwise append the batch, then state.Update(b, first, last,
 //     maxTimestamp, nowMs).
 //
+// A batch a coordinator writes (no sequence) goes through CheckCoordinator
+// instead of Check. For an end-transaction marker m (MarkerOf): err :=
+// state.CheckMarker(m); if nil, append the marker, then c, ok :=
+// state.ApplyMarker(m, offset, nowMs); ok with c.Aborted means an aborted
+// transaction to index.
+//
 // Recovery:
 //
 //  1. Recover the log; then s, off, ok, err := LoadSnapshot(fs, dir, leo).
 //  2. Start from s (or NewState() if !ok, off = log start) and Replay every
-//     idempotent batch of the log at or above off.
+//     batch with a producer id of the log at or above off, and ApplyMarker
+//     every end-transaction marker.
 //  3. Periodically (on segment roll) WriteSnapshot(fs, dir, leo, state)
 //     and PruneSnapshots; call Expire with producer.id.expiration.ms and
 //     the log start offset.
