@@ -215,6 +215,7 @@ func TestCleanerSwapKeepsAbortedTxns(t *testing.T) {
 				cfg := compactConfig()
 				m := openCleanerManager(t, vfs.WithErrors(mem, inj), "/data", c, cfg)
 				l, _ := m.Create(testTP, [16]byte{3}, cfg)
+				stableToEnd(l)
 				model := map[string][]byte{}
 				var ab []AbortedTxn
 				first := int64(0)

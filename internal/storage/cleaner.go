@@ -106,12 +106,38 @@ type cleanPlan struct {
 	ratio float64
 }
 
+// SetLastStableOffsetFunc tells the cleaner where the partition's last
+// stable offset is: f returns the smaller of the high watermark and the
+// first offset of the oldest open transaction (Reference: KIP-98, Kafka
+// LogCleanerManager.cleanableOffsets). The cleaner never cleans a segment
+// that holds an offset at or after it, so it never decides about records
+// that may still be truncated or whose transaction is still open. Until
+// it is called the cleaner leaves the log alone, since the log alone
+// cannot tell. f is called from the cleaner's goroutine with no storage
+// lock held; it must not block on IO. It is safe for concurrent use.
+func (l *Log) SetLastStableOffsetFunc(f func() int64) { l.lastStable.Store(&f) }
+
+// cleanableEnd returns the offset the cleaner must stay below, and false
+// while the log has no SetLastStableOffsetFunc.
+func (l *Log) cleanableEnd() (int64, bool) {
+	f := l.lastStable.Load()
+	if f == nil {
+		return 0, false
+	}
+	return (*f)(), true
+}
+
 // DirtyRatio returns the log's cleanable dirty ratio at nowMs: bytes of
 // cleanable segments at or after the cleaner checkpoint over bytes of all
-// cleanable segments (not the active one, and older than
-// min.compaction.lag.ms). It is 0 when nothing is cleanable.
+// cleanable segments (not the active one, entirely below the last stable
+// offset, and older than min.compaction.lag.ms). It is 0 when nothing is
+// cleanable.
 func (l *Log) DirtyRatio(nowMs int64) float64 {
-	p, _ := l.planClean(l.cfg.Load(), nowMs)
+	end, ok := l.cleanableEnd()
+	if !ok {
+		return 0
+	}
+	p, _ := l.planClean(l.cfg.Load(), nowMs, end)
 	return p.ratio
 }
 
@@ -120,14 +146,17 @@ func (l *Log) DirtyRatio(nowMs int64) float64 {
 func (l *Log) CleanerCheckpoint() int64 { return l.cleanedTo.Load() }
 
 // planClean decides whether l is due for cleaning at nowMs and what the
-// cleaning covers.
-func (l *Log) planClean(cfg *Config, nowMs int64) (cleanPlan, bool) {
+// cleaning covers: never a segment with offsets at or after stableEnd.
+func (l *Log) planClean(cfg *Config, nowMs, stableEnd int64) (cleanPlan, bool) {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	segs := l.segs
 	k := 0 // segments [0, k) are cleanable: never the active one
 	for ; k < len(segs)-1; k++ {
 		s := segs[k]
+		if s.nextOffset.Load() > stableEnd {
+			break
+		}
 		if cfg.MinCompactionLagMs > 0 && s.maxTimestamp >= 0 && nowMs-s.maxTimestamp < cfg.MinCompactionLagMs {
 			break
 		}
@@ -183,9 +212,13 @@ func (l *Log) clean(nowMs int64) (bool, error) {
 	if !cfg.Compact() || l.checkWritable() != nil {
 		return false, nil
 	}
+	end, ok := l.cleanableEnd()
+	if !ok {
+		return false, nil
+	}
 	l.cleanMu.Lock()
 	defer l.cleanMu.Unlock()
-	p, due := l.planClean(cfg, nowMs)
+	p, due := l.planClean(cfg, nowMs, end)
 	if !due {
 		return false, nil
 	}

@@ -158,8 +158,11 @@
 // ratio, bytes at or after the cleaner checkpoint over all cleanable bytes,
 // reaches min.cleanable.dirty.ratio, or when its first dirty segment is
 // older than max.compaction.lag.ms. Cleanable segments are the ones before
-// the active segment whose largest timestamp is older than
-// min.compaction.lag.ms. A cleaning:
+// the active segment that lie entirely below the partition's last stable
+// offset (the smaller of the high watermark and the first offset of the
+// oldest open transaction, which the partition gives through
+// Log.SetLastStableOffsetFunc; a log without it is not cleaned) and whose
+// largest timestamp is older than min.compaction.lag.ms. A cleaning:
 //
 //  1. maps each key of the dirty segments to its latest offset;
 //  2. rewrites all cleanable segments, in groups that fit segment.bytes,
