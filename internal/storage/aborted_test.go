@@ -203,8 +203,9 @@ func TestAbortedTxnsFollowTruncationAndRetention(t *testing.T) {
 }
 
 // TestCleanerSwapKeepsAbortedTxns: a cleaned segment keeps the aborted
-// transactions of the segments it replaces, whatever step of the swap a
-// crash interrupts. (The cleaner does not remove aborted data.)
+// transactions of the segments it replaces whose markers it does not find
+// removable (here no marker is in the log), whatever step of the swap a
+// crash interrupts.
 func TestCleanerSwapKeepsAbortedTxns(t *testing.T) {
 	for _, op := range []vfs.Op{vfs.OpRename, vfs.OpSyncDir, vfs.OpSync} {
 		for n := 0; n < 14; n++ {

@@ -310,8 +310,9 @@ func TestCleanerKeepsProducerLastBatchAndTransactions(t *testing.T) {
 // crashes at random points (power cuts through MemFS.CrashClone, and
 // failures injected into the Nth rename, remove or directory sync of a
 // swap). After every step the log scans with strictly increasing offsets
-// and the latest value of every key; at the end, tombstones older than
-// delete.retention.ms are gone.
+// and the latest value of every key; at the end, tombstones are gone once
+// delete.retention.ms has passed since the cleaning that set their delete
+// horizon.
 func TestCompactionModel(t *testing.T) {
 	seeds := 12
 	if raceEnabled {
@@ -391,15 +392,23 @@ func TestCompactionModel(t *testing.T) {
 					check(fmt.Sprintf("step %d after a crash", step))
 				}
 			}
-			// Roll past everything written so far, then let
-			// delete.retention.ms pass: every tombstone is cleanable and
-			// past its horizon, and the cleaning removes them all.
-			start := l.LogEndOffset()
-			for l.activeSegment().baseOffset < start {
-				put(t, l, c, codec, "filler", []byte("f"))
+			// Roll past everything written so far and clean: every
+			// tombstone is cleanable and gets its delete horizon. Once
+			// delete.retention.ms has passed, the next cleaning removes
+			// them all. Reference: KIP-534.
+			roll := func() {
+				start := l.LogEndOffset()
+				for l.activeSegment().baseOffset < start {
+					put(t, l, c, codec, "filler", []byte("f"))
+				}
 			}
+			roll()
 			model["filler"] = []byte("f")
-			c.advance(cfg.DeleteRetentionMs + 1)
+			if n, err := m.RunCleaner(); n != 1 || err != nil {
+				t.Fatalf("RunCleaner that sets the horizons = %d, %v", n, err)
+			}
+			c.advance(cfg.DeleteRetentionMs)
+			roll()
 			if n, err := m.RunCleaner(); n != 1 || err != nil {
 				t.Fatalf("final RunCleaner = %d, %v", n, err)
 			}
