@@ -119,7 +119,11 @@ func (p *Partition) AppendFromCoordinator(b record.Batch, nowMs int64) (AppendRe
 // p.appendMu, or p is not published yet.
 func (p *Partition) applyMarkerLocked(m txn.Marker, offset, nowMs int64) error {
 	c, ok := p.producers.ApplyMarker(m, offset, nowMs)
-	p.producersChangedLocked()
+	// NB: the last stable offset moves past an aborted transaction only
+	// once its .txnindex entry is written (deferred): a read_committed
+	// fetch, or the cleaner, that saw it moved without the entry would
+	// take the aborted records for committed ones.
+	defer p.producersChangedLocked()
 	if !ok || !c.Aborted {
 		return nil
 	}
