@@ -159,6 +159,7 @@ func StartNode(ctx context.Context, cfg *config.Broker, log *slog.Logger) (_ *No
 		Logger:                 log,
 		RetentionCheckInterval: time.Duration(cfg.LogRetentionCheckIntervalMs) * time.Millisecond,
 		CleanerDisable:         !cfg.LogCleanerEnable,
+		CleanerBackoff:         time.Duration(cfg.LogCleanerBackoffMs) * time.Millisecond,
 		DefaultConfig:          broker.StorageConfig(defaults),
 	})
 	if err != nil {
