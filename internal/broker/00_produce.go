@@ -1,6 +1,6 @@
 package broker
 
-// Produce: v3-11
+// Produce: v3-12
 //
 // * v3: record batch v2 only; exactly one batch per partition, as Kafka
 //   requires of v3+ (more is INVALID_RECORD).
@@ -10,6 +10,8 @@ package broker
 // * v10-11: with NOT_LEADER_OR_FOLLOWER, CurrentLeader (leader id and
 //   epoch) and the leader's endpoint in Brokers (KIP-951), so the client
 //   can move without a metadata round trip.
+// * v12: transaction version 2 (KIP-890 part 2): a transactional batch
+//   adds its partition to the producer's transaction (below).
 //
 // acks=-1 (all) is answered once the high watermark passes the batch: it is
 // then on every ISR member and, under the default flush policy
@@ -41,10 +43,18 @@ package broker
 // first transactional batch of a producer's transaction in a partition is
 // first verified with the transaction coordinator (txn_verify.go): not in
 // the transaction is INVALID_TXN_STATE, a fenced epoch
-// INVALID_PRODUCER_EPOCH, and a coordinator that cannot answer
-// NOT_ENOUGH_REPLICAS (retriable); nothing is appended then. Unlike Kafka
-// the verification runs on the connection's read goroutine, and there is
-// no verification guard between it and the append.
+// INVALID_PRODUCER_EPOCH, and a coordinator that cannot answer (moving,
+// loading, or busy with CONCURRENT_TRANSACTIONS) NOT_ENOUGH_REPLICAS,
+// which clients retry; nothing is appended then. From v12 (transaction
+// version 2, KIP-890 part 2) the coordinator is asked to add the
+// partition to the transaction instead, whatever the verification
+// setting: such clients send no AddPartitionsToTxn. A verification guard
+// (replica.VerificationGuard) closes the gap between the check and the
+// append: a marker of the producer written in between refuses the batch
+// with INVALID_TXN_STATE. The check runs on the connection's read
+// goroutine, so the connection's next request waits for it; Kafka mutes
+// a connection while it serves a request, which orders requests the same
+// way.
 
 import (
 	"context"
@@ -135,14 +145,15 @@ func (b *Broker) handleProduce(ctx context.Context, c *server.Conn, req *kmsg.Pr
 						break
 					}
 				}
-				if req.TransactionID != nil && b.cfg.TransactionPartitionVerificationEnable {
-					if err := b.verifyTxnPartition(ctx, *req.TransactionID, p, rp.Records); err != nil {
+				var guard replica.VerificationGuard
+				if add := req.Version >= 12; req.TransactionID != nil && (add || b.cfg.TransactionPartitionVerificationEnable) {
+					if guard, err = b.verifyTxnPartition(ctx, *req.TransactionID, p, rp.Records, add); err != nil {
 						sp.ErrorCode = errCode(err).Code
 						sp.ErrorMessage = errMessage(err)
 						break
 					}
 				}
-				res, err := b.appendBatch(p, rp.Records, int(tc.MaxMessageBytes), tc.MessageTimestampType == "LogAppendTime", tc.Compact(), nowMs)
+				res, err := b.appendBatch(p, guard, rp.Records, int(tc.MaxMessageBytes), tc.MessageTimestampType == "LogAppendTime", tc.Compact(), nowMs)
 				if err != nil {
 					sp.ErrorCode = errCode(err).Code
 					sp.ErrorMessage = errMessage(err)
@@ -200,7 +211,7 @@ func (b *Broker) handleProduce(ctx context.Context, c *server.Conn, req *kmsg.Pr
 
 // appendBatch validates the records of one partition of a produce request
 // and appends them.
-func (b *Broker) appendBatch(p *replica.Partition, records []byte, maxMessageBytes int, logAppendTime, compacted bool, nowMs int64) (replica.AppendResult, error) {
+func (b *Broker) appendBatch(p *replica.Partition, guard replica.VerificationGuard, records []byte, maxMessageBytes int, logAppendTime, compacted bool, nowMs int64) (replica.AppendResult, error) {
 	if len(records) > maxMessageBytes {
 		return replica.AppendResult{}, errMessageTooLarge
 	}
@@ -249,5 +260,5 @@ func (b *Broker) appendBatch(p *replica.Partition, records []byte, maxMessageByt
 	case !b.producerIDs.issued(pid):
 		return replica.AppendResult{}, errUnknownProducer
 	}
-	return p.Append(batch, logAppendTime, nowMs)
+	return p.AppendVerified(batch, guard, logAppendTime, nowMs)
 }

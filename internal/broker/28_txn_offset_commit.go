@@ -17,11 +17,15 @@ package broker
 //   UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID); flexible versions.
 // * v4: TRANSACTION_ABORTABLE may be answered (KIP-890); never here (see
 //   below).
-// * v5: same as v4. A client uses it for transaction version 2 only when
-//   the broker advertises the transaction.version feature at 2, which
-//   samsa does not.
+// * v5: transaction version 2 (KIP-890 part 2): the client sends no
+//   AddOffsetsToTxn, so the group's __consumer_offsets partition is added
+//   to the producer's transaction here, with the transaction coordinator,
+//   before the offsets are written (addOffsetsPartition). A coordinator
+//   that cannot answer gives COORDINATOR_NOT_AVAILABLE (retried), a
+//   fenced epoch INVALID_PRODUCER_EPOCH, an unknown producer
+//   INVALID_PRODUCER_ID_MAPPING, on every partition.
 //
-// Differences from Kafka: Kafka 3.6+ coordinators first ask the
+// Differences from Kafka: for v0-4, Kafka 3.6+ coordinators first ask the
 // transaction coordinator whether the group's partition is part of the
 // producer's ongoing transaction (KIP-890 verification) and refuse the
 // commit otherwise. samsa does not; a commit sent without AddOffsetsToTxn
@@ -33,12 +37,15 @@ package broker
 
 import (
 	"context"
+	"errors"
+	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"samsa/internal/group"
 	"samsa/internal/server"
+	"samsa/internal/txn"
 )
 
 func (b *Broker) handleTxnOffsetCommit(req *kmsg.TxnOffsetCommitRequest) server.Reply {
@@ -97,7 +104,14 @@ func (b *Broker) handleTxnOffsetCommit(req *kmsg.TxnOffsetCommitRequest) server.
 		return server.Reply{Msg: resp}
 	}
 	return server.Reply{Wait: func(ctx context.Context) server.Reply {
-		res, err := b.groups.TxnOffsetCommit(ctx, gr)
+		var res group.OffsetCommitResult
+		var err error
+		if req.Version >= 5 {
+			err = b.addOffsetsPartition(ctx, req)
+		}
+		if err == nil {
+			res, err = b.groups.TxnOffsetCommit(ctx, gr)
+		}
 		for i, t := range gr.Topics {
 			rt := kmsg.NewTxnOffsetCommitResponseTopic()
 			rt.Topic = t.Topic
@@ -120,4 +134,23 @@ func (b *Broker) handleTxnOffsetCommit(req *kmsg.TxnOffsetCommitRequest) server.
 		}
 		return server.Reply{Msg: resp}
 	}}
+}
+
+// addOffsetsPartition adds the __consumer_offsets partition of req's group
+// to the producer's transaction, as AddOffsetsToTxn would have (TxnOffsetCommit
+// v5, KIP-890 part 2). The transaction coordinator may be another broker.
+func (b *Broker) addOffsetsPartition(ctx context.Context, req *kmsg.TxnOffsetCommitRequest) error {
+	n := b.cfg.OffsetsTopicNumPartitions
+	if t := b.cluster.Image().Topics[offsetsTopic]; t != nil && len(t.Replicas) > 0 {
+		n = int32(len(t.Replicas)) // as FindCoordinator maps groups
+	}
+	tp := txn.TopicPartition{Topic: offsetsTopic, Partition: group.Partition(req.Group, n)}
+	err := b.verifyOrAdd(ctx, req.TransactionalID, req.ProducerID, req.ProducerEpoch, tp, true)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, txn.ErrInvalidProducerEpoch), errors.Is(err, txn.ErrInvalidProducerIDMapping):
+		return err
+	}
+	return fmt.Errorf("%w: %w", group.ErrCoordinatorNotAvailable, err)
 }

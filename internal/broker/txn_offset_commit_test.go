@@ -27,7 +27,10 @@ type txnOffsets struct {
 func newTxnOffsets(t *testing.T, b *testutil.Broker, groupID, topic string) *txnOffsets {
 	t.Helper()
 	testutil.CreateTopic(t, b.Admin(), topic, 2)
-	x := &txnOffsets{t: t, cl: b.Client(), group: groupID, topic: topic, part: group.Partition(groupID, 4)}
+	// TxnOffsetCommit v4: the version 1 protocol, where a commit does not
+	// add the group's partition to the transaction (v5 does, see
+	// TestTransactionVersion2OffsetCommitAddsPartition).
+	x := &txnOffsets{t: t, cl: pinned(t, b, 28, 4), group: groupID, topic: topic, part: group.Partition(groupID, 4)}
 	x.waitCoordinator()
 	return x
 }
@@ -52,7 +55,7 @@ func (x *txnOffsets) waitCoordinator() {
 	})
 }
 
-// commit sends a TxnOffsetCommit (v5) of pid at epoch (generation -1, no
+// commit sends a TxnOffsetCommit (v4) of pid at epoch (generation -1, no
 // member) and returns each partition's error code.
 func (x *txnOffsets) commit(pid int64, epoch int16, offsets map[int32]int64) map[int32]int16 {
 	x.t.Helper()

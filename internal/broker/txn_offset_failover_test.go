@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
 
 	"samsa/internal/group"
 	"samsa/internal/testutil"
@@ -24,7 +25,11 @@ func TestTxnOffsetsSurviveCoordinatorFailover(t *testing.T) {
 	c := faultCluster(t)
 	createReplicated(t, c, topic, 2)
 	part := group.Partition(groupID, 3) // offsets.topic.num.partitions=3
-	cl := c.Client(kgo.RetryBackoffFn(func(int) time.Duration { return 50 * time.Millisecond }))
+	// TxnOffsetCommit v4: the commits are of a producer id with no
+	// transactional id behind it, which v5 would add to a transaction.
+	vs := kversion.Stable()
+	vs.SetMaxKeyVersion(28, 4)
+	cl := c.Client(kgo.RetryBackoffFn(func(int) time.Duration { return 50 * time.Millisecond }), kgo.MaxVersions(vs))
 
 	commit := func(pid int64, p int32, offset int64) {
 		t.Helper()

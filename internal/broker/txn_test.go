@@ -143,10 +143,13 @@ func initTxnID(t *testing.T, cl *kgo.Client, id string, timeoutMs int32) (int64,
 }
 
 // pinned returns a client for b that sends key at most at version v.
-func pinned(t *testing.T, b *testutil.Broker, key int16, v int16) *kgo.Client {
+func pinned(t *testing.T, b *testutil.Broker, key int16, v int16, more ...int16) *kgo.Client {
 	t.Helper()
 	vs := kversion.Stable()
 	vs.SetMaxKeyVersion(key, v)
+	for i := 0; i+1 < len(more); i += 2 {
+		vs.SetMaxKeyVersion(more[i], more[i+1])
+	}
 	return b.Client(kgo.MaxVersions(vs), kgo.RequestRetries(0))
 }
 
@@ -208,7 +211,9 @@ func TestTransactionBadInputGetsKafkaCodes(t *testing.T) {
 	t.Parallel()
 	b := testutil.StartBroker(t)
 	testutil.CreateTopic(t, b.Admin(), "txb", 2)
-	cl := pinned(t, b, 26, 4) // EndTxn v5 is transaction version 2
+	// EndTxn v5 and Produce v12 are transaction version 2; this is the
+	// version 1 protocol, and TestTransactionVersion2 is the other.
+	cl := pinned(t, b, 26, 4, 0, 11)
 	pid, epoch := initTxnID(t, cl, "txb-1", 60000)
 	is := func(what string, got int16, want *kerr.Error) {
 		t.Helper()

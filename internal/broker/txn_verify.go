@@ -31,27 +31,58 @@ var (
 )
 
 // verifyTxnPartition checks, before a transactional batch is appended to
-// p, that p is in the ongoing transaction of the batch's producer (KIP-890
-// part 1): a producer whose transaction ended (fenced, timed out, aborted)
-// must not open a new one here by a late or stray write. It asks nothing
-// when the producer already has a transaction open in p. The coordinator
-// is asked directly when it is this broker, else with AddPartitionsToTxn
-// v4 VerifyOnly. It blocks for at most txnVerifyTimeout.
-func (b *Broker) verifyTxnPartition(ctx context.Context, id string, p *replica.Partition, records []byte) error {
+// p, that p is in the ongoing transaction of the batch's producer, and
+// returns the guard to append it with (replica.Partition.AppendVerified).
+//
+// With add false (Produce v3-11, KIP-890 part 1) the coordinator is only
+// asked: a producer whose transaction ended (fenced, timed out, aborted)
+// must not open a new one here by a late or stray write. With add true
+// (Produce v12+, transaction version 2, KIP-890 part 2) the coordinator
+// adds p to the producer's transaction, starting one if none is ongoing,
+// as the client's AddPartitionsToTxn would have; its epoch check refuses
+// a write from an earlier transaction, whose end bumped the epoch.
+//
+// Nothing is asked when the producer already has a transaction open in p.
+// The coordinator is called directly when it is this broker, else with
+// AddPartitionsToTxn v5 (VerifyOnly for add false). It blocks for at most
+// txnVerifyTimeout. A batch that is not transactional gets the zero guard.
+func (b *Broker) verifyTxnPartition(ctx context.Context, id string, p *replica.Partition, records []byte, add bool) (replica.VerificationGuard, error) {
 	batch, _, err := record.Split(records)
 	if err != nil || !batch.Transactional() || batch.ProducerID() < 0 {
-		return nil // appendBatch refuses what is malformed
+		return replica.VerificationGuard{}, nil // appendBatch refuses what is malformed
 	}
 	pid, epoch := batch.ProducerID(), batch.ProducerEpoch()
-	if _, _, ok := p.OngoingTxn(pid); ok {
-		return nil
+	guard, ongoing := p.BeginVerification(pid, epoch)
+	if ongoing {
+		return guard, nil
 	}
 	tp := txn.TopicPartition{Topic: p.TP.Topic, Partition: p.TP.Partition}
-	in, err := b.txns.VerifyPartitions(id, pid, epoch, []txn.TopicPartition{tp})
-	if errors.Is(err, txn.ErrNotCoordinator) {
-		return b.verifyRemote(ctx, id, pid, epoch, tp)
+	return guard, b.verifyOrAdd(ctx, id, pid, epoch, tp, add)
+}
+
+// verifyOrAdd asks the transaction coordinator of id whether tp is in the
+// ongoing transaction of pid at epoch (add false) or adds it (add true),
+// and maps the answer to the produce's error.
+func (b *Broker) verifyOrAdd(ctx context.Context, id string, pid int64, epoch int16, tp txn.TopicPartition, add bool) error {
+	var err error
+	if add {
+		cctx, cancel := context.WithTimeout(ctx, txnVerifyTimeout)
+		err = b.txns.AddPartitions(cctx, id, pid, epoch, []txn.TopicPartition{tp})
+		cancel()
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, txn.ErrNotCoordinator) {
+			return verifyResult(err, false)
+		}
+	} else {
+		var in map[txn.TopicPartition]bool
+		in, err = b.txns.VerifyPartitions(id, pid, epoch, []txn.TopicPartition{tp})
+		if !errors.Is(err, txn.ErrNotCoordinator) {
+			return verifyResult(err, in[tp])
+		}
 	}
-	return verifyResult(err, in[tp])
+	return b.verifyRemote(ctx, id, pid, epoch, tp, add)
 }
 
 func verifyResult(err error, in bool) error {
@@ -69,7 +100,7 @@ func verifyResult(err error, in bool) error {
 }
 
 // verifyRemote asks the coordinator of id on another broker.
-func (b *Broker) verifyRemote(ctx context.Context, id string, pid int64, epoch int16, tp txn.TopicPartition) error {
+func (b *Broker) verifyRemote(ctx context.Context, id string, pid int64, epoch int16, tp txn.TopicPartition, add bool) error {
 	img := b.cluster.Image()
 	part := txn.Partition(id, b.cfg.TransactionStateLogNumParts)
 	st, ok := img.Partition(txnStateTopic, part)
@@ -82,8 +113,11 @@ func (b *Broker) verifyRemote(ctx context.Context, id string, pid int64, epoch i
 	}
 	req := kmsg.NewPtrAddPartitionsToTxnRequest()
 	req.Version = 4
+	if add {
+		req.Version = 5
+	}
 	tx := kmsg.NewAddPartitionsToTxnRequestTransaction()
-	tx.TransactionalID, tx.ProducerID, tx.ProducerEpoch, tx.VerifyOnly = id, pid, epoch, true
+	tx.TransactionalID, tx.ProducerID, tx.ProducerEpoch, tx.VerifyOnly = id, pid, epoch, !add
 	rt := kmsg.NewAddPartitionsToTxnRequestTransactionTopic()
 	rt.Topic, rt.Partitions = tp.Topic, []int32{tp.Partition}
 	tx.Topics = append(tx.Topics, rt)

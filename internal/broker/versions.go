@@ -8,7 +8,7 @@ type apiRange struct{ min, max int16 }
 // versions is the table of served APIs. Every version listed is fully
 // handled, including the fields it added; see each NN_*.go file.
 var versions = map[int16]apiRange{
-	0:  {3, 11}, // Produce
+	0:  {3, 12}, // Produce
 	1:  {4, 16}, // Fetch
 	2:  {1, 8},  // ListOffsets
 	3:  {0, 12}, // Metadata

@@ -139,6 +139,7 @@ type Broker struct {
 	TransactionAbortTimedOutCleanupIntervalMs int32             // transaction.abort.timed.out.transaction.cleanup.interval.ms
 	TransactionRemoveExpiredCleanupIntervalMs int32             // transaction.remove.expired.transaction.cleanup.interval.ms
 	TransactionPartitionVerificationEnable    bool              // transaction.partition.verification.enable
+	TransactionVersion                        int16             // transaction.version
 	ProducerIDExpirationMs                    int32             // producer.id.expiration.ms
 	ReplicaLagTimeMaxMs                       int64             // replica.lag.time.max.ms
 	ReplicaFetchMaxBytes                      int32             // replica.fetch.max.bytes
@@ -320,6 +321,7 @@ func FromRaw(set map[string]string) (*Broker, error) {
 	b.TransactionAbortTimedOutCleanupIntervalMs = r.int32("transaction.abort.timed.out.transaction.cleanup.interval.ms")
 	b.TransactionRemoveExpiredCleanupIntervalMs = r.int32("transaction.remove.expired.transaction.cleanup.interval.ms")
 	b.TransactionPartitionVerificationEnable = r.bool("transaction.partition.verification.enable")
+	b.TransactionVersion = int16(r.int64("transaction.version"))
 	b.ProducerIDExpirationMs = r.int32("producer.id.expiration.ms")
 	b.ReplicaLagTimeMaxMs = r.int64("replica.lag.time.max.ms")
 	b.ReplicaFetchMaxBytes = r.int32("replica.fetch.max.bytes")

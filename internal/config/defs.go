@@ -537,6 +537,8 @@ var brokerDefs = []Def{
 		Doc: "Replication factor of __transaction_state, clamped to the live brokers."},
 	{Name: "transaction.state.log.segment.bytes", Type: TypeInt, Default: "104857600", ReadOnly: true, Validate: atLeast(1),
 		Doc: "segment.bytes of __transaction_state."},
+	{Name: "transaction.version", Type: TypeShort, Default: "2", ReadOnly: true, Validate: between(0, 2),
+		Doc: "Level of the transaction.version feature the broker advertises in ApiVersions: 2 tells clients to use transaction version 2 (KIP-890 part 2: partitions added by the first produce, the epoch bumped at every commit or abort); 0 or 1 keeps them on version 1. Requests of either version are served whatever the level."},
 	{Name: "transactional.id.expiration.ms", Type: TypeInt, Default: "604800000", ReadOnly: true, Validate: atLeast(1),
 		Doc: "How long an idle transactional id is kept."},
 	{Name: "unclean.leader.election.enable", Type: TypeBoolean, Default: "false", Topic: "unclean.leader.election.enable",

@@ -86,6 +86,18 @@ func (b Batch) ProducerEpoch() int16   { return int16(binary.BigEndian.Uint16(b[
 func (b Batch) BaseSequence() int32    { return int32(binary.BigEndian.Uint32(b[53:57])) }
 func (b Batch) NumRecords() int32      { return int32(binary.BigEndian.Uint32(b[57:61])) }
 
+// DeleteHorizonMs returns the delete horizon of b and true when its
+// attributes have the delete horizon bit: the log cleaner then keeps the
+// horizon in the base timestamp, and record timestamp deltas are relative
+// to it (Reference: KIP-534). The batch's tombstones and removable
+// transaction marker may go once the time reaches it.
+func (b Batch) DeleteHorizonMs() (int64, bool) {
+	if b.Attributes()&AttrDeleteHorizon == 0 {
+		return 0, false
+	}
+	return b.BaseTimestamp(), true
+}
+
 // LastOffset is the offset of the last record, BaseOffset + LastOffsetDelta.
 func (b Batch) LastOffset() int64 { return b.BaseOffset() + int64(b.LastOffsetDelta()) }
 

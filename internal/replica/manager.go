@@ -227,6 +227,10 @@ func (m *Manager) Ensure(tp storage.TopicPartition, topicID [16]byte, cfg storag
 		if err := np.loadProducersLocked(m, m.now().UnixMilli()); err != nil {
 			return nil, err
 		}
+		// NB: only once the producer state is loaded does the last stable
+		// offset know the open transactions; before that the cleaner
+		// leaves the log alone.
+		l.SetLastStableOffsetFunc(np.LastStableOffset)
 		m.mu.Lock()
 		if m.closed {
 			m.mu.Unlock()

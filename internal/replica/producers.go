@@ -39,6 +39,15 @@ type AppendResult struct {
 // takes, so a broker that lost leadership never appends a client's batch
 // (ErrNotLeader).
 func (p *Partition) Append(b record.Batch, logAppendTime bool, nowMs int64) (AppendResult, error) {
+	return p.AppendVerified(b, VerificationGuard{}, logAppendTime, nowMs)
+}
+
+// AppendVerified is Append for a batch whose transaction was checked with
+// BeginVerification: after the duplicate check, the batch is refused with
+// ErrVerificationGuard when a marker of its producer was written since g
+// was taken. A retry of a batch already in the log is still answered with
+// its offsets.
+func (p *Partition) AppendVerified(b record.Batch, g VerificationGuard, logAppendTime bool, nowMs int64) (AppendResult, error) {
 	p.appendMu.Lock()
 	defer p.appendMu.Unlock()
 	if !p.IsLeader() {
@@ -68,6 +77,9 @@ func (p *Partition) Append(b record.Batch, logAppendTime bool, nowMs int64) (App
 			res.LogAppendTime = dup.Timestamp
 		}
 		return AppendResult{AppendResult: res, Duplicate: true, LeaderEpoch: epoch}, nil
+	}
+	if err := p.checkGuardLocked(b, g); err != nil {
+		return AppendResult{}, err
 	}
 	res, err := p.Log.Append(b, epoch, logAppendTime, nowMs)
 	if err != nil {

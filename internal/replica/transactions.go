@@ -13,6 +13,13 @@ import (
 // ErrControlBatch refuses a control batch offered as a client's or a
 // coordinator's data: only AppendMarker writes end-transaction markers.
 // The broker maps it to INVALID_RECORD.
+// ErrVerificationGuard refuses a transactional batch that was verified
+// with the transaction coordinator (or found in its producer's open
+// transaction) when an end-transaction marker of that producer was written
+// between the check and the append: the transaction it was verified for is
+// over, and appending it would open a transaction no coordinator knows.
+var ErrVerificationGuard = fmt.Errorf("%w: the transaction ended between verification and append", txn.ErrInvalidTxnState)
+
 var ErrControlBatch = fmt.Errorf("%w: control batch not written by the partition leader", record.ErrInvalidRecord)
 
 // maxMarkerBytes caps the decompression of a control batch read back from
@@ -112,7 +119,11 @@ func (p *Partition) AppendFromCoordinator(b record.Batch, nowMs int64) (AppendRe
 // p.appendMu, or p is not published yet.
 func (p *Partition) applyMarkerLocked(m txn.Marker, offset, nowMs int64) error {
 	c, ok := p.producers.ApplyMarker(m, offset, nowMs)
-	p.producersChangedLocked()
+	// NB: the last stable offset moves past an aborted transaction only
+	// once its .txnindex entry is written (deferred): a read_committed
+	// fetch, or the cleaner, that saw it moved without the entry would
+	// take the aborted records for committed ones.
+	defer p.producersChangedLocked()
 	if !ok || !c.Aborted {
 		return nil
 	}
@@ -198,6 +209,47 @@ func (p *Partition) LastStableOffset() int64 {
 // owns the returned slice. It does no IO.
 func (p *Partition) AbortedTxns(start, end int64) []storage.AbortedTxn {
 	return p.Log.CollectAbortedTxns(start, end)
+}
+
+// VerificationGuard is what a partition knew of a producer's transactions
+// when a produce began to verify its batch (BeginVerification); pass it to
+// AppendVerified. The zero value guards nothing.
+type VerificationGuard struct {
+	set     bool
+	pid     int64
+	markers uint64
+}
+
+// BeginVerification returns the guard for a transactional batch of
+// producer pid at epoch, and whether pid has a transaction open in the
+// partition now at that epoch (then the coordinator need not be asked).
+// NB: an open transaction of another epoch is not the batch's: with
+// transaction version 2 every end bumps the epoch, so a batch of the next
+// transaction can arrive before the previous one's marker; joining it
+// would have the marker end the new batch with the old transaction
+// (Reference: Kafka UnifiedLog.hasOngoingTransaction compares epochs).
+func (p *Partition) BeginVerification(pid int64, epoch int16) (g VerificationGuard, ongoing bool) {
+	p.appendMu.Lock()
+	defer p.appendMu.Unlock()
+	_, e, open := p.producers.OngoingTxn(pid)
+	return VerificationGuard{set: true, pid: pid, markers: p.producers.MarkerCount(pid)}, open && e == epoch
+}
+
+// checkGuardLocked refuses b when g is set for b's producer and a marker
+// of that producer was applied since g was taken, or when the producer
+// has a transaction open here at another epoch than b's. The caller holds
+// p.appendMu.
+func (p *Partition) checkGuardLocked(b record.Batch, g VerificationGuard) error {
+	if !g.set || !b.Transactional() || b.ProducerID() != g.pid {
+		return nil
+	}
+	if p.producers.MarkerCount(g.pid) != g.markers {
+		return ErrVerificationGuard
+	}
+	if _, e, open := p.producers.OngoingTxn(g.pid); open && e != b.ProducerEpoch() {
+		return ErrVerificationGuard
+	}
+	return nil
 }
 
 // OngoingTxn reports whether producer pid has a transaction open in this

@@ -339,3 +339,64 @@ func TestAbortedTxnsExactlyOnceAfterPowerCut(t *testing.T) {
 		})
 	}
 }
+
+// TestVerificationGuardRefusesBatchAfterMarker: Reference: KIP-890 part 1
+// (Kafka's VerificationGuard). A transactional batch checked before a
+// marker of its producer and appended after it is refused, whether the
+// check found its transaction open or asked the coordinator; a transaction
+// open at another epoch is never joined; with no marker in between the
+// guarded append goes through.
+func TestVerificationGuardRefusesBatchAfterMarker(t *testing.T) {
+	t.Parallel()
+	m, _ := openManagerAt(t, t.TempDir())
+	tp := leadTxn(t, m)
+	p := tp.p
+	now := time.Now().UnixMilli()
+
+	g, ongoing := p.BeginVerification(7, 0)
+	if ongoing {
+		t.Fatal("producer 7 has a transaction open before any batch")
+	}
+	tp.commit(p.AppendVerified(producerBatch(t, 7, 0, 0, 1, true), g, false, now)) // 0: opens the transaction
+
+	// Checked while open, then the abort lands: refused, nothing written.
+	g, ongoing = p.BeginVerification(7, 0)
+	if !ongoing {
+		t.Fatal("producer 7's transaction is not open after its first batch")
+	}
+	tp.marker(7, 0, false) // 1
+	leo := p.Log.LogEndOffset()
+	if _, err := p.AppendVerified(producerBatch(t, 7, 0, 1, 1, true), g, false, now); !errors.Is(err, ErrVerificationGuard) || !errors.Is(err, txn.ErrInvalidTxnState) {
+		t.Fatalf("batch checked before the marker: %v, want ErrVerificationGuard", err)
+	}
+	if got := p.Log.LogEndOffset(); got != leo {
+		t.Fatalf("log end moved from %d to %d", leo, got)
+	}
+	if _, _, open := p.OngoingTxn(7); open {
+		t.Fatal("the refused batch opened a transaction")
+	}
+
+	// Epoch 1 opens a transaction; a batch of epoch 2 (the next
+	// transaction, under version 2) does not join it.
+	tp.append(7, 1, 0, 1, true) // 2
+	if _, ongoing := p.BeginVerification(7, 2); ongoing {
+		t.Fatal("a transaction open at epoch 1 counted as open for epoch 2")
+	}
+	g, _ = p.BeginVerification(7, 2)
+	if _, err := p.AppendVerified(producerBatch(t, 7, 2, 0, 1, true), g, false, now); !errors.Is(err, ErrVerificationGuard) {
+		t.Fatalf("epoch 2 batch while epoch 1's transaction is open: %v, want ErrVerificationGuard", err)
+	}
+	tp.marker(7, 2, true) // 3: ends epoch 1's transaction with the bumped epoch
+	g, ongoing = p.BeginVerification(7, 2)
+	if ongoing {
+		t.Fatal("transaction open after its marker")
+	}
+	tp.commit(p.AppendVerified(producerBatch(t, 7, 2, 0, 1, true), g, false, now)) // 4
+	if first, _, open := p.OngoingTxn(7); !open || first != 4 {
+		t.Fatalf("epoch 2 transaction: open %v at %d, want open at 4", open, first)
+	}
+	// Another producer's marker does not disturb producer 7's guard.
+	g, _ = p.BeginVerification(7, 2)
+	tp.marker(8, 0, true) // 5
+	tp.commit(p.AppendVerified(producerBatch(t, 7, 2, 1, 1, true), g, false, now))
+}

@@ -203,8 +203,9 @@ func TestAbortedTxnsFollowTruncationAndRetention(t *testing.T) {
 }
 
 // TestCleanerSwapKeepsAbortedTxns: a cleaned segment keeps the aborted
-// transactions of the segments it replaces, whatever step of the swap a
-// crash interrupts. (The cleaner does not remove aborted data.)
+// transactions of the segments it replaces whose markers it does not find
+// removable (here no marker is in the log), whatever step of the swap a
+// crash interrupts.
 func TestCleanerSwapKeepsAbortedTxns(t *testing.T) {
 	for _, op := range []vfs.Op{vfs.OpRename, vfs.OpSyncDir, vfs.OpSync} {
 		for n := 0; n < 14; n++ {
@@ -215,6 +216,7 @@ func TestCleanerSwapKeepsAbortedTxns(t *testing.T) {
 				cfg := compactConfig()
 				m := openCleanerManager(t, vfs.WithErrors(mem, inj), "/data", c, cfg)
 				l, _ := m.Create(testTP, [16]byte{3}, cfg)
+				stableToEnd(l)
 				model := map[string][]byte{}
 				var ab []AbortedTxn
 				first := int64(0)

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"slices"
+	"sort"
 	"time"
 
 	"samsa/internal/record"
@@ -94,6 +96,9 @@ type srcSegment struct {
 	size  int64
 	next  int64 // next offset: last offset of its last batch + 1
 	maxTs int64 // largest timestamp, -1 when empty
+	// txns is a copy of the segment's .txnindex entries; the swap checks
+	// they did not change meanwhile.
+	txns []AbortedTxn
 }
 
 // cleanPlan is what one cleaning of a log covers: segments [0, len(segs))
@@ -104,14 +109,43 @@ type cleanPlan struct {
 	dirty int
 	end   int64
 	ratio float64
+	// aborted holds the aborted transactions with records in the cleanable
+	// segments, ordered by first offset.
+	aborted []AbortedTxn
+}
+
+// SetLastStableOffsetFunc tells the cleaner where the partition's last
+// stable offset is: f returns the smaller of the high watermark and the
+// first offset of the oldest open transaction (Reference: KIP-98, Kafka
+// LogCleanerManager.cleanableOffsets). The cleaner never cleans a segment
+// that holds an offset at or after it, so it never decides about records
+// that may still be truncated or whose transaction is still open. Until
+// it is called the cleaner leaves the log alone, since the log alone
+// cannot tell. f is called from the cleaner's goroutine with no storage
+// lock held; it must not block on IO. It is safe for concurrent use.
+func (l *Log) SetLastStableOffsetFunc(f func() int64) { l.lastStable.Store(&f) }
+
+// cleanableEnd returns the offset the cleaner must stay below, and false
+// while the log has no SetLastStableOffsetFunc.
+func (l *Log) cleanableEnd() (int64, bool) {
+	f := l.lastStable.Load()
+	if f == nil {
+		return 0, false
+	}
+	return (*f)(), true
 }
 
 // DirtyRatio returns the log's cleanable dirty ratio at nowMs: bytes of
 // cleanable segments at or after the cleaner checkpoint over bytes of all
-// cleanable segments (not the active one, and older than
-// min.compaction.lag.ms). It is 0 when nothing is cleanable.
+// cleanable segments (not the active one, entirely below the last stable
+// offset, and older than min.compaction.lag.ms). It is 0 when nothing is
+// cleanable.
 func (l *Log) DirtyRatio(nowMs int64) float64 {
-	p, _ := l.planClean(l.cfg.Load(), nowMs)
+	end, ok := l.cleanableEnd()
+	if !ok {
+		return 0
+	}
+	p, _ := l.planClean(l.cfg.Load(), nowMs, end)
 	return p.ratio
 }
 
@@ -120,14 +154,17 @@ func (l *Log) DirtyRatio(nowMs int64) float64 {
 func (l *Log) CleanerCheckpoint() int64 { return l.cleanedTo.Load() }
 
 // planClean decides whether l is due for cleaning at nowMs and what the
-// cleaning covers.
-func (l *Log) planClean(cfg *Config, nowMs int64) (cleanPlan, bool) {
+// cleaning covers: never a segment with offsets at or after stableEnd.
+func (l *Log) planClean(cfg *Config, nowMs, stableEnd int64) (cleanPlan, bool) {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	segs := l.segs
 	k := 0 // segments [0, k) are cleanable: never the active one
 	for ; k < len(segs)-1; k++ {
 		s := segs[k]
+		if s.nextOffset.Load() > stableEnd {
+			break
+		}
 		if cfg.MinCompactionLagMs > 0 && s.maxTimestamp >= 0 && nowMs-s.maxTimestamp < cfg.MinCompactionLagMs {
 			break
 		}
@@ -143,7 +180,8 @@ func (l *Log) planClean(cfg *Config, nowMs int64) (cleanPlan, bool) {
 	var clean, dirty int64
 	for i := 0; i < k; i++ {
 		s := segs[i]
-		p.segs = append(p.segs, srcSegment{seg: s, size: s.size.Load(), next: s.nextOffset.Load(), maxTs: s.maxTimestamp})
+		p.segs = append(p.segs, srcSegment{seg: s, size: s.size.Load(), next: s.nextOffset.Load(), maxTs: s.maxTimestamp,
+			txns: slices.Clone(s.txnIndex.entries)})
 		if s.baseOffset < firstDirty {
 			clean += s.size.Load()
 			continue
@@ -156,6 +194,17 @@ func (l *Log) planClean(cfg *Config, nowMs int64) (cleanPlan, bool) {
 	if dirty == 0 {
 		return p, false
 	}
+	// NB: an aborted transaction's marker may lie past p.end (the active
+	// segment), so the search goes on until an entry shows that no later
+	// transaction begins below p.end.
+	for i := 0; i < len(segs); i++ {
+		var complete bool
+		p.aborted, complete = segs[i].txnIndex.collectAborted(p.aborted, segs[0].baseOffset, p.end)
+		if complete {
+			break
+		}
+	}
+	sort.SliceStable(p.aborted, func(i, j int) bool { return p.aborted[i].FirstOffset < p.aborted[j].FirstOffset })
 	p.ratio = float64(dirty) / float64(clean+dirty)
 	first := segs[p.dirty]
 	overdue := cfg.MaxCompactionLagMs < math.MaxInt64 && first.firstBatchTs >= 0 &&
@@ -168,12 +217,95 @@ type cleanState struct {
 	// offsets maps each key in the dirty section to its latest offset.
 	offsets map[string]int64
 	// lastOfProducer maps a producer id to the base offset of its last
-	// batch in the cleanable section; that batch is kept (empty if need
-	// be) so the producer's sequence state survives, as Kafka does.
+	// data batch in the cleanable section, or of its last control batch
+	// when it has no data batch there; that batch is kept (empty if need
+	// be) so the producer's sequence and epoch survive, as Kafka does.
 	lastOfProducer map[int64]int64
-	keep           []record.Record
-	raw, body      []byte
-	out            []byte
+	// txns follows transactions through the rewrite.
+	txns *txnTracker
+	// nowMs and horizonMs are the time of the cleaning and the delete
+	// horizon it gives batches with tombstones or a removable marker:
+	// nowMs + delete.retention.ms.
+	nowMs, horizonMs int64
+	keep             []record.Record
+	raw, body        []byte
+	out              []byte
+}
+
+// txnTracker follows the transactions of the cleanable segments while a
+// walk reads their batches in offset order, as Kafka's
+// CleanedTransactionMetadata does: it tells which data batches belong to
+// aborted transactions (from the .txnindex) and which markers have no
+// batch of their transaction left before them. It is not safe for
+// concurrent use.
+type txnTracker struct {
+	pending []AbortedTxn // by first offset, not reached by the walk yet
+	// aborted maps a producer to its aborted transaction that the walk
+	// is inside of; seen reports that a batch of it was read.
+	aborted map[int64]*abortedRun
+	// committed holds the producers with batches read of a transaction
+	// not aborted whose marker the walk has not reached.
+	committed map[int64]bool
+}
+
+type abortedRun struct {
+	txn  AbortedTxn
+	seen bool
+}
+
+func newTxnTracker(aborted []AbortedTxn) *txnTracker {
+	return &txnTracker{pending: aborted, aborted: map[int64]*abortedRun{}, committed: map[int64]bool{}}
+}
+
+// reach makes the aborted transactions that begin at or before offset
+// current.
+func (t *txnTracker) reach(offset int64) {
+	for len(t.pending) > 0 && t.pending[0].FirstOffset <= offset {
+		a := t.pending[0]
+		t.pending = t.pending[1:]
+		if t.aborted[a.ProducerID] == nil {
+			t.aborted[a.ProducerID] = &abortedRun{txn: a}
+		}
+	}
+}
+
+// onData reads data batch b and reports whether it belongs to an aborted
+// transaction.
+func (t *txnTracker) onData(b record.Batch) bool {
+	t.reach(b.LastOffset())
+	if !b.Transactional() {
+		return false
+	}
+	if r := t.aborted[b.ProducerID()]; r != nil {
+		r.seen = true
+		return true
+	}
+	t.committed[b.ProducerID()] = true
+	return false
+}
+
+// onControl reads control batch b and reports whether it may go: an
+// end-transaction marker whose transaction has no batch left before it
+// (none was read since the previous marker), or an empty control batch.
+// Other control records stay.
+func (t *txnTracker) onControl(b record.Batch) bool {
+	t.reach(b.LastOffset())
+	if b.NumRecords() == 0 {
+		return true
+	}
+	m, err := b.EndTxnMarker(maxDecompressed)
+	if err != nil {
+		return false
+	}
+	pid := b.ProducerID()
+	if !m.Commit() {
+		r := t.aborted[pid]
+		delete(t.aborted, pid)
+		return r == nil || !r.seen
+	}
+	had := t.committed[pid]
+	delete(t.committed, pid)
+	return !had
 }
 
 // clean compacts l at nowMs when its cleanup.policy includes "compact" and
@@ -183,9 +315,13 @@ func (l *Log) clean(nowMs int64) (bool, error) {
 	if !cfg.Compact() || l.checkWritable() != nil {
 		return false, nil
 	}
+	end, ok := l.cleanableEnd()
+	if !ok {
+		return false, nil
+	}
 	l.cleanMu.Lock()
 	defer l.cleanMu.Unlock()
-	p, due := l.planClean(cfg, nowMs)
+	p, due := l.planClean(cfg, nowMs, end)
 	if !due {
 		return false, nil
 	}
@@ -193,11 +329,14 @@ func (l *Log) clean(nowMs int64) (bool, error) {
 	if err != nil {
 		return false, err
 	}
+	st.txns = newTxnTracker(p.aborted)
+	st.nowMs = nowMs
+	st.horizonMs = nowMs + min(cfg.DeleteRetentionMs, math.MaxInt64-nowMs)
 	for _, g := range groupSegments(p.segs, cfg) {
 		if l.m != nil && l.m.isClosed() {
 			return false, ErrClosed
 		}
-		if err := l.cleanGroup(g, st, cfg, nowMs); err != nil {
+		if err := l.cleanGroup(g, st, cfg); err != nil {
 			return false, err
 		}
 	}
@@ -208,18 +347,28 @@ func (l *Log) clean(nowMs int64) (bool, error) {
 
 // buildOffsetMap reads the cleanable segments: records of the dirty ones
 // go into the key -> latest offset map, every batch's producer into the
-// last-batch map. Transactional and control batches do not enter the map
-// (without the aborted transaction index the cleaner cannot tell a
-// committed record from an aborted one, so they never shadow anything).
+// last-batch map. Records of aborted transactions and control records do
+// not enter the map, so they never shadow anything; committed
+// transactional records do (Reference: Kafka Cleaner.buildOffsetMap).
 func (l *Log) buildOffsetMap(p cleanPlan) (*cleanState, error) {
 	st := &cleanState{offsets: map[string]int64{}, lastOfProducer: map[int64]int64{}}
+	txns := newTxnTracker(p.aborted)
+	lastControl := map[int64]int64{}
 	for i, src := range p.segs {
 		dirty := i >= p.dirty
 		err := forEachBatch(src.seg.log, src.size, func(b record.Batch) error {
-			if pid := b.ProducerID(); pid >= 0 {
+			pid := b.ProducerID()
+			if b.Control() {
+				txns.onControl(b)
+				if pid >= 0 {
+					lastControl[pid] = b.BaseOffset()
+				}
+				return nil
+			}
+			if pid >= 0 {
 				st.lastOfProducer[pid] = b.BaseOffset()
 			}
-			if !dirty || b.Control() || b.Transactional() {
+			if txns.onData(b) || !dirty {
 				return nil
 			}
 			recs, err := b.Records(maxDecompressed)
@@ -235,6 +384,11 @@ func (l *Log) buildOffsetMap(p cleanPlan) (*cleanState, error) {
 		})
 		if err != nil {
 			return nil, fmt.Errorf("storage: read %s: %w", src.seg.path(logSuffix), err)
+		}
+	}
+	for pid, o := range lastControl {
+		if _, ok := st.lastOfProducer[pid]; !ok {
+			st.lastOfProducer[pid] = o
 		}
 	}
 	return st, nil
@@ -298,48 +452,100 @@ func forEachBatch(f vfs.File, size int64, fn func(b record.Batch) error) error {
 	return nil
 }
 
-// filterBatch returns what is left of b after cleaning: b itself when
-// every record stays, nil when the batch goes, or a re-encoded batch
-// (st.out) with the surviving records under b's header (same base offset,
-// lastOffsetDelta, timestamps, producer fields and codec). keepEmpty keeps
-// an empty batch header when no record survives.
-func (st *cleanState) filterBatch(b record.Batch, dropTombstones, keepEmpty bool) (record.Batch, error) {
-	if b.Control() || b.Transactional() {
-		return b, nil
+// filterBatch returns what is left of b after cleaning, reading it
+// through st.txns in offset order: b itself when it stays as it is, nil
+// when it goes, or a re-encoded batch (st.out) with the surviving records
+// under b's header (same base offset, lastOffsetDelta, producer fields and
+// codec). keepEmpty keeps an empty batch header when no record survives;
+// the last batch of each producer is kept that way too. marker reports
+// that b is a control batch that may go, kept only until its delete
+// horizon.
+//
+// The rules, Kafka's (Reference: KIP-98, KIP-534, Kafka Cleaner.cleanInto):
+//   - the records of an aborted transaction go;
+//   - a record goes when a later offset of its key is in the offset map;
+//   - a tombstone, or a marker with no batch of its transaction left
+//     before it, first gets a delete horizon, nowMs + delete.retention.ms,
+//     kept in the base timestamp with the delete horizon attribute; a
+//     later cleaning at or after the horizon removes it.
+func (st *cleanState) filterBatch(b record.Batch, keepEmpty bool) (out record.Batch, marker bool, err error) {
+	if pid := b.ProducerID(); pid >= 0 && st.lastOfProducer[pid] == b.BaseOffset() {
+		keepEmpty = true
 	}
-	recs, err := b.Records(maxDecompressed)
-	if err != nil {
-		return nil, err
+	horizon, hasHorizon := b.DeleteHorizonMs()
+	if b.Control() {
+		if !st.txns.onControl(b) {
+			return b, false, nil
+		}
+		switch {
+		case !hasHorizon:
+			recs, err := b.Records(maxDecompressed)
+			if err != nil {
+				return nil, true, err
+			}
+			st.keep = append(st.keep[:0], recs...)
+			out, err := st.encode(b, st.horizonMs)
+			return out, true, err
+		case st.nowMs < horizon, keepEmpty && b.NumRecords() == 0:
+			return b, true, nil
+		case keepEmpty:
+			st.keep = st.keep[:0]
+			out, err := st.encode(b, b.BaseTimestamp())
+			return out, true, err
+		}
+		return nil, true, nil
+	}
+	aborted := st.txns.onData(b)
+	if aborted && b.NumRecords() == 0 && keepEmpty {
+		return b, false, nil
+	}
+	var recs []record.Record
+	if !aborted {
+		if recs, err = b.Records(maxDecompressed); err != nil {
+			return nil, false, err
+		}
 	}
 	st.keep = st.keep[:0]
+	tombstones := false
 	for i := range recs {
 		r := &recs[i]
 		if r.Key != nil {
 			if latest, ok := st.offsets[string(r.Key)]; ok && r.Offset(b) < latest {
 				continue
 			}
-			if r.Value == nil && dropTombstones {
-				continue
+			if r.Value == nil {
+				if hasHorizon && st.nowMs >= horizon {
+					continue
+				}
+				tombstones = true
 			}
 		}
 		st.keep = append(st.keep, *r)
 	}
-	if len(st.keep) == len(recs) {
-		return b, nil
+	needHorizon := tombstones && !hasHorizon
+	if !aborted && len(st.keep) == len(recs) && !needHorizon {
+		return b, false, nil
 	}
 	if len(st.keep) == 0 && !keepEmpty {
-		if pid := b.ProducerID(); pid < 0 || st.lastOfProducer[pid] != b.BaseOffset() {
-			return nil, nil
-		}
+		return nil, false, nil
 	}
-	return st.encode(b)
+	base := b.BaseTimestamp()
+	if needHorizon {
+		base = st.horizonMs
+	}
+	out, err = st.encode(b, base)
+	return out, false, err
 }
 
-// encode builds a batch with st.keep under b's header into st.out. An empty
-// batch is written uncompressed, as Kafka writes empty batch headers.
-func (st *cleanState) encode(b record.Batch) (record.Batch, error) {
+// encode builds a batch with st.keep under b's header into st.out, with
+// base timestamp base: when it differs from b's, it is a delete horizon,
+// the attribute says so and the records' timestamp deltas are rebased. An
+// empty batch is written uncompressed, as Kafka writes empty batch headers.
+func (st *cleanState) encode(b record.Batch, base int64) (record.Batch, error) {
+	shift := b.BaseTimestamp() - base
 	st.raw = st.raw[:0]
 	for i := range st.keep {
+		st.keep[i].TimestampDelta += shift
 		st.raw = st.appendRecord(st.raw, &st.keep[i])
 	}
 	codec := b.Codec()
@@ -355,6 +561,10 @@ func (st *cleanState) encode(b record.Batch) (record.Batch, error) {
 	be := binary.BigEndian
 	be.PutUint32(out[8:12], uint32(len(out)-record.LogOverhead))
 	attrs := uint16(b.Attributes())&^record.AttrCompressionMask | uint16(codec)&record.AttrCompressionMask
+	if base != b.BaseTimestamp() {
+		attrs |= record.AttrDeleteHorizon
+		be.PutUint64(out[27:35], uint64(base))
+	}
 	be.PutUint16(out[21:23], attrs)
 	be.PutUint32(out[57:61], uint32(len(st.keep)))
 	nb := record.Batch(out)
@@ -500,24 +710,31 @@ func (w *cleanedWriter) discard() {
 
 // cleanGroup rewrites the segments of g into one cleaned segment and swaps
 // it in. A group whose rewrite changes nothing is left alone.
-func (l *Log) cleanGroup(g []srcSegment, st *cleanState, cfg *Config, nowMs int64) error {
+func (l *Log) cleanGroup(g []srcSegment, st *cleanState, cfg *Config) error {
 	w, err := newCleanedWriter(l.fs, l.dir, g[0].seg.baseOffset, cfg)
 	if err != nil {
 		return err
 	}
 	changed := len(g) > 1
 	last := g[len(g)-1]
+	// removable holds the offsets of the markers that may go: the
+	// aborted transactions they end have no records left, so their
+	// .txnindex entries go too (Kafka keeps only the entries of markers
+	// it keeps for their batches).
+	removable := map[int64]bool{}
 	for gi, src := range g {
-		dropTombstones := src.maxTs >= 0 && nowMs-src.maxTs > cfg.DeleteRetentionMs
 		lastSeg := gi == len(g)-1
 		err := forEachBatch(src.seg.log, src.size, func(b record.Batch) error {
 			// The group's last batch always stays (empty if need be), so
 			// the cleaned segment ends where its sources ended: recovery of
 			// a .swap relies on it to find the segments it replaces.
 			keepEmpty := lastSeg && b.LastOffset() == last.next-1
-			out, err := st.filterBatch(b, dropTombstones, keepEmpty)
+			out, marker, err := st.filterBatch(b, keepEmpty)
 			if err != nil {
 				return err
+			}
+			if marker {
+				removable[b.BaseOffset()] = true
 			}
 			if len(out) != len(b) || (len(out) > 0 && &out[0] != &b[0]) {
 				changed = true
@@ -532,6 +749,17 @@ func (l *Log) cleanGroup(g []srcSegment, st *cleanState, cfg *Config, nowMs int6
 			return fmt.Errorf("storage: clean %s: %w", src.seg.path(logSuffix), err)
 		}
 	}
+	var txns []AbortedTxn
+	n := 0
+	for _, src := range g {
+		n += len(src.txns)
+		for _, t := range src.txns {
+			if !removable[t.LastOffset] {
+				txns = append(txns, t)
+			}
+		}
+	}
+	changed = changed || len(txns) != n
 	if !changed {
 		w.discard()
 		return nil
@@ -540,7 +768,7 @@ func (l *Log) cleanGroup(g []srcSegment, st *cleanState, cfg *Config, nowMs int6
 		w.discard()
 		return err
 	}
-	return l.swapCleaned(g, w)
+	return l.swapCleaned(g, w, txns)
 }
 
 // swapCleaned replaces g's segments by the cleaned one. The steps, each a
@@ -556,7 +784,7 @@ func (l *Log) cleanGroup(g []srcSegment, st *cleanState, cfg *Config, nowMs int6
 // A failure in step 1 before the log is renamed abandons the swap; a
 // failure after it takes the log dir offline, and the next open completes
 // the swap.
-func (l *Log) swapCleaned(g []srcSegment, w *cleanedWriter) error {
+func (l *Log) swapCleaned(g []srcSegment, w *cleanedWriter, txns []AbortedTxn) error {
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
 	if err := l.checkWritable(); err != nil {
@@ -569,7 +797,8 @@ func (l *Log) swapCleaned(g []srcSegment, w *cleanedWriter) error {
 	same := i+len(g) < len(segs) // never the active segment
 	for j := 0; same && j < len(g); j++ {
 		s := segs[i+j]
-		same = s == g[j].seg && s.size.Load() == g[j].size && s.nextOffset.Load() == g[j].next
+		same = s == g[j].seg && s.size.Load() == g[j].size && s.nextOffset.Load() == g[j].next &&
+			slices.Equal(s.txnIndex.entries, g[j].txns)
 	}
 	l.mu.RUnlock()
 	if !same {
@@ -578,11 +807,11 @@ func (l *Log) swapCleaned(g []srcSegment, w *cleanedWriter) error {
 	}
 	cs := w.seg
 	fs := l.fs
-	// The cleaned segment keeps its sources' aborted transactions (the
-	// cleaner does not remove aborted data, so they still describe it).
-	// appendMu keeps new entries out meanwhile.
+	// The cleaned segment keeps the aborted transactions of its sources
+	// that still have records in the log. appendMu keeps new entries out
+	// meanwhile.
 	suffixes := []string{indexSuffix, timeIndexSuffix, logSuffix}
-	if err := w.copyTxnIndex(l, g); err != nil {
+	if err := w.writeTxnIndex(txns); err != nil {
 		w.discard()
 		return err
 	}
@@ -644,19 +873,14 @@ func (l *Log) swapCleaned(g []srcSegment, w *cleanedWriter) error {
 	return nil
 }
 
-// copyTxnIndex gives the cleaned segment the aborted transactions of the
-// segments it replaces, written to its .txnindex.cleaned and fsynced (the
-// swap renames it with the other files). Called with l.appendMu held.
-func (w *cleanedWriter) copyTxnIndex(l *Log, g []srcSegment) error {
-	var x txnIndex
-	l.mu.RLock()
-	for _, src := range g {
-		x.entries = append(x.entries, src.seg.txnIndex.entries...)
-	}
-	l.mu.RUnlock()
-	if len(x.entries) == 0 {
+// writeTxnIndex gives the cleaned segment the aborted transactions txns,
+// in marker order, written to its .txnindex.cleaned and fsynced (the swap
+// renames it with the other files). Called with l.appendMu held.
+func (w *cleanedWriter) writeTxnIndex(txns []AbortedTxn) error {
+	if len(txns) == 0 {
 		return nil
 	}
+	x := txnIndex{entries: txns}
 	cs := w.seg
 	name := cs.path(txnIndexSuffix) + cleanedSuffix
 	f, err := w.fs.OpenReadWrite(name)

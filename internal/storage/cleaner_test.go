@@ -40,6 +40,13 @@ func openCleanerManager(t testing.TB, fs vfs.FS, dir string, c *clock, cfg Confi
 	return m
 }
 
+// stableToEnd lets the cleaner clean l up to its log end, as for a
+// partition whose records are all committed and in no open transaction.
+func stableToEnd(l *Log) *Log {
+	l.SetLastStableOffsetFunc(l.LogEndOffset)
+	return l
+}
+
 // put appends one record (value nil: a tombstone) and waits for its fsync.
 func put(t testing.TB, l *Log, c *clock, codec record.Codec, key string, value []byte) int64 {
 	t.Helper()
@@ -133,6 +140,7 @@ func TestCleanerKeepsLatestValuePerKey(t *testing.T) {
 				m := openCleanerManager(t, fs, dir, c, cfg)
 				defer func() { m.Close() }()
 				l, _ := m.Create(testTP, [16]byte{1}, cfg)
+				stableToEnd(l)
 				model := map[string][]byte{}
 				for i := 0; i < 300; i++ {
 					k := fmt.Sprintf("k%d", i%10)
@@ -221,6 +229,7 @@ func TestCleanerRespectsDirtyRatioAndMinLag(t *testing.T) {
 		m := openCleanerManager(t, fs, dir, c, cfg)
 		defer m.Close()
 		l, _ := m.Create(testTP, [16]byte{1}, cfg)
+		stableToEnd(l)
 		for i := 0; i < 100; i++ {
 			put(t, l, c, record.CodecNone, fmt.Sprintf("k%d", i%5), []byte(fmt.Sprintf("v%d", i)))
 		}
@@ -266,6 +275,7 @@ func TestCleanerKeepsProducerLastBatchAndTransactions(t *testing.T) {
 	m := openCleanerManager(t, fs, "/data", c, cfg)
 	defer m.Close()
 	l, _ := m.Create(testTP, [16]byte{1}, cfg)
+	stableToEnd(l)
 	// Producer 7's only batch holds key a, overwritten later.
 	bb := &record.Builder{BaseTimestamp: c.nowMs(), ProducerID: 7, ProducerEpoch: 2, BaseSequence: 40}
 	bb.Add(record.Record{Key: []byte("a"), Value: []byte("old")})
@@ -300,8 +310,9 @@ func TestCleanerKeepsProducerLastBatchAndTransactions(t *testing.T) {
 // crashes at random points (power cuts through MemFS.CrashClone, and
 // failures injected into the Nth rename, remove or directory sync of a
 // swap). After every step the log scans with strictly increasing offsets
-// and the latest value of every key; at the end, tombstones older than
-// delete.retention.ms are gone.
+// and the latest value of every key; at the end, tombstones are gone once
+// delete.retention.ms has passed since the cleaning that set their delete
+// horizon.
 func TestCompactionModel(t *testing.T) {
 	seeds := 12
 	if raceEnabled {
@@ -330,7 +341,7 @@ func TestCompactionModel(t *testing.T) {
 					}
 				}
 				l.SetConfig(cfg)
-				return m, l
+				return m, stableToEnd(l)
 			}
 			m, l := open()
 			model := map[string][]byte{}
@@ -381,15 +392,23 @@ func TestCompactionModel(t *testing.T) {
 					check(fmt.Sprintf("step %d after a crash", step))
 				}
 			}
-			// Roll past everything written so far, then let
-			// delete.retention.ms pass: every tombstone is cleanable and
-			// past its horizon, and the cleaning removes them all.
-			start := l.LogEndOffset()
-			for l.activeSegment().baseOffset < start {
-				put(t, l, c, codec, "filler", []byte("f"))
+			// Roll past everything written so far and clean: every
+			// tombstone is cleanable and gets its delete horizon. Once
+			// delete.retention.ms has passed, the next cleaning removes
+			// them all. Reference: KIP-534.
+			roll := func() {
+				start := l.LogEndOffset()
+				for l.activeSegment().baseOffset < start {
+					put(t, l, c, codec, "filler", []byte("f"))
+				}
 			}
+			roll()
 			model["filler"] = []byte("f")
-			c.advance(cfg.DeleteRetentionMs + 1)
+			if n, err := m.RunCleaner(); n != 1 || err != nil {
+				t.Fatalf("RunCleaner that sets the horizons = %d, %v", n, err)
+			}
+			c.advance(cfg.DeleteRetentionMs)
+			roll()
 			if n, err := m.RunCleaner(); n != 1 || err != nil {
 				t.Fatalf("final RunCleaner = %d, %v", n, err)
 			}
@@ -423,6 +442,7 @@ func TestCleanerSwapCrashAtEveryStep(t *testing.T) {
 				cfg := compactConfig()
 				m := openCleanerManager(t, vfs.WithErrors(mem, inj), "/data", c, cfg)
 				l, _ := m.Create(testTP, [16]byte{3}, cfg)
+				stableToEnd(l)
 				model := map[string][]byte{}
 				for i := 0; i < 80; i++ {
 					k := fmt.Sprintf("k%d", i%6)
@@ -460,6 +480,7 @@ func TestCleanerKeepsEarlierReadsReadable(t *testing.T) {
 		m := openCleanerManager(t, fs, dir, c, cfg)
 		defer m.Close()
 		l, _ := m.Create(testTP, [16]byte{1}, cfg)
+		stableToEnd(l)
 		for i := 0; i < 100; i++ {
 			put(t, l, c, record.CodecNone, fmt.Sprintf("k%d", i%4), []byte(fmt.Sprintf("v%d", i)))
 		}
@@ -490,6 +511,7 @@ func BenchmarkClean(b *testing.B) {
 				c := newClock(1_700_000_000_000)
 				m := openCleanerManager(b, vfs.NewMemFS(), "/data", c, cfg)
 				l, _ := m.Create(testTP, [16]byte{1}, cfg)
+				stableToEnd(l)
 				for j := 0; j < 50000/10; j++ {
 					bb := record.NewBuilder(record.CodecNone, c.nowMs())
 					for r := 0; r < 10; r++ {
@@ -512,4 +534,50 @@ func BenchmarkClean(b *testing.B) {
 			b.ReportAllocs()
 		})
 	}
+}
+
+// The cleaner leaves a log alone until it knows the last stable offset,
+// and then cleans only segments entirely below it: records at or after it
+// may still be truncated or belong to an open transaction.
+// Reference: Kafka LogCleanerManager.cleanableOffsets.
+func TestCleanerStopsBeforeLastStableOffset(t *testing.T) {
+	forEachFS(t, func(t *testing.T, fs vfs.FS, dir string) {
+		c := newClock(1_700_000_000_000)
+		cfg := compactConfig()
+		m := openCleanerManager(t, fs, dir, c, cfg)
+		defer m.Close()
+		l, _ := m.Create(testTP, [16]byte{1}, cfg)
+		for i := 0; i < 200; i++ {
+			put(t, l, c, record.CodecNone, fmt.Sprintf("k%d", i%5), []byte(fmt.Sprintf("v%d", i)))
+		}
+		if n, err := m.RunCleaner(); n != 0 || err != nil {
+			t.Fatalf("RunCleaner without a last stable offset = %d, %v", n, err)
+		}
+		if r := l.DirtyRatio(c.nowMs()); r != 0 {
+			t.Fatalf("dirty ratio %v without a last stable offset", r)
+		}
+		const stable = 100
+		l.SetLastStableOffsetFunc(func() int64 { return stable })
+		from := l.segs[segmentFor(l.segs, stable)].baseOffset
+		before := readBytes(t, l, from, 1<<40, 1<<62, true)
+		if n, err := m.RunCleaner(); n != 1 || err != nil {
+			t.Fatalf("RunCleaner = %d, %v", n, err)
+		}
+		if ck := l.CleanerCheckpoint(); ck != from {
+			t.Fatalf("cleaner checkpoint %d, want %d (base of the segment holding offset %d)", ck, from, stable)
+		}
+		if after := readBytes(t, l, from, 1<<40, 1<<62, true); string(after) != string(before) {
+			t.Fatalf("segments from offset %d changed: %d bytes, %d before", from, len(after), len(before))
+		}
+		seen := map[string]bool{}
+		for _, r := range scanLog(t, l) {
+			if r.offset >= from {
+				break
+			}
+			if seen[r.key] {
+				t.Fatalf("key %s twice below %d", r.key, from)
+			}
+			seen[r.key] = true
+		}
+	})
 }

@@ -62,10 +62,10 @@ type Config struct {
 	// time and size applies only with "delete"; the log cleaner only
 	// touches logs with "compact".
 	CleanupPolicy string
-	// DeleteRetentionMs is delete.retention.ms (default 1 day): a tombstone
-	// is removed by the cleaner once the largest timestamp of the segment
-	// holding it is older than this. 0 removes tombstones at the first
-	// cleaning.
+	// DeleteRetentionMs is delete.retention.ms (default 1 day): how long
+	// the cleaner keeps a tombstone, or a transaction marker with no
+	// records left, after the cleaning that set its delete horizon
+	// (KIP-534). With 0 the next cleaning removes them.
 	DeleteRetentionMs int64
 	// MinCleanableDirtyRatio is min.cleanable.dirty.ratio (default 0.5).
 	MinCleanableDirtyRatio float64

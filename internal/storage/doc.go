@@ -158,19 +158,26 @@
 // ratio, bytes at or after the cleaner checkpoint over all cleanable bytes,
 // reaches min.cleanable.dirty.ratio, or when its first dirty segment is
 // older than max.compaction.lag.ms. Cleanable segments are the ones before
-// the active segment whose largest timestamp is older than
-// min.compaction.lag.ms. A cleaning:
+// the active segment that lie entirely below the partition's last stable
+// offset (the smaller of the high watermark and the first offset of the
+// oldest open transaction, which the partition gives through
+// Log.SetLastStableOffsetFunc; a log without it is not cleaned) and whose
+// largest timestamp is older than min.compaction.lag.ms. A cleaning:
 //
-//  1. maps each key of the dirty segments to its latest offset;
+//  1. maps each key of the dirty segments to its latest offset, leaving
+//     out the records of aborted transactions (known from the .txnindex)
+//     and control records;
 //  2. rewrites all cleanable segments, in groups that fit segment.bytes,
-//     keeping a record only when no later offset of its key is in the map,
-//     and dropping tombstones whose segment's largest timestamp is older
-//     than delete.retention.ms. Surviving records keep their offsets and
-//     timestamp deltas under their batch's original header (producer
-//     fields, codec); the CRC is recomputed. A batch left empty goes,
-//     except the last batch of each producer and the last batch of each
-//     group, which stay as empty headers (so a cleaned segment ends at the
-//     same offset as its sources);
+//     walking their batches in offset order: it drops the records of
+//     aborted transactions, a record when a later offset of its key is in
+//     the map (committed transactional records too), and tombstones and
+//     markers past their delete horizon (below). Surviving records keep
+//     their offsets under their batch's original header (producer fields,
+//     codec); the CRC is recomputed. A batch left empty goes, except the
+//     last data batch of each producer (its last control batch if it has
+//     none there) and the last batch of each group, which stay as empty
+//     headers, so producer state survives and a cleaned segment ends at
+//     the same offset as its sources;
 //  3. swaps each group in: .cleaned files fsynced, renamed to .swap (log
 //     last), directory fsynced (the commit point), old segments renamed to
 //     .deleted, .swap renamed to the final names, directory fsynced, then
@@ -178,13 +185,27 @@
 //     file.delete.delay.ms, so earlier Reads stay valid);
 //  4. writes cleaner-offset-checkpoint.
 //
+// Transactions follow Kafka's cleaner (Reference: KIP-98, Kafka
+// CleanedTransactionMetadata). The walk knows the aborted transactions
+// that overlap the cleanable segments from the .txnindex: a transactional
+// batch of a producer inside one of them is aborted. A COMMIT or ABORT
+// marker stays while batches of its transaction are still in the log
+// before it (an empty one counts, so the marker after a producer's kept
+// last batch stays); once none is, it is removable. The cleaned segment's
+// .txnindex keeps its sources' entries except those whose marker is
+// removable: no records are left for a read_committed consumer to drop.
+//
+// Tombstones and removable markers go after delete.retention.ms, counted
+// from a delete horizon (Reference: KIP-534): the first cleaning that
+// keeps one sets the horizon, now + delete.retention.ms, as the batch's
+// base timestamp with the delete horizon attribute, rebasing the records'
+// timestamp deltas so no record timestamp changes; a later cleaning at or
+// after the horizon removes them. A log with nothing new to clean is not
+// cleaned again just for a horizon, as in Kafka.
+//
 // Offsets never change: Read at an offset that was cleaned away returns
-// the next batch. Transactional and control batches are kept as they are
-// and do not shadow older records (the cleaner does not consult the
-// .txnindex to tell committed from aborted records). Not done: Kafka's
-// cleaner also removes the records of aborted transactions and, after
-// delete.retention.ms, the markers; samsa keeps both, so a read_committed
-// consumer still needs the .txnindex entries, which the cleaner keeps. Retention by retention.ms
+// the next batch. A read_committed consumer sees the same latest value of
+// every key before and after a cleaning. Retention by retention.ms
 // and retention.bytes applies only with "delete" in cleanup.policy.
 //
 // # Recovery

@@ -52,6 +52,9 @@ type Log struct {
 	// cleanedTo is the cleaner checkpoint: offsets below it were cleaned
 	// with an offset map that covered them (the first dirty offset).
 	cleanedTo atomic.Int64
+	// lastStable returns the partition's last stable offset, which the
+	// cleaner never cleans past; nil until SetLastStableOffsetFunc.
+	lastStable atomic.Pointer[func() int64]
 
 	// epochMu guards epochs, the leader epoch cache (sorted by epoch and
 	// start offset; replaced, never modified in place). Writers also hold

@@ -117,6 +117,10 @@ type State struct {
 	// offset (Kafka's ongoingTxns), so FirstUnstableOffset does not walk
 	// every producer.
 	ongoing map[int64]int64
+	// markers counts, per producer, the end-transaction markers applied
+	// since this State was built (MarkerCount); nil until the first. It is
+	// not in the snapshot: it only tells apart two moments of one process.
+	markers map[int64]uint64
 }
 
 // NewState returns an empty State.
@@ -311,6 +315,7 @@ func (s *State) Expire(nowMs, expirationMs, logStartOffset int64) int {
 		gone := len(p.Batches) > 0 && p.Batches[len(p.Batches)-1].LastOffset < logStartOffset
 		if idle || gone {
 			delete(s.producers, id)
+			delete(s.markers, id)
 			n++
 		}
 	}
@@ -338,6 +343,7 @@ func (s *State) TruncateTo(offset int64) {
 		}
 		if len(keep) == 0 && !p.InTxn() {
 			delete(s.producers, id)
+			delete(s.markers, id)
 		}
 	}
 }
@@ -419,9 +425,23 @@ func (s *State) ApplyMarker(m Marker, offset, nowMs int64) (c CompletedTxn, ok b
 		p.Epoch = m.Epoch
 		p.Batches = p.Batches[:0]
 	}
+	if s.markers == nil {
+		s.markers = make(map[int64]uint64)
+	}
+	s.markers[m.ProducerID]++
 	p.CoordinatorEpoch = max(p.CoordinatorEpoch, m.CoordinatorEpoch)
 	p.LastUpdateMs = nowMs
 	return c, ok
+}
+
+// MarkerCount returns how many end-transaction markers this State applied
+// for producer pid, 0 for a producer it does not know. A produce that is
+// verified with the transaction coordinator reads it before asking and
+// checks it again under the append lock: a marker in between ended the
+// transaction the batch was verified for (Kafka's VerificationGuard,
+// KIP-890 part 1).
+func (s *State) MarkerCount(pid int64) uint64 {
+	return s.markers[pid]
 }
 
 // FirstUnstableOffset returns the first offset of the oldest open
