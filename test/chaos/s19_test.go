@@ -465,8 +465,9 @@ func analyseLate(w *txnWorkload, lates []lateRequest) *s19Report {
 // EndTxn of an earlier transaction delivered while it was open (with
 // transaction version 1 the coordinator cannot tell the two apart: both
 // have the same producer epoch), or a Produce of its own delivered after
-// it ended (joining a later transaction). It returns how many anomalous
-// transactions each explanation covers.
+// it ended (joining a later transaction). It logs the first 10 and every
+// unexplained one, and returns how many anomalous transactions each
+// explanation covers.
 func (w *txnWorkload) explain(r *txnResult, lates []lateRequest) map[string]int {
 	w.t.Helper()
 	type key struct {
@@ -538,7 +539,7 @@ func (w *txnWorkload) explain(r *txnResult, lates []lateRequest) map[string]int 
 			}
 		}
 		classes[class]++
-		if i >= 10 {
+		if i >= 10 && class != "unexplained" {
 			continue
 		}
 		w.t.Logf("explain: %s: %s transaction %d, %s (%v), open %s..%s: %s", b.kind, tx.id, tx.n, tx.outcome, tx.err,
