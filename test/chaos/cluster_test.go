@@ -112,6 +112,15 @@ func startCluster(t *testing.T) *testCluster { return startClusterWith(t, envPro
 
 func startClusterWith(t *testing.T, p clusterProfile) *testCluster {
 	t.Helper()
+	return startClusterFronted(t, p, nil)
+}
+
+// startClusterFronted is startClusterWith where each broker advertises
+// the address front returns for it (a proxy in front of its PLAINTEXT
+// listener, started by front before the broker), so that clients, and
+// brokers reaching each other, follow it; nil advertises the listeners.
+func startClusterFronted(t *testing.T, p clusterProfile, front func(b *broker) string) *testCluster {
+	t.Helper()
 	dir := t.TempDir()
 	c := newTestCluster(t, p, dir)
 	c.etcd = &proc{t: t, name: "etcd", logPath: filepath.Join(dir, "etcd.log"),
@@ -147,7 +156,11 @@ func startClusterWith(t *testing.T, p clusterProfile) *testCluster {
 	c.etcdCli = cli
 	for i := range numBrokers {
 		b := c.newBroker(i, dir)
-		args := append([]string{"serve"}, c.listenerArgs(b, "", "")...)
+		adv := ""
+		if front != nil {
+			adv = front(b)
+		}
+		args := append([]string{"serve"}, c.listenerArgs(b, adv, "")...)
 		args = append(args,
 			"--override", "log.dirs="+filepath.Join(b.dir, "data"),
 			"--override", "admin.listener=",

@@ -84,6 +84,10 @@
 //	                                     | kill two (quorum lost), cut the controller broker from etcd
 //	TestS18TxnCoordinatorFaults          | transactional producers; kill, pause and isolate the
 //	                                     | transaction coordinator of one transactional id
+//	TestS19LateTxnRequests               | transactional producers through delayProxy (delayproxy_test.go),
+//	                                     | which holds 1 in 8 of their Produce, AddPartitionsToTxn and
+//	                                     | EndTxn requests 1-10 s and delivers them after the client
+//	                                     | gave up: the late requests must not change a later transaction
 //	TestS20ProducerKilledMidTransaction  | kill -9 a librdkafka producer with its transaction open on
 //	                                     | every partition: last stable offsets move within
 //	                                     | transaction timeout + 10 s

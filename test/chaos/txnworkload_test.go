@@ -35,6 +35,9 @@ type txnRecord struct {
 	values  []string
 	outcome string
 	err     error
+	// began and ended are when BeginTransaction was called and when the
+	// producer was done with the transaction.
+	began, ended time.Time
 }
 
 // txnWorkload runs transactional producers (franz-go) that write
@@ -49,6 +52,8 @@ type txnWorkload struct {
 	topic      string
 	partitions int32
 	ids        []string
+	// opts are each producer's options on top of the workload's.
+	opts func(id string) []kgo.Opt
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -64,8 +69,15 @@ const txnRecords = 10
 // startTxnWorkload starts one transactional producer per id.
 func startTxnWorkload(t *testing.T, c *testCluster, topic string, partitions int32, ids ...string) *txnWorkload {
 	t.Helper()
+	return startTxnWorkloadWith(t, c, topic, partitions, nil, ids...)
+}
+
+// startTxnWorkloadWith is startTxnWorkload with opts(id) added to the
+// options of id's producers (later options win).
+func startTxnWorkloadWith(t *testing.T, c *testCluster, topic string, partitions int32, opts func(id string) []kgo.Opt, ids ...string) *txnWorkload {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	w := &txnWorkload{t: t, c: c, topic: topic, partitions: partitions, ids: ids, cancel: cancel}
+	w := &txnWorkload{t: t, c: c, topic: topic, partitions: partitions, ids: ids, opts: opts, cancel: cancel}
 	for _, id := range ids {
 		w.wg.Add(1)
 		go w.run(ctx, id)
@@ -75,19 +87,23 @@ func startTxnWorkload(t *testing.T, c *testCluster, topic string, partitions int
 }
 
 func (w *txnWorkload) client(id string) (*kgo.Client, error) {
-	return kgo.NewClient(
+	opts := []kgo.Opt{
 		kgo.SeedBrokers(w.c.addrs()...),
 		kgo.TransactionalID(id),
 		kgo.TransactionTimeout(txnTimeout),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		kgo.DefaultProduceTopic(w.topic),
-		kgo.ProducerLinger(2*time.Millisecond),
-		kgo.MetadataMinAge(100*time.Millisecond),
-		kgo.MetadataMaxAge(2*time.Second),
-		kgo.ProduceRequestTimeout(5*time.Second),
+		kgo.ProducerLinger(2 * time.Millisecond),
+		kgo.MetadataMinAge(100 * time.Millisecond),
+		kgo.MetadataMaxAge(2 * time.Second),
+		kgo.ProduceRequestTimeout(5 * time.Second),
 		kgo.RetryBackoffFn(func(int) time.Duration { return 100 * time.Millisecond }),
-		kgo.RetryTimeout(30*time.Second),
-	)
+		kgo.RetryTimeout(30 * time.Second),
+	}
+	if w.opts != nil {
+		opts = append(opts, w.opts(id)...)
+	}
+	return kgo.NewClient(opts...)
 }
 
 // run is one producer's loop until ctx ends.
@@ -107,7 +123,9 @@ func (w *txnWorkload) run(ctx context.Context, id string) {
 				return
 			}
 		}
+		began := time.Now()
 		rec, broken := w.one(ctx, cl, id, n)
+		rec.began, rec.ended = began, time.Now()
 		if rec.outcome != "" {
 			w.mu.Lock()
 			w.mu.txns = append(w.mu.txns, rec)
@@ -213,6 +231,16 @@ type txnResult struct {
 	lost, abortedRead, torn, duplicate, unexpected int
 	examples                                       []string
 	stableAfter                                    time.Duration
+	// bad lists each transaction counted as lost, aborted-read or torn.
+	bad []txnBad
+	// visible holds every value seen at read_committed.
+	visible map[string]bool
+}
+
+// txnBad is a transaction the checker counted as an anomaly.
+type txnBad struct {
+	tx   txnRecord
+	kind string // "lost", "aborted-read" or "torn"
 }
 
 func (r *txnResult) anomalies() int {
@@ -290,7 +318,10 @@ func (w *txnWorkload) check() *txnResult {
 		w.t.Errorf("the end records became visible %s after the producers stopped, above the bound of %s", stableAfter, bound)
 	}
 
-	r := &txnResult{stableAfter: stableAfter}
+	r := &txnResult{stableAfter: stableAfter, visible: make(map[string]bool, len(seen))}
+	for v := range seen {
+		r.visible[v] = true
+	}
 	written := make(map[string]bool)
 	w.mu.Lock()
 	txns := append([]txnRecord(nil), w.mu.txns...)
@@ -313,12 +344,14 @@ func (w *txnWorkload) check() *txnResult {
 			r.committed++
 			if visible != len(tx.values) {
 				r.lost += len(tx.values) - visible
+				r.bad = append(r.bad, txnBad{tx, "lost"})
 				example("lost: %s transaction %d committed, %d of %d values visible", tx.id, tx.n, visible, len(tx.values))
 			}
 		case txnAborted:
 			r.aborted++
 			if visible > 0 {
 				r.abortedRead += visible
+				r.bad = append(r.bad, txnBad{tx, "aborted-read"})
 				example("aborted-read: %s transaction %d aborted, %d values visible", tx.id, tx.n, visible)
 			}
 		case txnUnknown:
@@ -327,6 +360,7 @@ func (w *txnWorkload) check() *txnResult {
 				r.unknownVisible++
 			} else if visible > 0 {
 				r.torn++
+				r.bad = append(r.bad, txnBad{tx, "torn"})
 				example("torn: %s transaction %d (%v) has %d of %d values visible", tx.id, tx.n, tx.err, visible, len(tx.values))
 			}
 		}
