@@ -1,4 +1,6 @@
 # Every target is plain go commands on one line; run them directly if you prefer.
+# make test first runs scripts/test-deps.sh, which installs kcat and
+# confluent-kafka-python (apt-get, as root or with sudo) when they are missing.
 # test/e2e and test/chaos run with -count=1: they build and run the samsa
 # binary, which go test's result cache does not see change.
 .PHONY: run test race verify fuzz bench e2e chaos cluster docker-image docker-test docker-test-secure docker-test-all
@@ -7,7 +9,7 @@ run:
 	go run ./cmd/samsa serve
 
 test:
-	CI=1 go vet ./... && CI=1 go test ./internal/... ./cmd/... && CI=1 go test -count=1 ./test/... && CI=1 go test -race ./internal/...
+	scripts/test-deps.sh && CI=1 go vet ./... && CI=1 go test ./internal/... ./cmd/... && CI=1 go test -count=1 ./test/... && CI=1 go test -race ./internal/...
 
 race:
 	go test -race ./internal/...

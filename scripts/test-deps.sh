@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Installs the client tools the end-to-end tests drive, when they are
+# missing: kcat, and librdkafka through confluent-kafka-python. On Debian
+# or Ubuntu as root (or with sudo) it installs them with apt-get; anywhere
+# else it says what to install and fails, so that `make test` never runs
+# the end-to-end suite half-equipped. `make test` and .ci/run call it.
+#
+# Set SAMSA_TEST_DEPS=skip to run the tests without checking (the tests
+# that need a missing tool then fail when CI is set, and skip otherwise).
+set -euo pipefail
+
+[ "${SAMSA_TEST_DEPS:-}" = skip ] && exit 0
+
+packages=(kcat python3-confluent-kafka)
+
+# The tests look for a python3 with the module in PATH, then in
+# /usr/bin and /usr/local/bin (Debian's package installs for /usr/bin's).
+have_python() {
+	local py
+	for py in python3 /usr/bin/python3 /usr/local/bin/python3; do
+		if command -v "$py" >/dev/null 2>&1 && "$py" -c 'import confluent_kafka' >/dev/null 2>&1; then
+			return 0
+		fi
+	done
+	return 1
+}
+
+have_all() {
+	command -v kcat >/dev/null 2>&1 && have_python
+}
+
+have_all && exit 0
+
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then
+	if command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
+		sudo="sudo -n"
+	fi
+fi
+if command -v apt-get >/dev/null 2>&1 && { [ "$(id -u)" -eq 0 ] || [ -n "$sudo" ]; }; then
+	echo "test-deps: installing ${packages[*]} with apt-get" >&2
+	$sudo env DEBIAN_FRONTEND=noninteractive apt-get update -q >&2
+	$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${packages[@]}" >&2
+	have_all && exit 0
+	echo "test-deps: apt-get ran, but kcat or python3's confluent_kafka is still missing" >&2
+	exit 1
+fi
+
+cat >&2 <<MSG
+test-deps: the end-to-end tests need kcat and confluent-kafka-python
+(librdkafka), and this script can install them only on Debian or Ubuntu
+as root or with passwordless sudo. Install them, then run make test again:
+
+  Debian/Ubuntu:  sudo apt-get install -y ${packages[*]}
+  macOS:          brew install kcat librdkafka && pip3 install confluent-kafka
+
+or run the tests without them: SAMSA_TEST_DEPS=skip make test
+MSG
+exit 1
