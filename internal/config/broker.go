@@ -115,6 +115,7 @@ type Broker struct {
 	LogFlushIntervalMs                        int64             // log.flush.interval.ms; -1 when null
 	LogCleanupPolicy                          string            // log.cleanup.policy
 	LogCleanerEnable                          bool              // log.cleaner.enable
+	MetricsPartitionLevel                     bool              // metrics.partition.level
 	LogCleanerThreads                         int32             // log.cleaner.threads
 	LogMessageTimestampType                   string            // log.message.timestamp.type
 	LogSegmentDeleteDelayMs                   int64             // log.segment.delete.delay.ms
@@ -297,6 +298,7 @@ func FromRaw(set map[string]string) (*Broker, error) {
 	}
 	b.LogCleanupPolicy = strings.Join(splitList(r.str("log.cleanup.policy")), ",")
 	b.LogCleanerEnable = r.bool("log.cleaner.enable")
+	b.MetricsPartitionLevel = r.bool("metrics.partition.level")
 	b.LogCleanerThreads = r.int32("log.cleaner.threads")
 	b.LogMessageTimestampType = strings.TrimSpace(r.str("log.message.timestamp.type"))
 	b.LogSegmentDeleteDelayMs = r.int64("log.segment.delete.delay.ms")
