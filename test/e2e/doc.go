@@ -20,8 +20,8 @@
 //	TestAlertRules*, TestGrafana* | deploy/ rules pass promtool; every metric used is documented
 //
 // Tests that need kcat, python3 with confluent_kafka, or promtool and
-// prometheus (Debian's prometheus package) skip when the tool is missing, unless the environment variable CI is set, in which case they
-// fail.
+// prometheus (Debian's prometheus package) skip when the tool is missing,
+// unless the environment variable CI is set, in which case they fail.
 //
 // Set SAMSA_BIN to test a prebuilt binary instead of building one.
 //
