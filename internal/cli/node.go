@@ -61,6 +61,21 @@ func StartNode(ctx context.Context, cfg *config.Broker, log *slog.Logger) (_ *No
 	}
 	n := &Node{cfg: cfg, log: log}
 	n.bg, n.stop = context.WithCancel(context.Background())
+	// The hot-path metrics exist before the parts that update them; the
+	// scrape-time collectors are registered once the parts run.
+	var (
+		reg     *prometheus.Registry
+		metrics *admin.Metrics
+		etcdObs cluster.EtcdObserver
+		flushes storage.FlushObserver
+		reqObs  server.Observer
+		onRebal func(time.Duration)
+	)
+	if cfg.AdminListener != "" {
+		reg = prometheus.NewRegistry()
+		metrics = admin.NewMetrics(reg)
+		etcdObs, flushes, reqObs, onRebal = metrics, metrics, serverObserver{metrics}, metrics.ObserveRebalance
+	}
 	defer func() {
 		if err != nil {
 			n.Close()
@@ -145,6 +160,7 @@ func StartNode(ctx context.Context, cfg *config.Broker, log *slog.Logger) (_ *No
 
 		UncleanLeaderElection: cfg.UncleanLeaderElectionEnable,
 		AutoLeaderRebalance:   cfg.AutoLeaderRebalanceEnable,
+		EtcdObserver:          etcdObs,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("cluster: %w", err)
@@ -161,6 +177,7 @@ func StartNode(ctx context.Context, cfg *config.Broker, log *slog.Logger) (_ *No
 		CleanerDisable:         !cfg.LogCleanerEnable,
 		CleanerBackoff:         time.Duration(cfg.LogCleanerBackoffMs) * time.Millisecond,
 		DefaultConfig:          broker.StorageConfig(defaults),
+		FlushObserver:          flushes,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("storage: %w", err)
@@ -187,7 +204,7 @@ func StartNode(ctx context.Context, cfg *config.Broker, log *slog.Logger) (_ *No
 	}
 	n.broker, err = broker.New(broker.Config{
 		Broker: cfg, Cluster: n.cluster, Logs: n.logs, LogDir: dir, Logger: log,
-		InterBrokerOpts: ibOpts, Connections: conns,
+		InterBrokerOpts: ibOpts, Connections: conns, OnRebalance: onRebal,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("broker: %w", err)
@@ -197,6 +214,7 @@ func StartNode(ctx context.Context, cfg *config.Broker, log *slog.Logger) (_ *No
 		IdleTimeout:       time.Duration(cfg.ConnectionsMaxIdleMs) * time.Millisecond,
 		QueuedMaxRequests: int(cfg.QueuedMaxRequests),
 		Connections:       connLimits{conns},
+		Observer:          reqObs,
 		Logger:            log,
 	}, n.broker)
 	for i, ln := range n.lns {
@@ -209,8 +227,7 @@ func StartNode(ctx context.Context, cfg *config.Broker, log *slog.Logger) (_ *No
 		}(ln, lcs[i])
 	}
 	if cfg.AdminListener != "" {
-		reg := prometheus.NewRegistry()
-		registerMetrics(reg, n.server)
+		registerMetrics(reg, n)
 		n.admin, err = admin.Start(cfg.AdminListener, reg, n.ready, log)
 		if err != nil {
 			return nil, fmt.Errorf("admin listener %s: %w", cfg.AdminListener, err)

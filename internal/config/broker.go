@@ -116,6 +116,7 @@ type Broker struct {
 	LogCleanupPolicy                          string            // log.cleanup.policy
 	LogCleanerEnable                          bool              // log.cleaner.enable
 	LogCleanerBackoffMs                       int64             // log.cleaner.backoff.ms
+	MetricsPartitionLevel                     bool              // metrics.partition.level
 	LogCleanerThreads                         int32             // log.cleaner.threads
 	LogMessageTimestampType                   string            // log.message.timestamp.type
 	LogSegmentDeleteDelayMs                   int64             // log.segment.delete.delay.ms
@@ -299,6 +300,7 @@ func FromRaw(set map[string]string) (*Broker, error) {
 	b.LogCleanupPolicy = strings.Join(splitList(r.str("log.cleanup.policy")), ",")
 	b.LogCleanerEnable = r.bool("log.cleaner.enable")
 	b.LogCleanerBackoffMs = r.int64("log.cleaner.backoff.ms")
+	b.MetricsPartitionLevel = r.bool("metrics.partition.level")
 	b.LogCleanerThreads = r.int32("log.cleaner.threads")
 	b.LogMessageTimestampType = strings.TrimSpace(r.str("log.message.timestamp.type"))
 	b.LogSegmentDeleteDelayMs = r.int64("log.segment.delete.delay.ms")

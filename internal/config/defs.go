@@ -479,6 +479,8 @@ var brokerDefs = []Def{
 		Doc: "Default for the topic config file.delete.delay.ms."},
 	{Name: "message.max.bytes", Type: TypeInt, Default: "1048588", Topic: "max.message.bytes", Validate: atLeast(0),
 		Doc: "Default for the topic config max.message.bytes."},
+	{Name: "metrics.partition.level", Type: TypeBoolean, Default: "true", ReadOnly: true,
+		Doc: "samsa: export the per-partition series on /metrics (log size, segments and offsets, consumer lag by partition); false keeps the per-topic ones only, for brokers with many partitions."},
 	{Name: "min.insync.replicas", Type: TypeInt, Default: "1", Topic: "min.insync.replicas", Validate: atLeast(1),
 		Doc: "Default for the topic config min.insync.replicas."},
 	{Name: "node.id", Type: TypeInt, Default: "0", ReadOnly: true, Validate: atLeast(0),

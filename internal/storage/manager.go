@@ -33,6 +33,7 @@ type Manager struct {
 	now    func() time.Time
 	defCfg Config
 	retInt time.Duration
+	obs    FlushObserver // nil: none
 
 	// createMu serialises Create and Delete, whose directory and file IO
 	// runs under it and not under mu.
@@ -92,6 +93,7 @@ func OpenManager(cfg ManagerConfig) (*Manager, error) {
 		now:    cfg.Now,
 		defCfg: normalizeConfig(cfg.DefaultConfig),
 		retInt: cfg.RetentionCheckInterval,
+		obs:    cfg.FlushObserver,
 
 		cleanerBackoff: cfg.CleanerBackoff,
 		logs:           map[TopicPartition]*Log{},
