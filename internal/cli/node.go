@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -147,7 +148,7 @@ func StartNode(ctx context.Context, cfg *config.Broker, log *slog.Logger) (_ *No
 		AutoLeaderRebalance:   cfg.AutoLeaderRebalanceEnable,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("cluster: %w", err)
+		return nil, withPrefix("cluster: ", err)
 	}
 	defaults, err := cfg.ResolveTopic(nil)
 	if err != nil {
@@ -162,7 +163,7 @@ func StartNode(ctx context.Context, cfg *config.Broker, log *slog.Logger) (_ *No
 		DefaultConfig:          broker.StorageConfig(defaults),
 	})
 	if err != nil {
-		return nil, fmt.Errorf("storage: %w", err)
+		return nil, withPrefix("storage: ", err)
 	}
 	ibOpts, err := interBrokerOpts(cfg)
 	if err != nil {
@@ -189,7 +190,7 @@ func StartNode(ctx context.Context, cfg *config.Broker, log *slog.Logger) (_ *No
 		InterBrokerOpts: ibOpts, Connections: conns,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("broker: %w", err)
+		return nil, withPrefix("broker: ", err)
 	}
 	n.server = server.New(server.Config{
 		MaxRequestBytes:   cfg.SocketRequestMaxBytes,
@@ -216,6 +217,16 @@ func StartNode(ctx context.Context, cfg *config.Broker, log *slog.Logger) (_ *No
 		}
 	}
 	return n, nil
+}
+
+// withPrefix returns err with prefix in front unless its message already
+// starts with it (the packages' own errors do), so that a message does
+// not read "cluster: cluster: ...".
+func withPrefix(prefix string, err error) error {
+	if strings.HasPrefix(err.Error(), prefix) {
+		return err
+	}
+	return fmt.Errorf("%s%w", prefix, err)
 }
 
 // goAttach runs f in a goroutine that Close stops, by cancelling ctx,

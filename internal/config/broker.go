@@ -192,7 +192,7 @@ func Load(path string, overrides []string) (*Broker, error) {
 	if path != "" {
 		f, err := os.Open(path)
 		if err != nil {
-			return nil, fmt.Errorf("config: open %s: %w", path, err)
+			return nil, fmt.Errorf("config: %w", err)
 		}
 		props, err := ParseProperties(f)
 		f.Close()

@@ -110,6 +110,53 @@ func TestHouseRules(t *testing.T) {
 	}
 }
 
+var (
+	prefixOnly = regexp.MustCompile(`fmt\.Errorf\("([a-z]+): %w"`)
+	openPath   = regexp.MustCompile(`fmt\.Errorf\("[^"]*\bopen %[sqv]: %w"`)
+)
+
+// TestNoDoubledErrorPrefix catches wraps that repeat what the wrapped error
+// already says, which reads as "cluster: cluster: ..." or "open X: open X:
+// ...": a package putting another samsa package's prefix on that
+// package's error (its errors already start with it, see STYLE.md
+// section 4), and "open <path>: %w" around an open call's error (os and
+// vfs name the path as "open <path>:" already).
+func TestNoDoubledErrorPrefix(t *testing.T) {
+	pkgs := make(map[string]bool)
+	for p := range allowed {
+		pkgs[filepath.Base(p)] = true
+	}
+	root := filepath.Join("..", "..")
+	err := filepath.Walk(root, func(path string, info os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		if info.IsDir() && (info.Name() == ".git" || info.Name() == "testdata") {
+			return filepath.SkipDir
+		}
+		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		src, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		own := filepath.Base(filepath.Dir(path))
+		for i, line := range strings.Split(string(src), "\n") {
+			if m := prefixOnly.FindStringSubmatch(line); m != nil && pkgs[m[1]] && m[1] != own {
+				t.Errorf("%s:%d: %q wraps an error of package %s, which already starts with %q; say what was being done, or return it as is", path, i+1, m[0], m[1], m[1]+": ")
+			}
+			if openPath.MatchString(line) {
+				t.Errorf("%s:%d: \"open %%s: %%w\" around an open error repeats its \"open <path>:\"", path, i+1)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
 func contains(s []string, v string) bool {
 	for _, x := range s {
 		if x == v {

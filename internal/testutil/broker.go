@@ -65,7 +65,7 @@ func (b *Broker) start() {
 func (b *Broker) tryStart() error {
 	cfg, err := config.Load("", b.cfgArgs)
 	if err != nil {
-		return fmt.Errorf("config: %w", err)
+		return err
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	if os.Getenv("SAMSA_TEST_LOG") != "" {
