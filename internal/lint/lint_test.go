@@ -12,8 +12,8 @@ import (
 )
 
 // allowed lists, for each samsa package, the samsa packages it may import.
-// docs/architecture.md gives the reason for every edge beyond STYLE.md's
-// diagram. testutil and the e2e tests may import anything.
+// docs/architecture.md gives the reason for every edge beyond its base
+// layering. testutil and the e2e tests may import anything.
 var allowed = map[string][]string{
 	"cmd/samsa":          {"cli"},
 	"internal/cli":       {"server", "broker", "cluster", "admin", "config", "storage", "vfs", "record", "sasl", "tlsconfig", "acl", "quota"},
@@ -118,9 +118,9 @@ var (
 // TestNoDoubledErrorPrefix catches wraps that repeat what the wrapped error
 // already says, which reads as "cluster: cluster: ..." or "open X: open X:
 // ...": a package putting another samsa package's prefix on that
-// package's error (its errors already start with it, see STYLE.md
-// section 4), and "open <path>: %w" around an open call's error (os and
-// vfs name the path as "open <path>:" already).
+// package's error (its errors already start with "<package>: "), and
+// "open <path>: %w" around an open call's error (os and vfs name the path
+// as "open <path>:" already).
 func TestNoDoubledErrorPrefix(t *testing.T) {
 	pkgs := make(map[string]bool)
 	for p := range allowed {
@@ -154,6 +154,36 @@ func TestNoDoubledErrorPrefix(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+var mdName = regexp.MustCompile(`\b[A-Za-z][A-Za-z0-9_-]*\.md\b`)
+
+// TestDocsCiteExistingFiles fails when the README or a page in docs/ names
+// a Markdown file that the repository does not have.
+func TestDocsCiteExistingFiles(t *testing.T) {
+	root := filepath.Join("..", "..")
+	pages, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pages = append(pages, filepath.Join(root, "README.md"))
+	for _, p := range pages {
+		src, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range mdName.FindAllString(string(src), -1) {
+			found := false
+			for _, dir := range []string{root, filepath.Join(root, "docs"), filepath.Dir(p)} {
+				if _, err := os.Stat(filepath.Join(dir, name)); err == nil {
+					found = true
+				}
+			}
+			if !found {
+				t.Errorf("%s names %s, which the repository does not have", p, name)
+			}
+		}
 	}
 }
 
