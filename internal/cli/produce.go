@@ -93,6 +93,9 @@ func parseHeaders(hs []string) ([]kgo.RecordHeader, error) {
 	return out, nil
 }
 
+// pingTimeout bounds how long produce waits for a first broker answer.
+const pingTimeout = 10 * time.Second
+
 // maxReportedErrors bounds how many produce failures are printed one by one.
 const maxReportedErrors = 10
 
@@ -113,8 +116,11 @@ rest the value; a line without the separator has a null key. Every
 given, otherwise the default partitioner picks (by key hash, or sticky
 for null keys).
 
-A summary is printed to stderr when stdin ends. The command exits with
-status 1 if any record failed.
+The command first checks that a broker answers, and fails at once, saying
+why, when none does (a refused connection, a failed TLS handshake). A
+summary is printed to stderr when stdin ends or the command is
+interrupted; records not acknowledged by then count as failed. The
+command exits with status 1 if any record failed.
 
 The idempotent producer is off unless --idempotent is given.`,
 		Example: `  printf 'hello\nworld\n' | samsa produce orders
@@ -142,6 +148,15 @@ The idempotent producer is off unless --idempotent is given.`,
 				return err
 			}
 			defer cl.Close()
+			// Fail at once, and say why, when no broker answers: the
+			// producer itself would retry a refused connection until
+			// the command is interrupted.
+			pctx, cancel := context.WithTimeout(cmd.Context(), pingTimeout)
+			err = cl.Ping(pctx)
+			cancel()
+			if err != nil {
+				return fmt.Errorf("produce to %s: no broker reachable at %s: %w", topic, g.bootstrap, err)
+			}
 			return produceLines(cmd.Context(), cl, e, topic, keySep, hdrs, partition)
 		},
 	}
@@ -217,15 +232,23 @@ func produceLines(ctx context.Context, cl *kgo.Client, e env, topic, keySep stri
 	for _, err := range tally.firstErr {
 		fmt.Fprintf(e.stderr, "samsa: produce: %v\n", err)
 	}
-	fmt.Fprintf(e.stderr, "produced %d records (%d bytes) to %s in %s, %d failed\n",
-		tally.ok, tally.bytes, topic, time.Since(start).Round(time.Millisecond), tally.failed)
+	// Records still unanswered when Flush gave up (the command was
+	// interrupted) were not acknowledged: they count as failed.
+	unanswered := sent - tally.ok - tally.failed
+	failed := tally.failed + unanswered
+	fmt.Fprintf(e.stderr, "produced %d records (%d bytes) to %s in %s, %d failed",
+		tally.ok, tally.bytes, topic, time.Since(start).Round(time.Millisecond), failed)
+	if unanswered > 0 {
+		fmt.Fprintf(e.stderr, " (%d not acknowledged when the command stopped)", unanswered)
+	}
+	fmt.Fprintln(e.stderr)
 	switch {
 	case scanErr != nil:
 		return fmt.Errorf("read stdin: %w", scanErr)
 	case flushErr != nil:
-		return fmt.Errorf("flush: %w", flushErr)
-	case tally.failed > 0:
-		return fmt.Errorf("%d of %d records failed", tally.failed, sent)
+		return fmt.Errorf("%d of %d records failed: flush: %w", failed, sent, flushErr)
+	case failed > 0:
+		return fmt.Errorf("%d of %d records failed", failed, sent)
 	}
 	return nil
 }
