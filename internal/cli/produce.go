@@ -3,13 +3,16 @@ package cli
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // maxLineBytes bounds one stdin line of `samsa produce`.
@@ -122,6 +125,10 @@ summary is printed to stderr when stdin ends or the command is
 interrupted; records not acknowledged by then count as failed. The
 command exits with status 1 if any record failed.
 
+A topic that does not exist is created by the broker if its
+auto.create.topics.enable is true (the default), as for kcat; otherwise
+produce fails before reading stdin.
+
 The idempotent producer is off unless --idempotent is given.`,
 		Example: `  printf 'hello\nworld\n' | samsa produce orders
   printf 'k1:v1\nk2:v2\n' | samsa produce orders --key-separator : --header source=cli
@@ -137,7 +144,10 @@ The idempotent producer is off unless --idempotent is given.`,
 			if err != nil {
 				return err
 			}
-			opts = append(opts, kgo.DefaultProduceTopic(topic))
+			// NB: the broker decides whether a missing topic is created,
+			// by its auto.create.topics.enable, as it does for kcat and
+			// Kafka's console producer.
+			opts = append(opts, kgo.DefaultProduceTopic(topic), kgo.AllowAutoTopicCreation())
 			if partition >= 0 {
 				opts = append(opts, kgo.RecordPartitioner(kgo.ManualPartitioner()))
 			} else if partition != -1 {
@@ -157,6 +167,9 @@ The idempotent producer is off unless --idempotent is given.`,
 			if err != nil {
 				return fmt.Errorf("produce to %s: no broker reachable at %s: %w", topic, g.bootstrap, err)
 			}
+			if err := checkProduceTopic(cmd.Context(), cl, topic); err != nil {
+				return err
+			}
 			return produceLines(cmd.Context(), cl, e, topic, keySep, hdrs, partition)
 		},
 	}
@@ -165,6 +178,37 @@ The idempotent producer is off unless --idempotent is given.`,
 	cmd.Flags().StringArrayVarP(&headers, "header", "H", nil, "header key=value added to every record (repeatable)")
 	cmd.Flags().Int32VarP(&partition, "partition", "p", -1, "partition to produce to (-1: partitioner decides)")
 	return cmd
+}
+
+// checkProduceTopic asks for topic's metadata as a producer does, letting
+// the broker create it if its auto.create.topics.enable says so, and fails
+// at once when the topic does not exist and was not created.
+func checkProduceTopic(ctx context.Context, cl *kgo.Client, topic string) error {
+	req := kmsg.NewPtrMetadataRequest()
+	t := kmsg.NewMetadataRequestTopic()
+	t.Topic = kmsg.StringPtr(topic)
+	req.Topics = append(req.Topics, t)
+	req.AllowAutoTopicCreation = true
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return fmt.Errorf("produce to %s: metadata: %w", topic, err)
+	}
+	for _, rt := range resp.Topics {
+		if rt.Topic == nil || *rt.Topic != topic {
+			continue
+		}
+		err := kerr.ErrorForCode(rt.ErrorCode)
+		switch {
+		case err == nil, errors.Is(err, kerr.LeaderNotAvailable):
+			return nil // exists, or just created
+		case errors.Is(err, kerr.UnknownTopicOrPartition):
+			return fmt.Errorf("produce to %s: %w: the topic does not exist and the broker does not create topics on produce (its auto.create.topics.enable=false); create it first: samsa topic create %s",
+				topic, err, topic)
+		default:
+			return fmt.Errorf("produce to %s: %w", topic, err)
+		}
+	}
+	return nil
 }
 
 // produceTally counts the outcomes of asynchronous produces. mu guards all

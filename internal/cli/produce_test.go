@@ -84,3 +84,39 @@ func TestProduceCountsUnacknowledgedRecordsAsFailed(t *testing.T) {
 		t.Fatalf("stderr %q; want 2 produced and 2 failed", r.errs)
 	}
 }
+
+// TestProduceToNewTopicFollowsBrokerAutoCreate: produce asks for a missing
+// topic as kcat does, so the broker's auto.create.topics.enable decides.
+func TestProduceToNewTopicFollowsBrokerAutoCreate(t *testing.T) {
+	t.Run("auto.create.topics.enable=true", func(t *testing.T) {
+		b := testutil.StartBroker(t, "num.partitions=3")
+		out := mustSamsa(t, b.Addr(), "topic", "list")
+		if strings.Contains(out, "brand-new") {
+			t.Fatalf("topic exists before produce:\n%s", out)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		code, _, errs := cli.RunForTest(ctx, "hello\nworld\n", "-b", b.Addr(), "produce", "brand-new")
+		if code != cli.ExitOK || !strings.Contains(errs, "produced 2 records") {
+			t.Fatalf("exit %d, stderr %q", code, errs)
+		}
+		out = mustSamsa(t, b.Addr(), "topic", "list")
+		if !strings.Contains(out, "brand-new  3") {
+			t.Fatalf("auto-created topic not listed with num.partitions=3:\n%s", out)
+		}
+	})
+	t.Run("auto.create.topics.enable=false", func(t *testing.T) {
+		b := testutil.StartBroker(t, "auto.create.topics.enable=false")
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		start := time.Now()
+		code, _, errs := cli.RunForTest(ctx, "hello\n", "-b", b.Addr(), "produce", "brand-new")
+		if code != cli.ExitFailure || !strings.Contains(errs, "auto.create.topics.enable=false") ||
+			!strings.Contains(errs, "samsa topic create brand-new") {
+			t.Fatalf("exit %d, stderr %q", code, errs)
+		}
+		if took := time.Since(start); took > 10*time.Second {
+			t.Fatalf("refusal took %s", took)
+		}
+	})
+}
