@@ -36,6 +36,7 @@ type Node struct {
 	admin   *admin.Server
 	lns     []net.Listener
 	wg      sync.WaitGroup // Serve goroutines
+	lock    *dirLock       // the log dir's .lock, released last
 
 	// bg is the context of the goroutines goAttach starts (JWKS
 	// refreshes); stop cancels it, and bgWG counts them.
@@ -67,6 +68,12 @@ func StartNode(ctx context.Context, cfg *config.Broker, log *slog.Logger) (_ *No
 			n.Close()
 		}
 	}()
+	// Lock the log dir before anything else touches it: a second broker
+	// on the same dir would otherwise wait, without a word, on etcd's
+	// own file lock.
+	if n.lock, err = lockLogDir(dir); err != nil {
+		return nil, err
+	}
 
 	// Listen first: the advertised port of a listener on port 0 is only
 	// known once it is bound.
@@ -347,6 +354,7 @@ func (n *Node) Close() error {
 		if n.cluster != nil {
 			errs = append(errs, n.cluster.Close())
 		}
+		errs = append(errs, n.lock.unlock())
 		n.closeErr = errors.Join(errs...)
 	})
 	return n.closeErr

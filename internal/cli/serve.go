@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -58,6 +59,11 @@ file. An https:// endpoint or any etcd.ssl.* config turns TLS on. The
 broker fails to start if etcd does not answer within
 etcd.connection.timeout.ms (18 s).
 
+Each log dir is locked (its .lock file, which holds the broker's pid) before
+anything else starts: a second broker on the same log.dirs exits at once,
+naming the dir and the pid that holds it. A signal while the broker starts
+stops the startup and exits.
+
 SIGINT or SIGTERM shut the broker down cleanly: it stops accepting, finishes
 in-flight requests, flushes the logs, and deregisters. A second signal exits
 at once.`,
@@ -99,7 +105,7 @@ at once.`,
 // shuts it down; a second signal during shutdown exits at once.
 func serve(ctx context.Context, cfg *config.Broker, log *slog.Logger) error {
 	start := time.Now()
-	n, err := StartNode(ctx, cfg, log)
+	n, err := startInterruptibly(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
@@ -135,4 +141,40 @@ func serve(ctx context.Context, cfg *config.Broker, log *slog.Logger) error {
 	}
 	log.Info("samsa broker stopped")
 	return nil
+}
+
+// startAbandonTimeout is how long a signal during startup waits for
+// StartNode to give up before serve returns without it.
+const startAbandonTimeout = 5 * time.Second
+
+// startInterruptibly is StartNode that honours ctx even where a step of
+// the startup does not (a file lock inside etcd, a dial): once ctx is done
+// it waits startAbandonTimeout for StartNode to return, then returns
+// without it, and the process exits.
+func startInterruptibly(ctx context.Context, cfg *config.Broker, log *slog.Logger) (*Node, error) {
+	type started struct {
+		n   *Node
+		err error
+	}
+	done := make(chan started, 1)
+	go func() {
+		n, err := StartNode(ctx, cfg, log)
+		done <- started{n, err}
+	}()
+	select {
+	case s := <-done:
+		return s.n, s.err
+	case <-ctx.Done():
+	}
+	log.Info("signal while starting; stopping")
+	t := time.NewTimer(startAbandonTimeout)
+	defer t.Stop()
+	select {
+	case s := <-done:
+		if s.err == nil {
+			s.n.Close()
+		}
+	case <-t.C:
+	}
+	return nil, errors.New("interrupted while starting")
 }
