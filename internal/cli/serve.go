@@ -47,7 +47,13 @@ HTTP endpoints (/metrics, /healthz, /readyz) on 127.0.0.1:9080, and data in
 Configuration uses Kafka's names (node.id, listeners, log.dirs,
 log.retention.ms, ...), from a server.properties file given with --config
 and from --override name=value, which wins over the file. Unknown names are
-an error. See docs/configuration.md for every config.
+an error, with the config a near miss most likely meant. A Kafka
+server.properties loads: Kafka configs that have no meaning in samsa
+(zookeeper.connect, KRaft's metadata log, thread pools) are accepted with
+one warning naming them, a listener named in controller.listener.names is
+not opened, and Kafka configs samsa does not implement are refused when
+their value would change what the broker does. See docs/configuration.md
+for every config.
 
 By default the broker embeds its etcd. --etcd-endpoints connects it to an
 external etcd cluster instead; --etcd-cacert, --etcd-cert and --etcd-key
@@ -89,6 +95,9 @@ at once.`,
 				return usagef("--log-level: %v", err)
 			}
 			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
+			for _, w := range cfg.Warnings {
+				log.Warn(w)
+			}
 			return serve(cmd.Context(), cfg, log)
 		},
 	}
