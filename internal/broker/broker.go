@@ -81,6 +81,11 @@ type Broker struct {
 	// reported; guarded by reconcileMu.
 	strays map[storage.TopicPartition]bool
 
+	// coordLogMu guards coordLogged: when each reason a coordinator
+	// lookup failed was last logged.
+	coordLogMu  sync.Mutex
+	coordLogged map[string]time.Time
+
 	// reconcileMu serialises reconcile passes (the reconciler goroutine and
 	// handlers that create topics and want their partitions hosted at once).
 	reconcileMu sync.Mutex

@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -35,6 +36,7 @@ type Node struct {
 	admin   *admin.Server
 	lns     []net.Listener
 	wg      sync.WaitGroup // Serve goroutines
+	lock    *dirLock       // the log dir's .lock, released last
 
 	// bg is the context of the goroutines goAttach starts (JWKS
 	// refreshes); stop cancels it, and bgWG counts them.
@@ -81,6 +83,12 @@ func StartNode(ctx context.Context, cfg *config.Broker, log *slog.Logger) (_ *No
 			n.Close()
 		}
 	}()
+	// Lock the log dir before anything else touches it: a second broker
+	// on the same dir would otherwise wait, without a word, on etcd's
+	// own file lock.
+	if n.lock, err = lockLogDir(dir); err != nil {
+		return nil, err
+	}
 
 	// Listen first: the advertised port of a listener on port 0 is only
 	// known once it is bound.
@@ -163,7 +171,7 @@ func StartNode(ctx context.Context, cfg *config.Broker, log *slog.Logger) (_ *No
 		EtcdObserver:          etcdObs,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("cluster: %w", err)
+		return nil, withPrefix("cluster: ", err)
 	}
 	defaults, err := cfg.ResolveTopic(nil)
 	if err != nil {
@@ -180,7 +188,7 @@ func StartNode(ctx context.Context, cfg *config.Broker, log *slog.Logger) (_ *No
 		FlushObserver:          flushes,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("storage: %w", err)
+		return nil, withPrefix("storage: ", err)
 	}
 	ibOpts, err := interBrokerOpts(cfg)
 	if err != nil {
@@ -207,7 +215,7 @@ func StartNode(ctx context.Context, cfg *config.Broker, log *slog.Logger) (_ *No
 		InterBrokerOpts: ibOpts, Connections: conns, OnRebalance: onRebal,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("broker: %w", err)
+		return nil, withPrefix("broker: ", err)
 	}
 	n.server = server.New(server.Config{
 		MaxRequestBytes:   cfg.SocketRequestMaxBytes,
@@ -234,6 +242,16 @@ func StartNode(ctx context.Context, cfg *config.Broker, log *slog.Logger) (_ *No
 		}
 	}
 	return n, nil
+}
+
+// withPrefix returns err with prefix in front unless its message already
+// starts with it (the packages' own errors do), so that a message does
+// not read "cluster: cluster: ...".
+func withPrefix(prefix string, err error) error {
+	if strings.HasPrefix(err.Error(), prefix) {
+		return err
+	}
+	return fmt.Errorf("%s%w", prefix, err)
 }
 
 // goAttach runs f in a goroutine that Close stops, by cancelling ctx,
@@ -354,6 +372,7 @@ func (n *Node) Close() error {
 		if n.cluster != nil {
 			errs = append(errs, n.cluster.Close())
 		}
+		errs = append(errs, n.lock.unlock())
 		n.closeErr = errors.Join(errs...)
 	})
 	return n.closeErr

@@ -102,10 +102,10 @@ func OpenManager(cfg ManagerConfig) (*Manager, error) {
 		stop:           make(chan struct{}),
 	}
 	if err := m.fs.MkdirAll(m.dir, 0o755); err != nil {
-		return nil, fmt.Errorf("storage: open %s: %w", m.dir, err)
+		return nil, fmt.Errorf("storage: create log dir: %w", err)
 	}
 	if err := m.fs.SyncDir(filepath.Dir(m.dir)); err != nil {
-		return nil, fmt.Errorf("storage: open %s: %w", m.dir, err)
+		return nil, fmt.Errorf("storage: sync the parent of log dir %s: %w", m.dir, err)
 	}
 	if err := m.recoverAll(); err != nil {
 		for _, l := range m.logs {
