@@ -46,7 +46,6 @@ var inertKafkaNames = map[string]bool{
 	"log.cleaner.io.buffer.size":                       true,
 	"log.cleaner.io.buffer.load.factor":                true,
 	"log.cleaner.io.max.bytes.per.second":              true,
-	"log.cleaner.backoff.ms":                           true,
 	"log.flush.scheduler.interval.ms":                  true,
 	"log.flush.offset.checkpoint.interval.ms":          true,
 	"log.flush.start.offset.checkpoint.interval.ms":    true,
