@@ -141,7 +141,7 @@ func StartNode(ctx context.Context, cfg *config.Broker, log *slog.Logger) (_ *No
 		Endpoints:      endpoints,
 		Rack:           rack,
 		SessionTimeout: time.Duration(cfg.BrokerSessionTimeoutMs) * time.Millisecond,
-		Logger:         log,
+		Logger:         log.With(PkgKey, "cluster"),
 
 		UncleanLeaderElection: cfg.UncleanLeaderElectionEnable,
 		AutoLeaderRebalance:   cfg.AutoLeaderRebalanceEnable,
@@ -156,7 +156,7 @@ func StartNode(ctx context.Context, cfg *config.Broker, log *slog.Logger) (_ *No
 	n.logs, err = storage.OpenManager(storage.ManagerConfig{
 		FS:                     vfs.Default,
 		Dir:                    dir,
-		Logger:                 log,
+		Logger:                 log.With(PkgKey, "storage"),
 		RetentionCheckInterval: time.Duration(cfg.LogRetentionCheckIntervalMs) * time.Millisecond,
 		CleanerDisable:         !cfg.LogCleanerEnable,
 		CleanerBackoff:         time.Duration(cfg.LogCleanerBackoffMs) * time.Millisecond,
@@ -186,7 +186,7 @@ func StartNode(ctx context.Context, cfg *config.Broker, log *slog.Logger) (_ *No
 		return nil, err
 	}
 	n.broker, err = broker.New(broker.Config{
-		Broker: cfg, Cluster: n.cluster, Logs: n.logs, LogDir: dir, Logger: log,
+		Broker: cfg, Cluster: n.cluster, Logs: n.logs, LogDir: dir, Logger: log.With(PkgKey, "broker"),
 		InterBrokerOpts: ibOpts, Connections: conns,
 	})
 	if err != nil {
@@ -197,7 +197,7 @@ func StartNode(ctx context.Context, cfg *config.Broker, log *slog.Logger) (_ *No
 		IdleTimeout:       time.Duration(cfg.ConnectionsMaxIdleMs) * time.Millisecond,
 		QueuedMaxRequests: int(cfg.QueuedMaxRequests),
 		Connections:       connLimits{conns},
-		Logger:            log,
+		Logger:            log.With(PkgKey, "server"),
 	}, n.broker)
 	for i, ln := range n.lns {
 		n.wg.Add(1)
@@ -211,7 +211,7 @@ func StartNode(ctx context.Context, cfg *config.Broker, log *slog.Logger) (_ *No
 	if cfg.AdminListener != "" {
 		reg := prometheus.NewRegistry()
 		registerMetrics(reg, n.server)
-		n.admin, err = admin.Start(cfg.AdminListener, reg, n.ready, log)
+		n.admin, err = admin.Start(cfg.AdminListener, reg, n.ready, log.With(PkgKey, "admin"))
 		if err != nil {
 			return nil, fmt.Errorf("admin listener %s: %w", cfg.AdminListener, err)
 		}

@@ -3,7 +3,6 @@ package testutil
 import (
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"strings"
@@ -23,6 +22,9 @@ type Broker struct {
 	Dir     string
 	cfgArgs []string
 	Node    *cli.Node
+	// Log keeps the broker's log, in JSON, if it was started by
+	// StartBrokerLogged or StartClusterLogged; nil otherwise.
+	Log *LogBuffer
 }
 
 // StartBroker starts a broker on 127.0.0.1 with a free port and a data dir
@@ -42,7 +44,23 @@ func StartBroker(t testing.TB, overrides ...string) *Broker {
 // not start, instead of failing the test.
 func TryStartBroker(t testing.TB, overrides ...string) (*Broker, error) {
 	t.Helper()
-	b := &Broker{t: t, Dir: t.TempDir()}
+	return tryStartBroker(t, nil, overrides)
+}
+
+// StartBrokerLogged is StartBroker with the broker's log kept in
+// Broker.Log, in JSON at log.level (info unless overrides say otherwise).
+func StartBrokerLogged(t testing.TB, overrides ...string) *Broker {
+	t.Helper()
+	b, err := tryStartBroker(t, new(LogBuffer), overrides)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func tryStartBroker(t testing.TB, lb *LogBuffer, overrides []string) (*Broker, error) {
+	t.Helper()
+	b := &Broker{t: t, Dir: t.TempDir(), Log: lb}
 	b.cfgArgs = append([]string{
 		"listeners=PLAINTEXT://127.0.0.1:0",
 		"log.dirs=" + b.Dir,
@@ -67,18 +85,31 @@ func (b *Broker) tryStart() error {
 	if err != nil {
 		return fmt.Errorf("config: %w", err)
 	}
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	if os.Getenv("SAMSA_TEST_LOG") != "" {
-		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	n, err := cli.StartNode(ctx, cfg, log)
+	n, err := cli.StartNode(ctx, cfg, testLogger(cfg, b.Log))
 	if err != nil {
 		return fmt.Errorf("start broker: %w", err)
 	}
 	b.Node = n
 	return nil
+}
+
+// testLogger returns the logger of a test broker: JSON into lb when lb
+// is not nil; else debug text on stderr when SAMSA_TEST_LOG is set; else
+// nothing.
+func testLogger(cfg *config.Broker, lb *LogBuffer) *slog.Logger {
+	switch {
+	case lb != nil:
+		c := *cfg
+		c.LogFormat = "json"
+		return cli.NewLogger(lb, &c)
+	case os.Getenv("SAMSA_TEST_LOG") != "":
+		c := *cfg
+		c.LogLevel = slog.LevelDebug
+		return cli.NewLogger(os.Stderr, &c)
+	}
+	return slog.New(slog.DiscardHandler)
 }
 
 // Addr is the broker's Kafka address.
