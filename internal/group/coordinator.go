@@ -1082,6 +1082,7 @@ func (c *Coordinator) replay(ctx context.Context, log Log) (map[string]*Group, e
 // ErrNotCoordinator.
 func (c *Coordinator) Unload(partition int32) {
 	c.mu.Lock()
+	_, had := c.mu.parts[partition]
 	delete(c.mu.parts, partition)
 	c.txns.Lock()
 	delete(c.txns.open, partition)
@@ -1097,5 +1098,7 @@ func (c *Coordinator) Unload(partition int32) {
 	for _, e := range drop {
 		c.drop(e)
 	}
-	c.cfg.Logger.Info("group: unloaded __consumer_offsets partition", "partition", partition, "groups", len(drop))
+	if had {
+		c.cfg.Logger.Info("group: unloaded __consumer_offsets partition", "partition", partition, "groups", len(drop))
+	}
 }
