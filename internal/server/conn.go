@@ -39,6 +39,9 @@ type pending struct {
 	// authentication) when the reply was queued; the writer sizes its
 	// buffer by it.
 	open bool
+	// slow is what the slow request log needs (slow.go); zero when it is
+	// off.
+	slow slowTiming
 }
 
 // conn is one client connection. The read goroutine (readLoop) owns
@@ -309,14 +312,17 @@ func (c *conn) serve(frame []byte) (ok bool) {
 		c.close()
 		return false
 	}
+	var slow slowTiming
 	if !handled {
+		start := c.s.slowStart()
 		reply = c.s.h.Handle(c.ctx, c.pub, req)
+		slow = c.slowHandled(start)
 		if req.APIKey == produceKey {
 			putFrame(frame)
 		}
 		c.mute(reply.Throttle)
 	}
-	return c.queue(pending{req: req, reply: reply, after: after})
+	return c.queue(pending{req: req, reply: reply, after: after, slow: slow})
 }
 
 // queue hands a reply to the writer. It reports whether the reader
@@ -449,11 +455,14 @@ func (c *conn) writeLoop() {
 					return
 				}
 			}
+			start := c.s.slowStart()
 			if r, ok = c.wait(p.req, r.Wait); !ok || c.ctx.Err() != nil {
 				return
 			}
+			p.slow.waited(start, r.Parked)
 			c.mute(r.Throttle)
 		}
+		c.logIfSlow(&p)
 		if d := p.after.delay; d > 0 {
 			t := time.NewTimer(d)
 			select {

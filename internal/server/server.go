@@ -25,6 +25,9 @@ type Config struct {
 	// (max.connections, max.connections.per.ip and their kin).
 	Connections ConnLimits
 	Logger      *slog.Logger
+	// SlowRequest is log.slow.request.ms: a request whose broker time
+	// (slow.go) exceeds it is logged at WARN. Zero disables.
+	SlowRequest time.Duration
 }
 
 // Defaults of Config fields left zero.

@@ -34,6 +34,9 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 //	body          the response as a pre-encoded Body
 //	throttle-N    an immediate Msg that mutes the connection for N ms
 //	wthrottle-N   a Msg from Wait that mutes the connection for N ms
+//	slow-handle-N Handle takes N ms
+//	slow-wait-N   Wait takes N ms
+//	parked-N      Wait takes N ms, all of it Parked (a long-poll)
 //	anything else an immediate Msg echoing the topic names
 type testHandler struct {
 	handled atomic.Int64
@@ -110,6 +113,23 @@ func (h *testHandler) Handle(ctx context.Context, c *Conn, req *Request) Reply {
 		var ms int
 		if _, err := fmt.Sscanf(name, "throttle-%d", &ms); err == nil {
 			return Reply{Msg: resp, Throttle: time.Duration(ms) * time.Millisecond}
+		}
+		if _, err := fmt.Sscanf(name, "slow-handle-%d", &ms); err == nil {
+			time.Sleep(time.Duration(ms) * time.Millisecond)
+			return Reply{Msg: resp}
+		}
+		if _, err := fmt.Sscanf(name, "slow-wait-%d", &ms); err == nil {
+			return Reply{Wait: func(context.Context) Reply {
+				time.Sleep(time.Duration(ms) * time.Millisecond)
+				return Reply{Msg: resp}
+			}}
+		}
+		if _, err := fmt.Sscanf(name, "parked-%d", &ms); err == nil {
+			return Reply{Wait: func(context.Context) Reply {
+				d := time.Duration(ms) * time.Millisecond
+				time.Sleep(d)
+				return Reply{Msg: resp, Parked: d}
+			}}
 		}
 		if _, err := fmt.Sscanf(name, "wthrottle-%d", &ms); err == nil {
 			return Reply{Wait: func(context.Context) Reply {
