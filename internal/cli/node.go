@@ -198,6 +198,7 @@ func StartNode(ctx context.Context, cfg *config.Broker, log *slog.Logger) (_ *No
 		QueuedMaxRequests: int(cfg.QueuedMaxRequests),
 		Connections:       connLimits{conns},
 		Logger:            log.With(PkgKey, "server"),
+		SlowRequest:       time.Duration(cfg.LogSlowRequestMs) * time.Millisecond,
 	}, n.broker)
 	for i, ln := range n.lns {
 		n.wg.Add(1)
