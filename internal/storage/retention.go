@@ -65,7 +65,7 @@ func (l *Log) retain(nowMs int64) error {
 	lso := l.logStart.Load()
 	// Kafka: a compact-only log is never deleted by time or size.
 	del := cfg.DeleteRetention()
-	n := 0 // segments to delete: a prefix, never the active one
+	n := 0       // segments to delete: a prefix, never the active one
 	reason := "" // why the first of them goes, for the log
 	for ; n < len(segs)-1; n++ {
 		s := segs[n]
