@@ -98,13 +98,23 @@ func (b *Broker) handleFetch(ctx context.Context, c *server.Conn, req *kmsg.Fetc
 	}
 	deadline := b.now().Add(time.Duration(req.MaxWaitMillis) * time.Millisecond)
 	return server.Reply{Wait: func(ctx context.Context) server.Reply {
+		// parked is the time spent waiting for data, which the slow
+		// request log leaves out (server/slow.go).
+		var parked time.Duration
 		for {
-			if !waitAny(ctx, b.draining, f.wake, deadline.Sub(b.now())) {
-				return q.reply(b, req, q.fetch(b, req, c.Listener, allowed))
+			start := time.Now()
+			woken := waitAny(ctx, b.draining, f.wake, deadline.Sub(b.now()))
+			parked += time.Since(start)
+			if !woken {
+				r := q.reply(b, req, q.fetch(b, req, c.Listener, allowed))
+				r.Parked = parked
+				return r
 			}
 			f = q.fetch(b, req, c.Listener, allowed)
 			if f.done || f.n >= int64(req.MinBytes) {
-				return q.reply(b, req, f)
+				r := q.reply(b, req, f)
+				r.Parked = parked
+				return r
 			}
 		}
 	}}

@@ -11,6 +11,7 @@ package broker
 
 import (
 	"context"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -31,7 +32,11 @@ func (b *Broker) handleSyncGroup(req *kmsg.SyncGroupRequest) server.Reply {
 		gr.Assignments = append(gr.Assignments, group.Assignment{MemberID: a.MemberID, Assignment: a.MemberAssignment})
 	}
 	return server.Reply{Wait: func(ctx context.Context) server.Reply {
+		// The wait for the other members is by design: the slow
+		// request log leaves the whole call out (server/slow.go).
+		start := time.Now()
 		res, err := b.groups.SyncGroup(ctx, gr)
+		parked := time.Since(start)
 		resp := req.ResponseKind().(*kmsg.SyncGroupResponse)
 		resp.ErrorCode = groupCode(err)
 		if err == nil {
@@ -42,6 +47,6 @@ func (b *Broker) handleSyncGroup(req *kmsg.SyncGroupRequest) server.Reply {
 		if resp.MemberAssignment == nil {
 			resp.MemberAssignment = []byte{}
 		}
-		return server.Reply{Msg: resp}
+		return server.Reply{Msg: resp, Parked: parked}
 	}}
 }

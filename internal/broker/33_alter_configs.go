@@ -13,6 +13,7 @@ package broker
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -61,6 +62,7 @@ func (b *Broker) alterConfigs(ctx context.Context, typ kmsg.ConfigResourceType, 
 		if err := b.cluster.SetTopicConfigs(ctx, name, configs); err != nil {
 			return errCode(err), err
 		}
+		b.logConfigChanges("topic", name, img.Topics[name].Configs, configs, func(string) bool { return false })
 	case resourceBroker:
 		if err := b.checkBrokerResource(name); err != nil {
 			return kerr.InvalidRequest, err
@@ -83,10 +85,49 @@ func (b *Broker) alterConfigs(ctx context.Context, typ kmsg.ConfigResourceType, 
 		if err := b.cluster.SetBrokerConfigs(ctx, name, configs); err != nil {
 			return errCode(err), err
 		}
+		resource := name
+		if resource == "" {
+			resource = "<default>"
+		}
+		b.logConfigChanges("broker", resource, img.BrokerConfigs[name], configs, config.IsSensitive)
 	default:
 		return kerr.InvalidRequest, fmt.Errorf("resource type %d is not supported", typ)
 	}
 	return nil, nil
+}
+
+// logConfigChanges logs, one INFO line each, the configs whose override
+// differs between before and after. The old and new values of a sensitive
+// config are never logged; they show as [hidden] (unset stays "").
+func (b *Broker) logConfigChanges(typ, resource string, before, after map[string]string, sensitive func(string) bool) {
+	names := make([]string, 0, len(before)+len(after))
+	for k, v := range after {
+		if old, ok := before[k]; !ok || old != v {
+			names = append(names, k)
+		}
+	}
+	for k := range before {
+		if _, ok := after[k]; !ok {
+			names = append(names, k)
+		}
+	}
+	slices.Sort(names)
+	for _, k := range names {
+		old, had := before[k]
+		v, has := after[k]
+		if sensitive(k) {
+			old, v = maskConfig(old, had), maskConfig(v, has)
+		}
+		b.log.Info("broker: config changed", "resource_type", typ, "resource", resource, "config", k,
+			"old", old, "new", v, "was_set", had, "is_set", has)
+	}
+}
+
+func maskConfig(v string, set bool) string {
+	if !set {
+		return ""
+	}
+	return "[hidden]"
 }
 
 // currentOverrides returns a copy of a resource's stored overrides.

@@ -135,7 +135,7 @@ func New(cfg Config) (*Broker, error) {
 		FS:     fs,
 		Now:    b.now,
 		Self:   cfg.Broker.NodeID,
-		Logger: b.log,
+		Logger: b.log.With("pkg", "replica"),
 		ISR: replica.ISRConfig{
 			ReplicaLagTimeMaxMs: cfg.Broker.ReplicaLagTimeMaxMs,
 			MinInsyncReplicas:   int(cfg.Broker.MinInsyncReplicas),
@@ -148,7 +148,7 @@ func New(cfg Config) (*Broker, error) {
 	b.quotas.init(cfg.Broker, cfg.Connections)
 	b.producerIDs.cluster = cfg.Cluster
 	gcfg := group.ConfigFromBroker(cfg.Broker)
-	gcfg.Logger, gcfg.Now = b.log, b.now
+	gcfg.Logger, gcfg.Now = b.log.With("pkg", "group"), b.now
 	gcfg.OnRebalance = cfg.OnRebalance
 	b.groups = group.NewCoordinator(gcfg)
 	b.groupsLoaded = make(map[int32]*replica.Partition)

@@ -235,12 +235,15 @@ func throttleReply(r server.Reply, version int16, d time.Duration) server.Reply 
 // muted meanwhile.
 func delayReply(r server.Reply, d time.Duration) server.Reply {
 	return server.Reply{Throttle: d, Wait: func(ctx context.Context) server.Reply {
+		start := time.Now()
 		t := time.NewTimer(d)
 		defer t.Stop()
 		select {
 		case <-t.C:
 		case <-ctx.Done():
 		}
+		// Throttling is not slowness (server/slow.go).
+		r.Parked += time.Since(start)
 		return r
 	}}
 }

@@ -200,7 +200,7 @@ func (b *Broker) txnConfig() txn.Config {
 		NewProducerID:         b.producerIDs.allocate,
 		Markers:               markerWriter{b},
 		Now:                   b.now,
-		Logger:                b.log,
+		Logger:                b.log.With("pkg", "txn"),
 	}
 }
 

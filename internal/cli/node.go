@@ -164,7 +164,7 @@ func StartNode(ctx context.Context, cfg *config.Broker, log *slog.Logger) (_ *No
 		Endpoints:      endpoints,
 		Rack:           rack,
 		SessionTimeout: time.Duration(cfg.BrokerSessionTimeoutMs) * time.Millisecond,
-		Logger:         log,
+		Logger:         log.With(PkgKey, "cluster"),
 
 		UncleanLeaderElection: cfg.UncleanLeaderElectionEnable,
 		AutoLeaderRebalance:   cfg.AutoLeaderRebalanceEnable,
@@ -180,7 +180,7 @@ func StartNode(ctx context.Context, cfg *config.Broker, log *slog.Logger) (_ *No
 	n.logs, err = storage.OpenManager(storage.ManagerConfig{
 		FS:                     vfs.Default,
 		Dir:                    dir,
-		Logger:                 log,
+		Logger:                 log.With(PkgKey, "storage"),
 		RetentionCheckInterval: time.Duration(cfg.LogRetentionCheckIntervalMs) * time.Millisecond,
 		CleanerDisable:         !cfg.LogCleanerEnable,
 		CleanerBackoff:         time.Duration(cfg.LogCleanerBackoffMs) * time.Millisecond,
@@ -211,7 +211,7 @@ func StartNode(ctx context.Context, cfg *config.Broker, log *slog.Logger) (_ *No
 		return nil, err
 	}
 	n.broker, err = broker.New(broker.Config{
-		Broker: cfg, Cluster: n.cluster, Logs: n.logs, LogDir: dir, Logger: log,
+		Broker: cfg, Cluster: n.cluster, Logs: n.logs, LogDir: dir, Logger: log.With(PkgKey, "broker"),
 		InterBrokerOpts: ibOpts, Connections: conns, OnRebalance: onRebal,
 	})
 	if err != nil {
@@ -223,7 +223,8 @@ func StartNode(ctx context.Context, cfg *config.Broker, log *slog.Logger) (_ *No
 		QueuedMaxRequests: int(cfg.QueuedMaxRequests),
 		Connections:       connLimits{conns},
 		Observer:          reqObs,
-		Logger:            log,
+		Logger:            log.With(PkgKey, "server"),
+		SlowRequest:       time.Duration(cfg.LogSlowRequestMs) * time.Millisecond,
 	}, n.broker)
 	for i, ln := range n.lns {
 		n.wg.Add(1)
@@ -236,7 +237,7 @@ func StartNode(ctx context.Context, cfg *config.Broker, log *slog.Logger) (_ *No
 	}
 	if cfg.AdminListener != "" {
 		registerMetrics(reg, n)
-		n.admin, err = admin.Start(cfg.AdminListener, reg, n.ready, log)
+		n.admin, err = admin.Start(cfg.AdminListener, reg, n.ready, log.With(PkgKey, "admin"))
 		if err != nil {
 			return nil, fmt.Errorf("admin listener %s: %w", cfg.AdminListener, err)
 		}

@@ -68,7 +68,7 @@ func listenerConfig(ctx context.Context, cfg *config.Broker, l config.ListenerSe
 		FailedAuthDelay:  time.Duration(cfg.ConnectionFailedAuthDelayMs) * time.Millisecond,
 	}
 	if l.TLS() {
-		ts, err := tlsconfig.NewServer(listenerTLS(cfg, l.Name), log.With("listener", l.Name))
+		ts, err := tlsconfig.NewServer(listenerTLS(cfg, l.Name), log.With(PkgKey, "tlsconfig", "listener", l.Name))
 		if err != nil {
 			return lc, fmt.Errorf("listener %s: %w", l.Name, err)
 		}

@@ -90,11 +90,12 @@ at once.`,
 			if err != nil {
 				return usageError{err}
 			}
-			var level slog.Level
-			if err := level.UnmarshalText([]byte(logLevel)); err != nil {
-				return usagef("--log-level: %v", err)
+			if cmd.Flags().Changed("log-level") {
+				if cfg.LogLevel, err = config.ParseLogLevel(logLevel); err != nil {
+					return usagef("--log-level: %v", err)
+				}
 			}
-			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
+			log := NewLogger(cmd.ErrOrStderr(), cfg)
 			for _, w := range cfg.Warnings {
 				log.Warn(w)
 			}
@@ -103,7 +104,7 @@ at once.`,
 	}
 	cmd.Flags().StringVar(&configPath, "config", "", "a Kafka-style server.properties file")
 	cmd.Flags().StringArrayVar(&overrides, "override", nil, "set a config, name=value (repeatable; wins over --config)")
-	cmd.Flags().StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	cmd.Flags().StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error (wins over log.level)")
 	for i, f := range serveEtcdFlags {
 		cmd.Flags().StringVar(&etcdValues[i], f.flag, "", f.usage)
 	}

@@ -153,10 +153,19 @@ func Decide(img *Image, pol ElectionPolicy) []PartitionUpdate {
 // between either wins its compare (the state it decided from is current,
 // so the decision is still right) or loses it.
 func (c *Cluster) runController() {
+	active := false
 	for {
 		st := c.state.Load()
 		img := st.img
-		if img.ControllerID == c.cfg.NodeID {
+		if now := img.ControllerID == c.cfg.NodeID; now != active {
+			active = now
+			if active {
+				c.log.Info("controller: this broker became controller", "node", c.cfg.NodeID, "controller_rev", img.controllerRev)
+			} else {
+				c.log.Info("controller: this broker stopped being controller", "node", c.cfg.NodeID, "controller", img.ControllerID)
+			}
+		}
+		if active {
 			c.applyDecisions(img)
 		}
 		select {
@@ -220,8 +229,11 @@ func (c *Cluster) applyDecisions(img *Image) {
 		switch {
 		case err == nil:
 			c.controllerWrites.Add(1)
+			prev := partitionStateOf(img, u.Topic, u.Partition)
 			c.log.Info("controller: partition state changed", "topic", u.Topic, "partition", u.Partition,
-				"leader", u.State.Leader, "leader_epoch", u.State.LeaderEpoch, "isr", u.State.ISR, "replicas", u.Replicas)
+				"reason", decisionReason(img, u), "leader", u.State.Leader, "prev_leader", prev.Leader,
+				"leader_epoch", u.State.LeaderEpoch, "partition_epoch", u.State.PartitionEpoch,
+				"isr", u.State.ISR, "prev_isr", prev.ISR, "replicas", u.Replicas)
 		case errors.Is(err, ErrInvalidUpdateVersion), errors.Is(err, ErrUnknownPartition):
 		default:
 			if c.ctx.Err() == nil {
@@ -230,6 +242,54 @@ func (c *Cluster) applyDecisions(img *Image) {
 			}
 		}
 	}
+}
+
+// partitionStateOf returns the state of topic's partition p in img, or a
+// state with leader -1 if img has none.
+func partitionStateOf(img *Image, topic string, p int32) PartitionState {
+	if t := img.Topics[topic]; t != nil && int(p) < len(t.Partitions) {
+		return t.Partitions[p]
+	}
+	return PartitionState{Leader: -1}
+}
+
+// decisionReason names why Decide made u from img, for the log:
+//
+//	reassignment_completed  a reassignment's target replicas took over
+//	leader_offline          no eligible in-sync replica: the partition is offline
+//	unclean_election        the new leader was not in the ISR (records may be lost)
+//	preferred_leader        leadership moved back to the preferred replica
+//	controlled_shutdown     the leader is shutting down and handed over
+//	leader_failed           the leader's registration is gone (crash, lost lease)
+//	leader_elected          an offline partition has a leader again
+//	leader_restarted        the leader came back with a new incarnation
+//	isr_shrink_unregistered in-sync replicas whose registration is gone left the ISR
+func decisionReason(img *Image, u PartitionUpdate) string {
+	if u.Replicas != nil {
+		return "reassignment_completed"
+	}
+	prev := partitionStateOf(img, u.Topic, u.Partition)
+	next := u.State
+	switch {
+	case next.Leader == prev.Leader && next.LeaderEpoch != prev.LeaderEpoch:
+		return "leader_restarted"
+	case next.Leader == prev.Leader:
+		return "isr_shrink_unregistered"
+	case next.Leader < 0:
+		return "leader_offline"
+	case !slices.Contains(prev.ISR, next.Leader):
+		return "unclean_election"
+	case prev.Leader < 0:
+		return "leader_elected"
+	}
+	old, registered := img.Brokers[prev.Leader]
+	switch {
+	case !registered:
+		return "leader_failed"
+	case old.ShuttingDown:
+		return "controlled_shutdown"
+	}
+	return "preferred_leader"
 }
 
 // BeginControlledShutdown marks this broker as shutting down in its

@@ -88,3 +88,37 @@ func TestDecide(t *testing.T) {
 		})
 	}
 }
+
+// TestDecisionReasonNamesWhyTheControllerChangedAPartition checks the
+// reason the controller logs with each decision.
+func TestDecisionReasonNamesWhyTheControllerChangedAPartition(t *testing.T) {
+	live3 := map[int32]bool{0: false, 1: false, 2: false}
+	cases := []struct {
+		name    string
+		brokers map[int32]bool
+		st      PartitionState
+		pol     ElectionPolicy
+		want    string
+	}{
+		{"leader dies", map[int32]bool{1: false, 2: false}, PartitionState{Leader: 0, ISR: []int32{0, 1, 2}}, ElectionPolicy{}, "leader_failed"},
+		{"follower dies", map[int32]bool{0: false, 1: false}, PartitionState{Leader: 0, ISR: []int32{0, 1, 2}}, ElectionPolicy{}, "isr_shrink_unregistered"},
+		{"no live in-sync replica", map[int32]bool{2: false}, PartitionState{Leader: 0, ISR: []int32{0, 1}}, ElectionPolicy{}, "leader_offline"},
+		{"offline partition gets a leader", map[int32]bool{1: false}, PartitionState{Leader: -1, ISR: []int32{0, 1}}, ElectionPolicy{}, "leader_elected"},
+		{"unclean", map[int32]bool{2: false}, PartitionState{Leader: -1, ISR: []int32{0, 1}}, ElectionPolicy{Unclean: func(string) bool { return true }}, "unclean_election"},
+		{"controlled shutdown", map[int32]bool{0: true, 1: false, 2: false}, PartitionState{Leader: 0, ISR: []int32{0, 1, 2}}, ElectionPolicy{}, "controlled_shutdown"},
+		{"preferred", live3, PartitionState{Leader: 1, ISR: []int32{1, 2, 0}}, ElectionPolicy{Preferred: true}, "preferred_leader"},
+		{"restarted", live3, PartitionState{Leader: 0, ISR: []int32{0, 1, 2}, LeaderIncarnation: "before"}, ElectionPolicy{}, "leader_restarted"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			img := imageWith(c.brokers, []int32{0, 1, 2}, c.st, nil)
+			ups := Decide(img, c.pol)
+			if len(ups) != 1 {
+				t.Fatalf("Decide gave %d updates, want 1", len(ups))
+			}
+			if got := decisionReason(img, ups[0]); got != c.want {
+				t.Errorf("reason %q, want %q", got, c.want)
+			}
+		})
+	}
+}

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -70,11 +71,17 @@ func (c *Cluster) CreateTopic(ctx context.Context, name string, numPartitions in
 	for p := range states {
 		states[p].ModRevision = rev
 	}
+	c.log.Info("cluster: topic created", "topic", name, "topic_id", kafkaUUID(id), "partitions", numPartitions,
+		"replication_factor", replicationFactor, "replicas", replicas, "configs", tv.Configs, "revision", rev)
 	if err := c.waitRevision(ctx, rev); err != nil {
 		return nil, err
 	}
 	return &Topic{Name: name, ID: id, Replicas: replicas, Configs: tv.Configs, Partitions: states, ModRevision: rev}, nil
 }
+
+// kafkaUUID returns id as Kafka prints a Uuid: URL-safe base64 without
+// padding, so log lines match what kafka-topics.sh shows.
+func kafkaUUID(id [16]byte) string { return base64.RawURLEncoding.EncodeToString(id[:]) }
 
 // newTopicID returns a random topic id that is not the zero id, not
 // Kafka's reserved metadata topic id (0...01) and not in use.
@@ -110,6 +117,12 @@ func (c *Cluster) DeleteTopic(ctx context.Context, name string) error {
 	if !resp.Succeeded {
 		return fmt.Errorf("%w: %s", ErrUnknownTopic, name)
 	}
+	var id string
+	var parts int
+	if t := c.Image().Topics[name]; t != nil {
+		id, parts = kafkaUUID(t.ID), len(t.Partitions)
+	}
+	c.log.Info("cluster: topic deleted", "topic", name, "topic_id", id, "partitions", parts, "revision", resp.Header.Revision)
 	return c.waitRevision(ctx, resp.Header.Revision)
 }
 
@@ -121,8 +134,10 @@ func (c *Cluster) DeleteTopic(ctx context.Context, name string) error {
 // not larger than the current count), ErrInvalidReplicationFactor (too few
 // brokers), ErrConflict. It waits until the image reflects the write.
 func (c *Cluster) CreatePartitions(ctx context.Context, name string, count int32) error {
-	return c.updateTopic(ctx, name, func(tv *topicValue) ([]clientv3.Op, error) {
-		cur := int32(len(tv.Replicas))
+	var cur int32
+	var added [][]int32
+	err := c.updateTopic(ctx, name, func(tv *topicValue) ([]clientv3.Op, error) {
+		cur = int32(len(tv.Replicas))
 		if count <= cur {
 			return nil, fmt.Errorf("%w: topic %s has %d partitions, asked for %d", ErrInvalidPartitions, name, cur, count)
 		}
@@ -134,7 +149,7 @@ func (c *Cluster) CreatePartitions(ctx context.Context, name string, count int32
 		if n := len(img.Brokers); rf > n {
 			return nil, fmt.Errorf("%w: %d is larger than the %d available brokers", ErrInvalidReplicationFactor, rf, n)
 		}
-		added := placeReplicas(img, name, cur, count-cur, rf)
+		added = placeReplicas(img, name, cur, count-cur, rf)
 		tv.Replicas = append(slices.Clone(tv.Replicas), added...)
 		ops := make([]clientv3.Op, 0, len(added))
 		for i, r := range added {
@@ -143,6 +158,10 @@ func (c *Cluster) CreatePartitions(ctx context.Context, name string, count int32
 		}
 		return ops, nil
 	})
+	if err == nil {
+		c.log.Info("cluster: partitions created", "topic", name, "from", cur, "to", count, "replicas", added)
+	}
+	return err
 }
 
 // SetTopicConfigs replaces a topic's config overrides. Errors:

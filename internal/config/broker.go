@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"net"
 	"os"
@@ -178,6 +179,12 @@ type Broker struct {
 	EtcdPassword                              string            // etcd.password (sensitive)
 	EtcdConnectionTimeoutMs                   int32             // etcd.connection.timeout.ms
 	AdminListener                             string            // admin.listener; "" disables it
+
+	// The broker's own log (not a partition log).
+	LogFormat         string                // log.format: text or json
+	LogLevel          slog.Level            // log.level
+	LogLevelOverrides map[string]slog.Level // log.level.overrides, package=level
+	LogSlowRequestMs  int64                 // log.slow.request.ms; 0 disables
 
 	// Raw holds every value set explicitly (file, then overrides), by
 	// canonical name.
@@ -379,6 +386,7 @@ func FromRaw(set map[string]string) (*Broker, error) {
 	b.EtcdPassword = r.str("etcd.password")
 	b.EtcdConnectionTimeoutMs = r.int32("etcd.connection.timeout.ms")
 	b.AdminListener = strings.TrimSpace(r.str("admin.listener"))
+	b.resolveLogging(&r)
 	b.resolveSecurity(&r)
 	if r.err != nil {
 		return nil, r.err

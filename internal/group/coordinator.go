@@ -32,6 +32,18 @@ type entry struct {
 	g       *Group
 	removed bool // deleted or unloaded: look the group up again
 	waiters map[Waiter]chan reply
+	// logged is the state and generation the log last reported.
+	logged struct {
+		state      State
+		generation int32
+	}
+}
+
+// newEntry returns the entry of g, which the log has not reported yet.
+func newEntry(part int32, log Log, g *Group) *entry {
+	e := &entry{part: part, log: log, g: g, waiters: map[Waiter]chan reply{}}
+	e.logged.state, e.logged.generation = g.State(), g.Generation()
+	return e
 }
 
 type partState struct {
@@ -351,7 +363,7 @@ func (c *Coordinator) lookup(group string, create bool) (*entry, error) {
 	}
 	e := c.mu.groups[group]
 	if e == nil && create {
-		e = &entry{part: p, log: ps.log, g: NewGroup(group, c.gcfg, c.cfg.Now()), waiters: map[Waiter]chan reply{}}
+		e = newEntry(p, ps.log, NewGroup(group, c.gcfg, c.cfg.Now()))
 		c.mu.groups[group] = e
 	}
 	return e, nil
@@ -417,6 +429,7 @@ func (c *Coordinator) applyLocked(e *entry, eff Effects) {
 			eff.Syncs = append(eff.Syncs, more.Syncs...)
 		}
 	}
+	c.logChangeLocked(e)
 	for _, j := range eff.Joins {
 		if ch, ok := e.waiters[j.Waiter]; ok {
 			ch <- reply{join: j.Result, err: j.Err}
@@ -428,6 +441,31 @@ func (c *Coordinator) applyLocked(e *entry, eff Effects) {
 			ch <- reply{sync: s.Result, err: s.Err}
 			delete(e.waiters, s.Waiter)
 		}
+	}
+}
+
+// logChangeLocked logs a change of the group's state or generation since
+// the last one logged: a rebalance that starts (with its reason), one that
+// completes (generation, members, protocol, leader), and any other state
+// change. e.mu must be held.
+func (c *Coordinator) logChangeLocked(e *entry) {
+	g := e.g
+	st, gen := g.State(), g.Generation()
+	if st == e.logged.state && gen == e.logged.generation {
+		return
+	}
+	prev, prevGen := e.logged.state, e.logged.generation
+	e.logged.state, e.logged.generation = st, gen
+	log := c.cfg.Logger
+	switch {
+	case st == PreparingRebalance:
+		log.Info("group: preparing to rebalance", "group", g.id, "prev_state", prev.String(), "generation", gen,
+			"members", g.Size(), "reason", g.RebalanceReason())
+	case gen != prevGen:
+		log.Info("group: rebalance completed", "group", g.id, "state", st.String(), "generation", gen,
+			"protocol", g.Protocol(), "leader", g.Leader(), "members", g.Members(), "reason", g.RebalanceReason())
+	default:
+		log.Info("group: state changed", "group", g.id, "state", st.String(), "prev_state", prev.String(), "generation", gen)
 	}
 }
 
@@ -953,7 +991,7 @@ func (c *Coordinator) Load(ctx context.Context, partition int32, log Log) error 
 		return fmt.Errorf("group: load __consumer_offsets-%d: %w", partition, err)
 	}
 	for id, g := range groups {
-		c.mu.groups[id] = &entry{part: partition, log: log, g: g, waiters: map[Waiter]chan reply{}}
+		c.mu.groups[id] = newEntry(partition, log, g)
 		for pid := range g.txnOffsets {
 			c.noteTxn(partition, pid, id)
 		}
@@ -963,6 +1001,7 @@ func (c *Coordinator) Load(ctx context.Context, partition int32, log Log) error 
 	case c.kick <- struct{}{}:
 	default:
 	}
+	c.cfg.Logger.Info("group: loaded __consumer_offsets partition", "partition", partition, "groups", len(groups))
 	return nil
 }
 
@@ -1051,6 +1090,7 @@ func (c *Coordinator) replay(ctx context.Context, log Log) (map[string]*Group, e
 // ErrNotCoordinator.
 func (c *Coordinator) Unload(partition int32) {
 	c.mu.Lock()
+	_, had := c.mu.parts[partition]
 	delete(c.mu.parts, partition)
 	c.txns.Lock()
 	delete(c.txns.open, partition)
@@ -1065,5 +1105,8 @@ func (c *Coordinator) Unload(partition int32) {
 	c.mu.Unlock()
 	for _, e := range drop {
 		c.drop(e)
+	}
+	if had {
+		c.cfg.Logger.Info("group: unloaded __consumer_offsets partition", "partition", partition, "groups", len(drop))
 	}
 }

@@ -154,6 +154,8 @@ type Group struct {
 	state      State
 	stateTime  time.Time
 	generation int32
+	// rebalanceReason says why the latest rebalance started (for the log).
+	rebalanceReason string
 	// protocolType is "" for a group that only stores offsets (simple
 	// consumers).
 	protocolType string
@@ -221,6 +223,35 @@ func (g *Group) ProtocolType() string { return g.protocolType }
 
 // Protocol returns the selected protocol, "" when none.
 func (g *Group) Protocol() string { return g.protocol }
+
+// RebalanceReason returns why the latest rebalance started, "" if none
+// did since the group was created or loaded.
+func (g *Group) RebalanceReason() string { return g.rebalanceReason }
+
+// Members returns the member ids in join order. The caller owns the
+// returned slice.
+func (g *Group) Members() []string {
+	ms := g.sortedMembers()
+	out := make([]string, len(ms))
+	for i, m := range ms {
+		out[i] = m.id
+	}
+	return out
+}
+
+// joinReason is a rebalance reason for a join by member id, with the
+// client's own reason (JoinGroup v8+, KIP-800) when it gave one.
+func joinReason(why, id string, req JoinGroupRequest) string {
+	return leaveReason(why+": "+id, req.Reason)
+}
+
+// leaveReason adds the client's reason (KIP-800), if any, to why.
+func leaveReason(why, client string) string {
+	if client == "" {
+		return why
+	}
+	return why + " (client: " + client + ")"
+}
 
 // Size returns the number of members.
 func (g *Group) Size() int { return len(g.members) }
@@ -400,7 +431,7 @@ func (g *Group) Join(now time.Time, req JoinGroupRequest, w Waiter) Effects {
 	}
 	if !g.acceptJoiningMember(req.MemberID) {
 		if m, ok := g.members[req.MemberID]; ok {
-			g.removeMember(now, m, &e)
+			g.removeMember(now, m, &e, "group.max.size reached, member removed")
 		}
 		e.join(w, JoinGroupResult{MemberID: req.MemberID}, ErrGroupMaxSizeReached)
 		g.maybeCompleteJoin(now, &e)
@@ -484,7 +515,7 @@ func (g *Group) staticMemberJoin(now time.Time, newID string, req JoinGroupReque
 		g.updateMember(m, req, 0)
 		if g.selectProtocol() != oldProtocol {
 			g.updateMember(m, req, w)
-			g.prepareRebalance(now, e)
+			g.prepareRebalance(now, e, joinReason("static member rejoined with other protocols", m.id, req))
 			return
 		}
 		// Same protocol: no rebalance, the member gets the current
@@ -494,7 +525,7 @@ func (g *Group) staticMemberJoin(now time.Time, newID string, req JoinGroupReque
 		e.join(w, g.joinResult(m), nil)
 	default: // PreparingRebalance, CompletingRebalance
 		g.updateMember(m, req, w)
-		g.maybePrepareRebalance(now, e)
+		g.maybePrepareRebalance(now, e, joinReason("static member rejoined", m.id, req))
 	}
 }
 
@@ -523,7 +554,7 @@ func (g *Group) currentMemberJoin(now time.Time, req JoinGroupRequest, w Waiter,
 	switch g.state {
 	case PreparingRebalance:
 		g.updateMember(m, req, w)
-		g.maybePrepareRebalance(now, e)
+		g.maybePrepareRebalance(now, e, joinReason("member rejoined", m.id, req))
 	case CompletingRebalance:
 		if m.matches(req.Protocols) {
 			// A retried join: answer with the current generation.
@@ -531,11 +562,15 @@ func (g *Group) currentMemberJoin(now time.Time, req JoinGroupRequest, w Waiter,
 			return
 		}
 		g.updateMember(m, req, w)
-		g.prepareRebalance(now, e)
+		g.prepareRebalance(now, e, joinReason("member rejoined with other protocols while syncing", m.id, req))
 	case Stable:
 		if m.id == g.leader || !m.matches(req.Protocols) {
+			why := "member rejoined with other protocols"
+			if m.id == g.leader {
+				why = "leader rejoined"
+			}
 			g.updateMember(m, req, w)
-			g.prepareRebalance(now, e)
+			g.prepareRebalance(now, e, joinReason(why, m.id, req))
 			return
 		}
 		e.join(w, g.joinResult(m), nil)
@@ -571,7 +606,7 @@ func (g *Group) addMemberAndRebalance(now time.Time, id string, req JoinGroupReq
 	} else {
 		delete(g.pending, id)
 	}
-	g.maybePrepareRebalance(now, e)
+	g.maybePrepareRebalance(now, e, joinReason("member joined", id, req))
 }
 
 // updateMember takes the request's protocols and timeouts, and parks w as
@@ -593,13 +628,16 @@ func (g *Group) updateMember(m *member, req JoinGroupRequest, w Waiter) {
 	m.joinWaiter = w
 }
 
-func (g *Group) maybePrepareRebalance(now time.Time, e *Effects) {
+func (g *Group) maybePrepareRebalance(now time.Time, e *Effects, reason string) {
 	if g.canRebalance() {
-		g.prepareRebalance(now, e)
+		g.prepareRebalance(now, e, reason)
 	}
 }
 
-func (g *Group) prepareRebalance(now time.Time, e *Effects) {
+// prepareRebalance starts a rebalance; reason says why, for the log
+// (RebalanceReason).
+func (g *Group) prepareRebalance(now time.Time, e *Effects, reason string) {
+	g.rebalanceReason = reason
 	if g.state == CompletingRebalance {
 		g.resetAssignments(e, ErrRebalanceInProgress)
 	}
@@ -746,7 +784,7 @@ func (g *Group) removeMemberOnly(m *member) {
 
 // removeMember removes a member (session expiry, leave) and moves the
 // group on as Kafka does.
-func (g *Group) removeMember(now time.Time, m *member, e *Effects) {
+func (g *Group) removeMember(now time.Time, m *member, e *Effects, reason string) {
 	if m.joinWaiter != 0 {
 		e.join(m.joinWaiter, JoinGroupResult{MemberID: m.id}, ErrUnknownMemberID)
 	}
@@ -757,7 +795,7 @@ func (g *Group) removeMember(now time.Time, m *member, e *Effects) {
 	g.removeMemberOnly(m)
 	switch g.state {
 	case Stable, CompletingRebalance:
-		g.prepareRebalance(now, e)
+		g.prepareRebalance(now, e, reason+": "+m.id)
 	case PreparingRebalance:
 		g.maybeCompleteJoin(now, e)
 	}
@@ -835,7 +873,7 @@ func (g *Group) StoreFailed(now time.Time) Effects {
 	var e Effects
 	if g.state == Stable || g.state == CompletingRebalance {
 		g.resetAssignments(&e, ErrCoordinatorNotAvailable)
-		g.prepareRebalance(now, &e)
+		g.prepareRebalance(now, &e, "storing the group metadata failed")
 	}
 	return e
 }
@@ -875,7 +913,7 @@ func (g *Group) Leave(now time.Time, req LeaveGroupRequest) (LeaveGroupResult, E
 			if lm.InstanceID == nil || g.instances[*lm.InstanceID] == "" {
 				r.Err = ErrUnknownMemberID
 			} else {
-				g.removeMember(now, g.members[g.instances[*lm.InstanceID]], &e)
+				g.removeMember(now, g.members[g.instances[*lm.InstanceID]], &e, leaveReason("static member removed", lm.Reason))
 			}
 		case pending:
 			delete(g.pending, lm.MemberID)
@@ -884,7 +922,7 @@ func (g *Group) Leave(now time.Time, req LeaveGroupRequest) (LeaveGroupResult, E
 			if m, err := g.validateMember(lm.MemberID, lm.InstanceID, nil); err != nil {
 				r.Err = err
 			} else {
-				g.removeMember(now, m, &e)
+				g.removeMember(now, m, &e, leaveReason("member left", lm.Reason))
 			}
 		}
 		res.Members = append(res.Members, r)
@@ -933,7 +971,7 @@ func (g *Group) Tick(now time.Time) Effects {
 			m.deadline = time.Time{}
 			continue
 		}
-		g.removeMember(now, m, &e)
+		g.removeMember(now, m, &e, "member session expired")
 	}
 	// NB: a loop, since with a zero initial delay the extension is due at once.
 	for g.state == PreparingRebalance && !g.joinDeadline.IsZero() && !now.Before(g.joinDeadline) {
@@ -960,7 +998,7 @@ func (g *Group) Tick(now time.Time) Effects {
 					g.removeMemberOnly(m)
 				}
 			}
-			g.prepareRebalance(now, &e)
+			g.prepareRebalance(now, &e, "members did not sync within the rebalance timeout")
 			g.maybeCompleteJoin(now, &e)
 		}
 	}

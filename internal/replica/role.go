@@ -166,9 +166,13 @@ func (p *Partition) FollowerFetched(id int32, fetchOffset int64) {
 		p.notifyLocked()
 	}
 	epoch := p.LeaderEpoch()
+	var why isrWhy
+	if expand != nil {
+		why = newISRWhy(isrExpandCaughtUp, ls, expand)
+	}
 	p.roleMu.Unlock()
 	if expand != nil {
-		p.m.proposeISR(p, epoch, expand, false)
+		p.m.proposeISR(p, epoch, expand, why)
 	}
 }
 
@@ -184,10 +188,46 @@ func (p *Partition) tick(nowMs int64) {
 	ls.LeaderDurable(p.Log.DurableOffset(), nowMs)
 	shrink := ls.Tick(nowMs)
 	epoch := p.LeaderEpoch()
+	var why isrWhy
+	if shrink != nil {
+		why = newISRWhy(isrShrinkLagging, ls, shrink)
+	}
 	p.roleMu.Unlock()
 	if shrink != nil {
-		p.m.proposeISR(p, epoch, shrink, true)
+		p.m.proposeISR(p, epoch, shrink, why)
 	}
+}
+
+// isrWhy is what the log says about an ISR change a leader proposes: the
+// reason, the ISR before, and where the followers that join or leave
+// stand against the leader's log end offset.
+// The reasons an ISR change is proposed, as logged.
+const (
+	isrShrinkLagging  = "shrink_lagging"
+	isrExpandCaughtUp = "expand_caught_up"
+)
+
+type isrWhy struct {
+	reason       string
+	prevISR      []int32
+	logEndOffset int64
+	followers    map[int32]int64 // fetch offset of each follower that joins or leaves
+}
+
+// newISRWhy reads ls, whose partition's roleMu the caller holds.
+func newISRWhy(reason string, ls *LeaderState, ch *ISRChange) isrWhy {
+	w := isrWhy{reason: reason, prevISR: ls.ISR(), logEndOffset: ls.LogEndOffset(), followers: make(map[int32]int64)}
+	for _, r := range ch.ISR {
+		if !slices.Contains(w.prevISR, r) {
+			w.followers[r] = ls.FollowerOffset(r)
+		}
+	}
+	for _, r := range w.prevISR {
+		if !slices.Contains(ch.ISR, r) {
+			w.followers[r] = ls.FollowerOffset(r)
+		}
+	}
+	return w
 }
 
 // applyInfo moves the partition to the role info gives this broker.
@@ -220,6 +260,9 @@ func (p *Partition) applyInfo(info PartitionInfo) {
 			if info.MinInsyncReplicas > 0 {
 				isrCfg.MinInsyncReplicas = info.MinInsyncReplicas
 			}
+			p.m.log.Info("replica: became leader", "topic", p.TP.Topic, "partition", p.TP.Partition,
+				"leader_epoch", info.LeaderEpoch, "prev_leader_epoch", p.LeaderEpoch(), "partition_epoch", info.PartitionEpoch,
+				"isr", info.ISR, "replicas", info.Replicas, "log_end_offset", p.Log.LogEndOffset(), "high_watermark", hw)
 			p.role.leader = NewLeaderState(self, info.Replicas, info.ISR, info.LeaderEpoch, info.PartitionEpoch,
 				p.Log.LogEndOffset(), hw, nowMs, isrCfg)
 			p.role.following = -1
@@ -230,7 +273,8 @@ func (p *Partition) applyInfo(info PartitionInfo) {
 		p.leaderEpoch.Store(info.LeaderEpoch)
 		p.leader.Store(true)
 	default:
-		if p.role.leader != nil {
+		wasLeader := p.role.leader != nil
+		if wasLeader {
 			// Losing leadership: keep what was committed as the
 			// follower's high watermark.
 			p.role.followerHW = p.role.leader.HighWatermark()
@@ -238,6 +282,9 @@ func (p *Partition) applyInfo(info PartitionInfo) {
 		p.role.leader = nil
 		p.leader.Store(false)
 		if info.Leader != p.role.following || info.LeaderEpoch != p.LeaderEpoch() {
+			p.m.log.Info("replica: became follower", "topic", p.TP.Topic, "partition", p.TP.Partition,
+				"leader", info.Leader, "leader_epoch", info.LeaderEpoch, "prev_leader_epoch", p.LeaderEpoch(),
+				"was_leader", wasLeader, "log_end_offset", p.Log.LogEndOffset())
 			p.role.following = info.Leader
 			p.role.truncate = info.Leader >= 0
 		}
@@ -249,7 +296,7 @@ func (p *Partition) applyInfo(info PartitionInfo) {
 // proposeISR writes an ISR change in the background (the caller may hold
 // no lock). A failed write resets the proposal so a later fetch or tick
 // proposes again; a successful one arrives back through Ensure.
-func (m *Manager) proposeISR(p *Partition, leaderEpoch int32, ch *ISRChange, shrink bool) {
+func (m *Manager) proposeISR(p *Partition, leaderEpoch int32, ch *ISRChange, why isrWhy) {
 	if m.cfg.ISRWriter == nil {
 		return
 	}
@@ -266,11 +313,13 @@ func (m *Manager) proposeISR(p *Partition, leaderEpoch int32, ch *ISRChange, shr
 			p.roleMu.Unlock()
 			return
 		}
-		if shrink {
+		if why.reason == isrShrinkLagging {
 			m.isrShrinks.Add(1)
 		} else {
 			m.isrExpands.Add(1)
 		}
-		m.log.Info("replica: ISR changed", "topic", p.TP.Topic, "partition", p.TP.Partition, "isr", ch.ISR)
+		m.log.Info("replica: ISR changed", "topic", p.TP.Topic, "partition", p.TP.Partition, "reason", why.reason,
+			"isr", ch.ISR, "prev_isr", why.prevISR, "leader_epoch", leaderEpoch, "partition_epoch", ch.PartitionEpoch,
+			"log_end_offset", why.logEndOffset, "follower_offsets", why.followers)
 	})
 }

@@ -44,6 +44,9 @@ type pending struct {
 	received, handled time.Time
 	// queue is the time from received to Handle starting.
 	queue time.Duration
+	// slow is what the slow request log needs (slow.go); zero when it is
+	// off.
+	slow slowTiming
 }
 
 // conn is one client connection. The read goroutine (readLoop) owns
@@ -321,10 +324,11 @@ func (c *conn) serve(frame []byte, received time.Time) (ok bool) {
 	p := pending{req: req, after: after, received: received}
 	if !handled {
 		start := received
-		if c.s.obs != nil {
+		if c.s.obs != nil || c.s.cfg.SlowRequest > 0 {
 			start = time.Now()
 		}
 		reply = c.s.h.Handle(c.ctx, c.pub, req)
+		p.slow = c.slowHandled(start)
 		if req.APIKey == produceKey {
 			putFrame(frame)
 		}
@@ -480,7 +484,7 @@ func (c *conn) writeLoop() {
 					return
 				}
 			}
-			if obs != nil {
+			if obs != nil || p.slow.on {
 				mark = time.Now()
 			}
 			if r, ok = c.wait(p.req, r.Wait); !ok || c.ctx.Err() != nil {
@@ -489,9 +493,11 @@ func (c *conn) writeLoop() {
 			if obs != nil {
 				t.Remote += time.Since(mark)
 			}
+			p.slow.waited(mark, r.Parked)
 			t.Throttle += r.Throttle
 			c.mute(r.Throttle)
 		}
+		c.logIfSlow(&p)
 		if d := p.after.delay; d > 0 {
 			t := time.NewTimer(d)
 			select {

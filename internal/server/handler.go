@@ -41,6 +41,10 @@ type Reply struct {
 	// with any of the fields above, a Reply from Wait included; the
 	// handler puts the same time in the response's throttle_time_ms.
 	Throttle time.Duration
+	// Parked is how long a Wait that returned this Reply waited by design
+	// (a Fetch long-poll up to max wait, a JoinGroup or SyncGroup waiting
+	// for the other members); the slow request log leaves it out.
+	Parked time.Duration
 
 	// raw is a bare SASL token written with only a size prefix (the
 	// exchange after SaslHandshake v0).

@@ -27,6 +27,9 @@ type Config struct {
 	// Observer, if not nil, gets each request's timings and error codes.
 	Observer Observer
 	Logger   *slog.Logger
+	// SlowRequest is log.slow.request.ms: a request whose broker time
+	// (slow.go) exceeds it is logged at WARN. Zero disables.
+	SlowRequest time.Duration
 }
 
 // Defaults of Config fields left zero.

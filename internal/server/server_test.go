@@ -36,6 +36,9 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 //	wthrottle-N   a Msg from Wait that mutes the connection for N ms
 //	wait-N        a Msg from a Wait that sleeps N ms
 //	err-N         an immediate Msg whose topic has error code N
+//	slow-handle-N Handle takes N ms
+//	slow-wait-N   Wait takes N ms
+//	parked-N      Wait takes N ms, all of it Parked (a long-poll)
 //	anything else an immediate Msg echoing the topic names
 type testHandler struct {
 	handled atomic.Int64
@@ -113,6 +116,16 @@ func (h *testHandler) Handle(ctx context.Context, c *Conn, req *Request) Reply {
 		if _, err := fmt.Sscanf(name, "throttle-%d", &ms); err == nil {
 			return Reply{Msg: resp, Throttle: time.Duration(ms) * time.Millisecond}
 		}
+		if _, err := fmt.Sscanf(name, "slow-handle-%d", &ms); err == nil {
+			time.Sleep(time.Duration(ms) * time.Millisecond)
+			return Reply{Msg: resp}
+		}
+		if _, err := fmt.Sscanf(name, "slow-wait-%d", &ms); err == nil {
+			return Reply{Wait: func(context.Context) Reply {
+				time.Sleep(time.Duration(ms) * time.Millisecond)
+				return Reply{Msg: resp}
+			}}
+		}
 		if _, err := fmt.Sscanf(name, "wait-%d", &ms); err == nil {
 			return Reply{Wait: func(context.Context) Reply {
 				time.Sleep(time.Duration(ms) * time.Millisecond)
@@ -122,6 +135,13 @@ func (h *testHandler) Handle(ctx context.Context, c *Conn, req *Request) Reply {
 		if _, err := fmt.Sscanf(name, "err-%d", &ms); err == nil {
 			resp.Topics[0].ErrorCode = int16(ms)
 			return Reply{Msg: resp}
+		}
+		if _, err := fmt.Sscanf(name, "parked-%d", &ms); err == nil {
+			return Reply{Wait: func(context.Context) Reply {
+				d := time.Duration(ms) * time.Millisecond
+				time.Sleep(d)
+				return Reply{Msg: resp, Parked: d}
+			}}
 		}
 		if _, err := fmt.Sscanf(name, "wthrottle-%d", &ms); err == nil {
 			return Reply{Wait: func(context.Context) Reply {

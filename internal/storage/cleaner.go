@@ -341,7 +341,20 @@ func (l *Log) clean(nowMs int64) (bool, error) {
 		}
 	}
 	l.cleanedTo.Store(p.end)
-	l.logger.Info("storage: cleaned log", "dir", l.dir, "cleanedTo", p.end, "dirtyRatio", p.ratio)
+	var before, after int64
+	for _, sg := range p.segs {
+		before += sg.size
+	}
+	l.mu.RLock()
+	for _, sg := range l.segs {
+		if sg.baseOffset < p.end {
+			after += sg.size.Load()
+		}
+	}
+	l.mu.RUnlock()
+	l.logger.Info("storage: cleaned log", "topic", l.tp.Topic, "partition", l.tp.Partition, "cleaned_to", p.end,
+		"dirty_ratio", p.ratio, "segments", len(p.segs), "bytes_before", before, "bytes_after", after,
+		"bytes_removed", before-after, "aborted_txns", len(p.aborted), "dir", l.dir)
 	return true, nil
 }
 

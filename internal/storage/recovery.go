@@ -276,6 +276,7 @@ func (m *Manager) loadLog(tp TopicPartition, dir string, recoveryPoint, logStart
 	sort.Slice(bases, func(i, j int) bool { return bases[i] < bases[j] })
 	// A segment from bases[i] must be scanned when it can hold offsets at or
 	// above the recovery point.
+	scanned, truncated := 0, false
 	for i, base := range bases {
 		seg, err := openSegment(m.fs, dir, base, &cfg)
 		if err != nil {
@@ -293,10 +294,12 @@ func (m *Manager) loadLog(tp TopicPartition, dir string, recoveryPoint, logStart
 			}
 		}
 		if mustScan {
+			scanned++
 			if torn, err = l.recoverSegment(seg, i == len(bases)-1); err != nil {
 				l.closeFiles()
 				return nil, err
 			}
+			truncated = truncated || torn
 		}
 		if err := l.openTxnIndex(seg); err != nil {
 			l.closeFiles()
@@ -312,7 +315,8 @@ func (m *Manager) loadLog(tp TopicPartition, dir string, recoveryPoint, logStart
 						return nil, fmt.Errorf("storage: remove %s: %w", s.path(suf), err)
 					}
 				}
-				m.logger.Warn("storage: deleted segment after torn batch", "file", s.path(logSuffix))
+				m.logger.Warn("storage: deleted segment after torn batch", "topic", l.tp.Topic, "partition", l.tp.Partition,
+					"file", s.path(logSuffix), "base_offset", b)
 			}
 			break
 		}
@@ -345,6 +349,10 @@ func (m *Manager) loadLog(tp TopicPartition, dir string, recoveryPoint, logStart
 	if err := l.loadEpochs(); err != nil {
 		l.closeFiles()
 		return nil, err
+	}
+	if !clean && scanned > 0 {
+		m.logger.Info("storage: recovered log", "topic", tp.Topic, "partition", tp.Partition, "recovery_point", recoveryPoint,
+			"scanned_segments", scanned, "truncated", truncated, "log_end_offset", leo, "dir", dir)
 	}
 	return l, nil
 }
@@ -571,8 +579,8 @@ func (l *Log) recoverSegment(seg *segment, active bool) (bool, error) {
 	}
 	torn := pos < size
 	if torn {
-		l.logger.Warn("storage: truncating torn or corrupt segment tail",
-			"file", seg.path(logSuffix), "position", pos, "truncatedBytes", size-pos, "reason", bad)
+		l.logger.Warn("storage: truncating torn or corrupt segment tail", "topic", l.tp.Topic, "partition", l.tp.Partition,
+			"file", seg.path(logSuffix), "from_offset", next, "position", pos, "truncated_bytes", size-pos, "reason", bad)
 		if err := seg.log.Truncate(pos); err != nil {
 			return false, fmt.Errorf("storage: truncate %s: %w", seg.path(logSuffix), err)
 		}

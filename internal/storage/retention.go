@@ -65,15 +65,23 @@ func (l *Log) retain(nowMs int64) error {
 	lso := l.logStart.Load()
 	// Kafka: a compact-only log is never deleted by time or size.
 	del := cfg.DeleteRetention()
-	n := 0 // segments to delete: a prefix, never the active one
+	n := 0       // segments to delete: a prefix, never the active one
+	reason := "" // why the first of them goes, for the log
 	for ; n < len(segs)-1; n++ {
 		s := segs[n]
+		why := ""
 		switch {
 		case segs[n+1].baseOffset <= lso:
+			why = "log_start_offset"
 		case del && cfg.RetentionMs >= 0 && s.maxTimestamp >= 0 && nowMs-s.maxTimestamp > cfg.RetentionMs:
+			why = "retention.ms"
 		case del && cfg.RetentionBytes >= 0 && total-s.size.Load() >= cfg.RetentionBytes:
+			why = "retention.bytes"
 		default:
 			goto done
+		}
+		if reason == "" {
+			reason = why
 		}
 		total -= s.size.Load()
 	}
@@ -82,7 +90,7 @@ done:
 	if n == 0 {
 		return nil
 	}
-	if err := l.deleteFirstLocked(n, cfg); err != nil {
+	if err := l.deleteFirstLocked(n, cfg, reason); err != nil {
 		l.goOffline(err)
 		return err
 	}
@@ -96,15 +104,21 @@ done:
 // deleteFirstLocked removes the first n segments (never all of them) and
 // advances the log start offset to the new first segment. It does not
 // trim the epoch cache: the caller does, once. Called with appendMu held.
-func (l *Log) deleteFirstLocked(n int, cfg *Config) error {
+func (l *Log) deleteFirstLocked(n int, cfg *Config, reason string) error {
 	l.mu.Lock()
 	gone := l.segs[:n:n]
+	var bytes int64
+	for _, s := range gone {
+		bytes += s.size.Load()
+	}
 	l.segs = append([]*segment(nil), l.segs[n:]...)
 	if first := l.segs[0].baseOffset; first > l.logStart.Load() {
 		l.logStart.Store(first)
 	}
 	l.mu.Unlock()
-	l.logger.Info("storage: deleting segments", "dir", l.dir, "count", n, "logStartOffset", l.logStart.Load())
+	l.logger.Info("storage: deleting segments", "topic", l.tp.Topic, "partition", l.tp.Partition, "reason", reason,
+		"segments", n, "bytes", bytes, "first_base_offset", gone[0].baseOffset, "last_base_offset", gone[n-1].baseOffset,
+		"log_start_offset", l.logStart.Load(), "dir", l.dir)
 	l.notify(false)
 	return l.dropSegments(gone, cfg)
 }
@@ -182,7 +196,7 @@ func (l *Log) DeleteRecordsBefore(offset int64) (int64, error) {
 	}
 	l.mu.RUnlock()
 	if n > 0 {
-		if err := l.deleteFirstLocked(n, l.cfg.Load()); err != nil {
+		if err := l.deleteFirstLocked(n, l.cfg.Load(), "delete_records"); err != nil {
 			l.goOffline(err)
 			return 0, ErrLogDirOffline
 		}
@@ -323,7 +337,7 @@ func (l *Log) truncateLocked(offset int64, cfg *Config) error {
 	if err := errors.Join(rerr, err); err != nil {
 		return err
 	}
-	l.logger.Info("storage: truncated", "dir", l.dir, "offset", offset, "logEndOffset", newEnd)
+	l.logger.Info("storage: truncated", "topic", l.tp.Topic, "partition", l.tp.Partition, "offset", offset, "log_end_offset", newEnd, "dir", l.dir)
 	if err := l.trimEpochsEndLocked(newEnd); err != nil {
 		return err
 	}
@@ -344,7 +358,7 @@ func (l *Log) TruncateFullyAndStartAt(offset int64) error {
 	if offset < 0 {
 		return fmt.Errorf("storage: truncate fully to %d: %w", offset, ErrOffsetOutOfRange)
 	}
-	l.logger.Info("storage: truncated fully", "dir", l.dir, "logStartOffset", offset)
+	l.logger.Info("storage: truncated fully", "topic", l.tp.Topic, "partition", l.tp.Partition, "log_start_offset", offset, "dir", l.dir)
 	l.beginTruncation()
 	err := l.truncateFullyLocked(offset, l.cfg.Load())
 	l.endTruncation()

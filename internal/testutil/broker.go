@@ -24,6 +24,9 @@ type Broker struct {
 	cfgArgs []string
 	Node    *cli.Node
 	logTo   io.Writer // where the broker logs; nil discards
+	// Log keeps the broker's log, in JSON, if it was started by
+	// StartBrokerLogged or StartClusterLogged; nil otherwise.
+	Log *LogBuffer
 }
 
 // StartBroker starts a broker on 127.0.0.1 with a free port and a data dir
@@ -58,7 +61,23 @@ func StartBrokerLogging(t testing.TB, w io.Writer, overrides ...string) *Broker 
 // not start, instead of failing the test.
 func TryStartBroker(t testing.TB, overrides ...string) (*Broker, error) {
 	t.Helper()
-	b := &Broker{t: t, Dir: t.TempDir()}
+	return tryStartBroker(t, nil, overrides)
+}
+
+// StartBrokerLogged is StartBroker with the broker's log kept in
+// Broker.Log, in JSON at log.level (info unless overrides say otherwise).
+func StartBrokerLogged(t testing.TB, overrides ...string) *Broker {
+	t.Helper()
+	b, err := tryStartBroker(t, new(LogBuffer), overrides)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func tryStartBroker(t testing.TB, lb *LogBuffer, overrides []string) (*Broker, error) {
+	t.Helper()
+	b := &Broker{t: t, Dir: t.TempDir(), Log: lb}
 	b.cfgArgs = append([]string{
 		"listeners=PLAINTEXT://127.0.0.1:0",
 		"log.dirs=" + b.Dir,
@@ -83,21 +102,35 @@ func (b *Broker) tryStart() error {
 	if err != nil {
 		return err
 	}
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	if b.logTo != nil {
-		log = slog.New(slog.NewTextHandler(b.logTo, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	}
-	if os.Getenv("SAMSA_TEST_LOG") != "" {
-		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	n, err := cli.StartNode(ctx, cfg, log)
+	n, err := cli.StartNode(ctx, cfg, testLogger(cfg, b.Log, b.logTo))
 	if err != nil {
 		return fmt.Errorf("start broker: %w", err)
 	}
 	b.Node = n
 	return nil
+}
+
+// testLogger returns the logger of a test broker: JSON into lb when lb
+// is not nil; else debug text on stderr when SAMSA_TEST_LOG is set; else
+// nothing.
+func testLogger(cfg *config.Broker, lb *LogBuffer, w io.Writer) *slog.Logger {
+	switch {
+	case w != nil:
+		c := *cfg
+		c.LogLevel = slog.LevelDebug
+		return cli.NewLogger(w, &c)
+	case lb != nil:
+		c := *cfg
+		c.LogFormat = "json"
+		return cli.NewLogger(lb, &c)
+	case os.Getenv("SAMSA_TEST_LOG") != "":
+		c := *cfg
+		c.LogLevel = slog.LevelDebug
+		return cli.NewLogger(os.Stderr, &c)
+	}
+	return slog.New(slog.DiscardHandler)
 }
 
 // Addr is the broker's Kafka address.

@@ -29,6 +29,18 @@ type Cluster struct {
 // broker. Everything is stopped when the test ends.
 func StartCluster(t testing.TB, n int, overrides ...string) *Cluster {
 	t.Helper()
+	return startCluster(t, n, false, overrides)
+}
+
+// StartClusterLogged is StartCluster with each broker's log kept in its
+// Broker.Log, in JSON at log.level.
+func StartClusterLogged(t testing.TB, n int, overrides ...string) *Cluster {
+	t.Helper()
+	return startCluster(t, n, true, overrides)
+}
+
+func startCluster(t testing.TB, n int, logged bool, overrides []string) *Cluster {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	e, err := cluster.StartEmbeddedEtcd(ctx, t.TempDir())
@@ -46,6 +58,9 @@ func StartCluster(t testing.TB, n int, overrides ...string) *Cluster {
 	})
 	for i := 0; i < n; i++ {
 		b := &Broker{t: t, Dir: t.TempDir()}
+		if logged {
+			b.Log = new(LogBuffer)
+		}
 		b.cfgArgs = append([]string{
 			"listeners=PLAINTEXT://127.0.0.1:0",
 			"log.dirs=" + b.Dir,

@@ -3,10 +3,7 @@ package testutil
 import (
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
 	"net"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -77,13 +74,9 @@ func startNode(args []string) (*cli.Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	if os.Getenv("SAMSA_TEST_LOG") != "" {
-		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	return cli.StartNode(ctx, cfg, log)
+	return cli.StartNode(ctx, cfg, testLogger(cfg, nil, nil))
 }
 
 // freeAddr returns a free 127.0.0.1 address. The port is free when

@@ -308,7 +308,7 @@ func (c *Coordinator) Load(ctx context.Context, part int32, epoch int32, log Log
 		}
 		e.mu.Unlock()
 	}
-	c.cfg.Logger.Debug("txn: loaded __transaction_state partition", "partition", part, "ids", len(loaded), "completing", len(pending))
+	c.cfg.Logger.Info("txn: loaded __transaction_state partition", "partition", part, "transactional_ids", len(loaded), "completing", len(pending))
 	return nil
 }
 
@@ -319,6 +319,7 @@ func (c *Coordinator) Unload(part int32) {
 	defer c.mu.Unlock()
 	if ps := c.mu.parts[part]; ps != nil {
 		c.unloadLocked(part, ps)
+		c.cfg.Logger.Info("txn: unloaded __transaction_state partition", "partition", part)
 	}
 }
 
@@ -483,8 +484,14 @@ func (c *Coordinator) InitProducerID(ctx context.Context, id string, req InitReq
 		}
 	}
 	if fenced {
+		c.cfg.Logger.Info("txn: producer fenced; aborting its ongoing transaction", "transactional_id", id,
+			"producer_id", cur.ProducerID, "fenced_epoch", cur.ProducerEpoch, "epoch", n.ProducerEpoch, "partitions", len(cur.Partitions))
 		c.startCompletionLocked(e)
 		return NoProducerID, NoProducerEpoch, ErrConcurrentTransactions
+	}
+	if cur != nil && (cur.ProducerID != e.m.ProducerID || cur.ProducerEpoch != e.m.ProducerEpoch) && cur.State != TxnEmpty {
+		c.cfg.Logger.Info("txn: producer epoch bumped; older instances are fenced", "transactional_id", id,
+			"prev_producer_id", cur.ProducerID, "prev_epoch", cur.ProducerEpoch, "producer_id", e.m.ProducerID, "epoch", e.m.ProducerEpoch)
 	}
 	return e.m.ProducerID, e.m.ProducerEpoch, nil
 }
@@ -696,7 +703,7 @@ func (c *Coordinator) abortTimedOut() {
 					c.cfg.Logger.Warn("txn: abort timed-out transaction", "transactional_id", e.id, "err", err)
 				} else {
 					c.cfg.Logger.Info("txn: aborting timed-out transaction", "transactional_id", e.id,
-						"producer_id", n.ProducerID, "epoch", n.ProducerEpoch)
+						"producer_id", n.ProducerID, "epoch", n.ProducerEpoch, "partitions", len(n.Partitions), "timeout_ms", n.TimeoutMs)
 					c.startCompletionLocked(e)
 				}
 			}
