@@ -106,6 +106,13 @@ func (c *Cluster) DeleteTopic(ctx context.Context, name string) error {
 	if !validTopicName(name) {
 		return fmt.Errorf("%w: %s", ErrUnknownTopic, name)
 	}
+	// NB: read before the delete: the watcher may apply it to the image
+	// before this goroutine looks again.
+	var id string
+	var parts int
+	if t := c.Image().Topics[name]; t != nil {
+		id, parts = kafkaUUID(t.ID), len(t.Partitions)
+	}
 	topicKey := c.keys.topic(name)
 	resp, err := c.cli.Txn(ctx).
 		If(clientv3.Compare(clientv3.CreateRevision(topicKey), ">", 0)).
@@ -116,11 +123,6 @@ func (c *Cluster) DeleteTopic(ctx context.Context, name string) error {
 	}
 	if !resp.Succeeded {
 		return fmt.Errorf("%w: %s", ErrUnknownTopic, name)
-	}
-	var id string
-	var parts int
-	if t := c.Image().Topics[name]; t != nil {
-		id, parts = kafkaUUID(t.ID), len(t.Partitions)
 	}
 	c.log.Info("cluster: topic deleted", "topic", name, "topic_id", id, "partitions", parts, "revision", resp.Header.Revision)
 	return c.waitRevision(ctx, resp.Header.Revision)
