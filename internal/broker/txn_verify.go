@@ -18,6 +18,20 @@ import (
 // its partition with a transaction coordinator on another broker.
 const txnVerifyTimeout = 5 * time.Second
 
+// A Produce v12+ that adds its partition while the coordinator is still
+// writing the markers of the producer's previous transaction (the state is
+// PrepareCommit or PrepareAbort, CONCURRENT_TRANSACTIONS) asks again after
+// txnAddRetryBackoff, doubling up to 20 ms, for at most txnAddRetryMax in
+// all, before it answers CONCURRENT_TRANSACTIONS. Under transaction version
+// 2 the next transaction's first produce nearly always meets the previous
+// one's markers, and a client's retry backoff (100 ms or more) would cost
+// far more than the markers take (Reference: KAFKA-18654, Kafka's
+// add.partitions.to.txn.retry.backoff.ms and .max.ms, 20 and 100 ms).
+const (
+	txnAddRetryBackoff = time.Millisecond
+	txnAddRetryMax     = 100 * time.Millisecond
+)
+
 // Errors of produce verification, each mapped by errCode.
 var (
 	// errNotInTxn is a transactional batch for a partition that is not
@@ -44,20 +58,40 @@ var (
 //
 // Nothing is asked when the producer already has a transaction open in p.
 // The coordinator is called directly when it is this broker, else with
-// AddPartitionsToTxn v5 (VerifyOnly for add false). It blocks for at most
-// txnVerifyTimeout. A batch that is not transactional gets the zero guard.
+// AddPartitionsToTxn v5 (VerifyOnly for add false). With add true, an
+// answer of CONCURRENT_TRANSACTIONS is retried for up to txnAddRetryMax,
+// each time with a new guard (the markers being waited for change p's
+// marker count), and then returned as txn.ErrConcurrentTransactions
+// (Reference: KAFKA-18662: Produce v12 answers CONCURRENT_TRANSACTIONS,
+// not NOT_ENOUGH_REPLICAS). It blocks for at most txnVerifyTimeout plus
+// txnAddRetryMax. A batch that is not transactional gets the zero guard.
 func (b *Broker) verifyTxnPartition(ctx context.Context, id string, p *replica.Partition, records []byte, add bool) (replica.VerificationGuard, error) {
 	batch, _, err := record.Split(records)
 	if err != nil || !batch.Transactional() || batch.ProducerID() < 0 {
 		return replica.VerificationGuard{}, nil // appendBatch refuses what is malformed
 	}
 	pid, epoch := batch.ProducerID(), batch.ProducerEpoch()
-	guard, ongoing := p.BeginVerification(pid, epoch)
-	if ongoing {
-		return guard, nil
-	}
 	tp := txn.TopicPartition{Topic: p.TP.Topic, Partition: p.TP.Partition}
-	return guard, b.verifyOrAdd(ctx, id, pid, epoch, tp, add)
+	backoff, waited := txnAddRetryBackoff, time.Duration(0)
+	for {
+		guard, ongoing := p.BeginVerification(pid, epoch)
+		if ongoing {
+			return guard, nil
+		}
+		err := b.verifyOrAdd(ctx, id, pid, epoch, tp, add)
+		if !add || !errors.Is(err, txn.ErrConcurrentTransactions) || waited >= txnAddRetryMax {
+			return guard, err
+		}
+		t := time.NewTimer(backoff)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return guard, err
+		case <-t.C:
+		}
+		waited += backoff
+		backoff = min(2*backoff, 20*time.Millisecond)
+	}
 }
 
 // verifyOrAdd asks the transaction coordinator of id whether tp is in the
@@ -71,6 +105,9 @@ func (b *Broker) verifyOrAdd(ctx context.Context, id string, pid int64, epoch in
 		cancel()
 		if err == nil {
 			return nil
+		}
+		if errors.Is(err, txn.ErrConcurrentTransactions) {
+			return err
 		}
 		if !errors.Is(err, txn.ErrNotCoordinator) {
 			return verifyResult(err, false)
@@ -146,6 +183,11 @@ func (b *Broker) verifyRemote(ctx context.Context, id string, pid int64, epoch i
 					return txn.ErrInvalidProducerEpoch
 				case kerr.InvalidProducerIDMapping:
 					return txn.ErrInvalidProducerIDMapping
+				case kerr.ConcurrentTransactions:
+					if add {
+						return fmt.Errorf("%w: coordinator %d", txn.ErrConcurrentTransactions, st.Leader)
+					}
+					return fmt.Errorf("%w: %w", errVerifyUnavailable, code)
 				default:
 					return fmt.Errorf("%w: %w", errVerifyUnavailable, code)
 				}
