@@ -11,6 +11,7 @@ import (
 
 	"samsa/internal/record"
 	"samsa/internal/replica"
+	"samsa/internal/storage"
 	"samsa/internal/txn"
 )
 
@@ -72,26 +73,87 @@ func (b *Broker) verifyTxnPartition(ctx context.Context, id string, p *replica.P
 	}
 	pid, epoch := batch.ProducerID(), batch.ProducerEpoch()
 	tp := txn.TopicPartition{Topic: p.TP.Topic, Partition: p.TP.Partition}
+	var guard replica.VerificationGuard
+	err = retryConcurrent(ctx, add, func() error {
+		var ongoing bool
+		if guard, ongoing = p.BeginVerification(pid, epoch); ongoing {
+			return nil
+		}
+		return b.verifyOrAdd(ctx, id, pid, epoch, tp, add)
+	})
+	return guard, err
+}
+
+// retryConcurrent calls f until it returns anything but
+// txn.ErrConcurrentTransactions, for at most txnAddRetryMax; with retry
+// false it calls f once.
+func retryConcurrent(ctx context.Context, retry bool, f func() error) error {
 	backoff, waited := txnAddRetryBackoff, time.Duration(0)
 	for {
-		guard, ongoing := p.BeginVerification(pid, epoch)
-		if ongoing {
-			return guard, nil
-		}
-		err := b.verifyOrAdd(ctx, id, pid, epoch, tp, add)
-		if !add || !errors.Is(err, txn.ErrConcurrentTransactions) || waited >= txnAddRetryMax {
-			return guard, err
+		err := f()
+		if !retry || !errors.Is(err, txn.ErrConcurrentTransactions) || waited >= txnAddRetryMax {
+			return err
 		}
 		t := time.NewTimer(backoff)
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return guard, err
+			return err
 		case <-t.C:
 		}
 		waited += backoff
 		backoff = min(2*backoff, 20*time.Millisecond)
 	}
+}
+
+// addProducePartitions adds the partitions of a Produce v12+ request to
+// the transaction of its producer in one write of __transaction_state,
+// when this broker is the transaction coordinator of id: every partition
+// led here whose batch is transactional, whose topic z may write, and
+// whose producer has no transaction open there yet. verifyTxnPartition
+// then finds each partition in the transaction without a write of its
+// own; asked one partition at a time, the coordinator would write (and
+// fsync) __transaction_state once per partition, one after another, on
+// the connection's read goroutine. It does nothing for fewer than two
+// such partitions, for a request whose batches are of more than one
+// producer id or epoch, or when the coordinator is elsewhere, and its
+// errors are left to verifyTxnPartition, which asks again.
+func (b *Broker) addProducePartitions(ctx context.Context, id string, req *kmsg.ProduceRequest, z authz) {
+	pid, epoch := int64(-1), int16(-1)
+	var tps []txn.TopicPartition
+	for i := range req.Topics {
+		rt := &req.Topics[i]
+		if !z.topic(opWrite, rt.Topic) {
+			continue
+		}
+		for j := range rt.Partitions {
+			rp := &rt.Partitions[j]
+			batch, _, err := record.Split(rp.Records)
+			if err != nil || !batch.Transactional() || batch.ProducerID() < 0 {
+				continue
+			}
+			if pid >= 0 && (batch.ProducerID() != pid || batch.ProducerEpoch() != epoch) {
+				return
+			}
+			pid, epoch = batch.ProducerID(), batch.ProducerEpoch()
+			p, err := b.replicas.Leader(storage.TopicPartition{Topic: rt.Topic, Partition: rp.Partition})
+			if err != nil {
+				continue
+			}
+			if _, e, open := p.OngoingTxn(pid); open && e == epoch {
+				continue
+			}
+			tps = append(tps, txn.TopicPartition{Topic: rt.Topic, Partition: rp.Partition})
+		}
+	}
+	if len(tps) < 2 {
+		return
+	}
+	_ = retryConcurrent(ctx, true, func() error {
+		cctx, cancel := context.WithTimeout(ctx, txnVerifyTimeout)
+		defer cancel()
+		return b.txns.AddPartitions(cctx, id, pid, epoch, tps)
+	})
 }
 
 // verifyOrAdd asks the transaction coordinator of id whether tp is in the
