@@ -25,6 +25,7 @@ fuzz:
 
 bench:
 	go test -run='^$$' -bench=. -benchmem ./internal/storage ./internal/record
+	go test -run='^$$' -bench='TransactionalProduce|ReadCommittedConsume' -benchtime=10s ./internal/broker
 
 e2e:
 	go test -count=1 ./test/e2e/...

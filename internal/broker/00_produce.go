@@ -11,7 +11,11 @@ package broker
 //   epoch) and the leader's endpoint in Brokers (KIP-951), so the client
 //   can move without a metadata round trip.
 // * v12: transaction version 2 (KIP-890 part 2): a transactional batch
-//   adds its partition to the producer's transaction (below).
+//   adds its partition to the producer's transaction (below); a
+//   coordinator still writing the previous transaction's markers is asked
+//   again for up to 100 ms (KAFKA-18654), then answered with
+//   CONCURRENT_TRANSACTIONS (KAFKA-18662). A local coordinator adds all
+//   of a request's new partitions with one write of __transaction_state.
 //
 // acks=-1 (all) is answered once the high watermark passes the batch: it is
 // then on every ISR member and, under the default flush policy
@@ -94,6 +98,9 @@ func (b *Broker) handleProduce(ctx context.Context, c *server.Conn, req *kmsg.Pr
 	// transactional id of a transactional produce, WRITE on each topic.
 	z := b.authzFor(c)
 	txnDenied := req.TransactionID != nil && !z.transactionalID(opWrite, *req.TransactionID)
+	if req.Version >= 12 && req.TransactionID != nil && !txnDenied {
+		b.addProducePartitions(ctx, *req.TransactionID, req, z)
+	}
 
 	for i := range req.Topics {
 		rt := &req.Topics[i]

@@ -266,3 +266,47 @@ func TestTransactionVersionsWithFranzGo(t *testing.T) {
 		})
 	}
 }
+
+// Under transaction version 2 the first produce of a transaction nearly
+// always reaches the coordinator while it still writes the previous
+// transaction's markers (CONCURRENT_TRANSACTIONS); the broker asks again
+// itself, so a producer that begins the next transaction at once goes on
+// without failing or stalling, and read_committed sees exactly the
+// committed transactions. Reference: KAFKA-18654.
+func TestTransactionVersion2BackToBackTransactions(t *testing.T) {
+	t.Parallel()
+	const (
+		partitions = 8
+		txns       = 20
+		perTxn     = 40
+	)
+	b := testutil.StartBroker(t)
+	testutil.CreateTopic(t, b.Admin(), "tv2-b2b", partitions)
+	p := txnProducer(t, []string{b.Addr()}, "tv2-b2b-id", "tv2-b2b")
+	ctx := ctxT(t, 60*time.Second)
+	committed := 0
+	for i := range txns {
+		if err := p.BeginTransaction(); err != nil {
+			t.Fatalf("begin %d: %v", i, err)
+		}
+		commit := i%5 != 4
+		prefix := fmt.Sprintf("c%d", i)
+		if !commit {
+			prefix = fmt.Sprintf("a%d", i)
+		}
+		var recs []*kgo.Record
+		for _, v := range txnValues(prefix, perTxn) {
+			recs = append(recs, &kgo.Record{Value: []byte(v)})
+		}
+		if err := p.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+			t.Fatalf("produce in transaction %d: %v", i, err)
+		}
+		if err := p.EndTransaction(ctx, kgo.TransactionEndTry(commit)); err != nil {
+			t.Fatalf("end transaction %d: %v", i, err)
+		}
+		if commit {
+			committed += perTxn
+		}
+	}
+	readCommitted(t, []string{b.Addr()}, "tv2-b2b", committed, func(v string) bool { return strings.HasPrefix(v, "c") })
+}

@@ -11,12 +11,27 @@ import (
 
 	"samsa/internal/record"
 	"samsa/internal/replica"
+	"samsa/internal/storage"
 	"samsa/internal/txn"
 )
 
 // txnVerifyTimeout bounds the AddPartitionsToTxn a produce sends to verify
 // its partition with a transaction coordinator on another broker.
 const txnVerifyTimeout = 5 * time.Second
+
+// A Produce v12+ that adds its partition while the coordinator is still
+// writing the markers of the producer's previous transaction (the state is
+// PrepareCommit or PrepareAbort, CONCURRENT_TRANSACTIONS) asks again after
+// txnAddRetryBackoff, doubling up to 20 ms, for at most txnAddRetryMax in
+// all, before it answers CONCURRENT_TRANSACTIONS. Under transaction version
+// 2 the next transaction's first produce nearly always meets the previous
+// one's markers, and a client's retry backoff (100 ms or more) would cost
+// far more than the markers take (Reference: KAFKA-18654, Kafka's
+// add.partitions.to.txn.retry.backoff.ms and .max.ms, 20 and 100 ms).
+const (
+	txnAddRetryBackoff = time.Millisecond
+	txnAddRetryMax     = 100 * time.Millisecond
+)
 
 // Errors of produce verification, each mapped by errCode.
 var (
@@ -44,20 +59,101 @@ var (
 //
 // Nothing is asked when the producer already has a transaction open in p.
 // The coordinator is called directly when it is this broker, else with
-// AddPartitionsToTxn v5 (VerifyOnly for add false). It blocks for at most
-// txnVerifyTimeout. A batch that is not transactional gets the zero guard.
+// AddPartitionsToTxn v5 (VerifyOnly for add false). With add true, an
+// answer of CONCURRENT_TRANSACTIONS is retried for up to txnAddRetryMax,
+// each time with a new guard (the markers being waited for change p's
+// marker count), and then returned as txn.ErrConcurrentTransactions
+// (Reference: KAFKA-18662: Produce v12 answers CONCURRENT_TRANSACTIONS,
+// not NOT_ENOUGH_REPLICAS). It blocks for at most txnVerifyTimeout plus
+// txnAddRetryMax. A batch that is not transactional gets the zero guard.
 func (b *Broker) verifyTxnPartition(ctx context.Context, id string, p *replica.Partition, records []byte, add bool) (replica.VerificationGuard, error) {
 	batch, _, err := record.Split(records)
 	if err != nil || !batch.Transactional() || batch.ProducerID() < 0 {
 		return replica.VerificationGuard{}, nil // appendBatch refuses what is malformed
 	}
 	pid, epoch := batch.ProducerID(), batch.ProducerEpoch()
-	guard, ongoing := p.BeginVerification(pid, epoch)
-	if ongoing {
-		return guard, nil
-	}
 	tp := txn.TopicPartition{Topic: p.TP.Topic, Partition: p.TP.Partition}
-	return guard, b.verifyOrAdd(ctx, id, pid, epoch, tp, add)
+	var guard replica.VerificationGuard
+	err = retryConcurrent(ctx, add, func() error {
+		var ongoing bool
+		if guard, ongoing = p.BeginVerification(pid, epoch); ongoing {
+			return nil
+		}
+		return b.verifyOrAdd(ctx, id, pid, epoch, tp, add)
+	})
+	return guard, err
+}
+
+// retryConcurrent calls f until it returns anything but
+// txn.ErrConcurrentTransactions, for at most txnAddRetryMax; with retry
+// false it calls f once.
+func retryConcurrent(ctx context.Context, retry bool, f func() error) error {
+	backoff, waited := txnAddRetryBackoff, time.Duration(0)
+	for {
+		err := f()
+		if !retry || !errors.Is(err, txn.ErrConcurrentTransactions) || waited >= txnAddRetryMax {
+			return err
+		}
+		t := time.NewTimer(backoff)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+		waited += backoff
+		backoff = min(2*backoff, 20*time.Millisecond)
+	}
+}
+
+// addProducePartitions adds the partitions of a Produce v12+ request to
+// the transaction of its producer in one write of __transaction_state,
+// when this broker is the transaction coordinator of id: every partition
+// led here whose batch is transactional, whose topic z may write, and
+// whose producer has no transaction open there yet. verifyTxnPartition
+// then finds each partition in the transaction without a write of its
+// own; asked one partition at a time, the coordinator would write (and
+// fsync) __transaction_state once per partition, one after another, on
+// the connection's read goroutine. It does nothing for fewer than two
+// such partitions, for a request whose batches are of more than one
+// producer id or epoch, or when the coordinator is elsewhere, and its
+// errors are left to verifyTxnPartition, which asks again.
+func (b *Broker) addProducePartitions(ctx context.Context, id string, req *kmsg.ProduceRequest, z authz) {
+	pid, epoch := int64(-1), int16(-1)
+	var tps []txn.TopicPartition
+	for i := range req.Topics {
+		rt := &req.Topics[i]
+		if !z.topic(opWrite, rt.Topic) {
+			continue
+		}
+		for j := range rt.Partitions {
+			rp := &rt.Partitions[j]
+			batch, _, err := record.Split(rp.Records)
+			if err != nil || !batch.Transactional() || batch.ProducerID() < 0 {
+				continue
+			}
+			if pid >= 0 && (batch.ProducerID() != pid || batch.ProducerEpoch() != epoch) {
+				return
+			}
+			pid, epoch = batch.ProducerID(), batch.ProducerEpoch()
+			p, err := b.replicas.Leader(storage.TopicPartition{Topic: rt.Topic, Partition: rp.Partition})
+			if err != nil {
+				continue
+			}
+			if _, e, open := p.OngoingTxn(pid); open && e == epoch {
+				continue
+			}
+			tps = append(tps, txn.TopicPartition{Topic: rt.Topic, Partition: rp.Partition})
+		}
+	}
+	if len(tps) < 2 {
+		return
+	}
+	_ = retryConcurrent(ctx, true, func() error {
+		cctx, cancel := context.WithTimeout(ctx, txnVerifyTimeout)
+		defer cancel()
+		return b.txns.AddPartitions(cctx, id, pid, epoch, tps)
+	})
 }
 
 // verifyOrAdd asks the transaction coordinator of id whether tp is in the
@@ -71,6 +167,9 @@ func (b *Broker) verifyOrAdd(ctx context.Context, id string, pid int64, epoch in
 		cancel()
 		if err == nil {
 			return nil
+		}
+		if errors.Is(err, txn.ErrConcurrentTransactions) {
+			return err
 		}
 		if !errors.Is(err, txn.ErrNotCoordinator) {
 			return verifyResult(err, false)
@@ -146,6 +245,11 @@ func (b *Broker) verifyRemote(ctx context.Context, id string, pid int64, epoch i
 					return txn.ErrInvalidProducerEpoch
 				case kerr.InvalidProducerIDMapping:
 					return txn.ErrInvalidProducerIDMapping
+				case kerr.ConcurrentTransactions:
+					if add {
+						return fmt.Errorf("%w: coordinator %d", txn.ErrConcurrentTransactions, st.Leader)
+					}
+					return fmt.Errorf("%w: %w", errVerifyUnavailable, code)
 				default:
 					return fmt.Errorf("%w: %w", errVerifyUnavailable, code)
 				}

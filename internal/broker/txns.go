@@ -272,10 +272,8 @@ func (w markerWriter) WriteMarkers(ctx context.Context, req txn.MarkerRequest) m
 		go func() {
 			defer wg.Done()
 			if leader == b.cfg.NodeID {
-				for _, tp := range tps {
-					if err := b.writeMarker(ctx, tp.Topic, tp.Partition, req.ProducerID, req.ProducerEpoch, req.Commit, req.CoordinatorEpoch); err != nil {
-						fail(tp, err)
-					}
+				for tp, err := range b.writeMarkers(ctx, tps, req.ProducerID, req.ProducerEpoch, req.Commit, req.CoordinatorEpoch) {
+					fail(tp, err)
 				}
 				return
 			}
@@ -342,25 +340,52 @@ func (w markerWriter) send(ctx context.Context, leader int32, req txn.MarkerRequ
 	return errs
 }
 
-// writeMarker appends the marker of producer pid to a partition led here
-// and waits until it is committed; on __consumer_offsets it then tells the
-// group coordinator (onOffsetsMarker).
-func (b *Broker) writeMarker(ctx context.Context, topic string, partition int32, pid int64, epoch int16, commit bool, coordinatorEpoch int32) error {
-	p, kerrCode := b.leaderPartition(b.cluster.Image(), topic, partition)
-	if kerrCode != nil {
-		return kerrCode
+// writeMarkers appends the marker of producer pid to each of tps, which
+// are led here, then waits until every one is committed, and returns the
+// failures by partition. All are appended before the first wait, so that
+// the markers of one EndTxn share the group-commit fsync of their log
+// directory instead of paying one fsync each, one after another. On
+// __consumer_offsets the group coordinator is told of each committed
+// marker (onOffsetsMarker).
+func (b *Broker) writeMarkers(ctx context.Context, tps []txn.TopicPartition, pid int64, epoch int16, commit bool, coordinatorEpoch int32) map[txn.TopicPartition]error {
+	errs := make(map[txn.TopicPartition]error)
+	type appended struct {
+		tp  txn.TopicPartition
+		p   *replica.Partition
+		res replica.AppendResult
 	}
-	res, err := p.AppendMarker(pid, epoch, commit, coordinatorEpoch, b.now().UnixMilli())
-	if err != nil {
-		return err
+	var waits []appended
+	img := b.cluster.Image()
+	nowMs := b.now().UnixMilli()
+	for _, tp := range tps {
+		p, kerrCode := b.leaderPartition(img, tp.Topic, tp.Partition)
+		if kerrCode != nil {
+			errs[tp] = kerrCode
+			continue
+		}
+		res, err := p.AppendMarker(pid, epoch, commit, coordinatorEpoch, nowMs)
+		if err != nil {
+			errs[tp] = err
+			continue
+		}
+		waits = append(waits, appended{tp: tp, p: p, res: res})
 	}
 	ctx, cancel := context.WithTimeout(ctx, txnAppendTimeout)
 	defer cancel()
-	if err := p.WaitCommitted(ctx, res.LastOffset+1, res.LeaderEpoch); err != nil {
-		return err
+	for _, w := range waits {
+		if err := w.p.WaitCommitted(ctx, w.res.LastOffset+1, w.res.LeaderEpoch); err != nil {
+			errs[w.tp] = err
+			continue
+		}
+		if w.tp.Topic == offsetsTopic {
+			b.onOffsetsMarker(w.tp.Partition, pid, commit)
+		}
 	}
-	if topic == offsetsTopic {
-		b.onOffsetsMarker(partition, pid, commit)
-	}
-	return nil
+	return errs
+}
+
+// writeMarker is writeMarkers for one partition.
+func (b *Broker) writeMarker(ctx context.Context, topic string, partition int32, pid int64, epoch int16, commit bool, coordinatorEpoch int32) error {
+	tp := txn.TopicPartition{Topic: topic, Partition: partition}
+	return b.writeMarkers(ctx, []txn.TopicPartition{tp}, pid, epoch, commit, coordinatorEpoch)[tp]
 }
