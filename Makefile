@@ -3,7 +3,11 @@
 # confluent-kafka-python (apt-get, as root or with sudo) when they are missing.
 # test/e2e and test/chaos run with -count=1: they build and run the samsa
 # binary, which go test's result cache does not see change.
-.PHONY: run test race verify fuzz bench e2e chaos cluster docker-image docker-test docker-test-secure docker-test-all
+.PHONY: build run test race verify fuzz bench e2e chaos cluster docker-image docker-test docker-test-secure docker-test-all
+
+# build/samsa, static, with its version and commit linked in (samsa version).
+build:
+	scripts/build.sh
 
 run:
 	go run ./cmd/samsa serve
