@@ -480,13 +480,10 @@ run_mode() {
 	log "done in $((SECONDS - MODE_T0))s"
 }
 
-log "building build/samsa and image $IMAGE"
-CGO_ENABLED=0 timeout "$BUILD_TIMEOUT" go build -trimpath -o build/samsa ./cmd/samsa ||
-	fail "go build failed"
-mkdir -p build/image/data build/image/tmp
+log "building build/samsa and image $IMAGE (scripts/docker-image.sh)"
 BUILT=1
-timeout "$BUILD_TIMEOUT" docker build -q -t "$IMAGE" . >/dev/null 2>"$WORK/build.log" ||
-	{ cat "$WORK/build.log" >&2; fail "docker build failed"; }
+timeout "$BUILD_TIMEOUT" scripts/docker-image.sh "$IMAGE" >"$WORK/build.log" 2>&1 ||
+	{ cat "$WORK/build.log" >&2; fail "scripts/docker-image.sh failed"; }
 
 for m in $MODES; do
 	MODE_T0=$SECONDS
