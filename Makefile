@@ -1,6 +1,7 @@
 # Every target is plain go commands on one line; run them directly if you prefer.
-# make test first runs scripts/test-deps.sh, which installs kcat and
-# confluent-kafka-python (apt-get, as root or with sudo) when they are missing.
+# make test first runs scripts/test-deps.sh, which installs kcat,
+# confluent-kafka-python and prometheus (apt-get, as root or with sudo) when
+# they are missing.
 # test/e2e and test/chaos run with -count=1: they build and run the samsa
 # binary, which go test's result cache does not see change.
 .PHONY: build run test race verify fuzz bench e2e chaos cluster docker-image docker-up docker-down docker-test docker-test-secure docker-test-all

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the client tools the end-to-end tests drive, when they are
-# missing: kcat, and librdkafka through confluent-kafka-python. On Debian
+# missing: kcat, librdkafka through confluent-kafka-python, and Prometheus
+# (promtool and the server, for the metrics tests). On Debian
 # or Ubuntu as root (or with sudo) it installs them with apt-get; anywhere
 # else it says what to install and fails, so that `make test` never runs
 # the end-to-end suite half-equipped. `make test` and .ci/run call it.
@@ -11,7 +12,7 @@ set -euo pipefail
 
 [ "${SAMSA_TEST_DEPS:-}" = skip ] && exit 0
 
-packages=(kcat python3-confluent-kafka)
+packages=(kcat python3-confluent-kafka prometheus)
 
 # The tests look for a python3 with the module in PATH, then in
 # /usr/bin and /usr/local/bin (Debian's package installs for /usr/bin's).
@@ -26,7 +27,8 @@ have_python() {
 }
 
 have_all() {
-	command -v kcat >/dev/null 2>&1 && have_python
+	command -v kcat >/dev/null 2>&1 && have_python &&
+		command -v promtool >/dev/null 2>&1 && command -v prometheus >/dev/null 2>&1
 }
 
 have_all && exit 0
@@ -42,17 +44,17 @@ if command -v apt-get >/dev/null 2>&1 && { [ "$(id -u)" -eq 0 ] || [ -n "$sudo" 
 	$sudo env DEBIAN_FRONTEND=noninteractive apt-get update -q >&2
 	$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${packages[@]}" >&2
 	have_all && exit 0
-	echo "test-deps: apt-get ran, but kcat or python3's confluent_kafka is still missing" >&2
+	echo "test-deps: apt-get ran, but kcat, python3's confluent_kafka or prometheus is still missing" >&2
 	exit 1
 fi
 
 cat >&2 <<MSG
-test-deps: the end-to-end tests need kcat and confluent-kafka-python
-(librdkafka), and this script can install them only on Debian or Ubuntu
+test-deps: the end-to-end tests need kcat, confluent-kafka-python
+(librdkafka) and Prometheus (promtool), and this script can install them only on Debian or Ubuntu
 as root or with passwordless sudo. Install them, then run make test again:
 
   Debian/Ubuntu:  sudo apt-get install -y ${packages[*]}
-  macOS:          brew install kcat librdkafka && pip3 install confluent-kafka
+  macOS:          brew install kcat librdkafka prometheus && pip3 install confluent-kafka
 
 or run the tests without them: SAMSA_TEST_DEPS=skip make test
 MSG

@@ -102,6 +102,7 @@ func (b *Broker) handleProduce(ctx context.Context, c *server.Conn, req *kmsg.Pr
 		st.TopicID = rt.TopicID
 		t := img.Topics[rt.Topic]
 		topicDenied := !z.topic(opWrite, rt.Topic)
+		topicCounted := false
 		for j := range rt.Partitions {
 			rp := &rt.Partitions[j]
 			sp := kmsg.NewProduceResponseTopicPartition()
@@ -125,6 +126,11 @@ func (b *Broker) handleProduce(ctx context.Context, c *server.Conn, req *kmsg.Pr
 					break
 				}
 				p, err := b.replicas.Leader(storage.TopicPartition{Topic: rt.Topic, Partition: rp.Partition})
+				if err == nil && !topicCounted {
+					// Kafka counts a request once per topic.
+					p.Traffic.ProduceRequests.Add(1)
+					topicCounted = true
+				}
 				if err != nil {
 					sp.ErrorCode = errCode(err).Code
 					if req.Version >= 10 && sp.ErrorCode == kerr.NotLeaderForPartition.Code {
@@ -158,6 +164,10 @@ func (b *Broker) handleProduce(ctx context.Context, c *server.Conn, req *kmsg.Pr
 					sp.ErrorCode = errCode(err).Code
 					sp.ErrorMessage = errMessage(err)
 					break
+				}
+				if !res.Duplicate {
+					p.Traffic.BytesIn.Add(int64(len(rp.Records)))
+					p.Traffic.RecordsIn.Add(res.LastOffset - res.BaseOffset + 1)
 				}
 				sp.BaseOffset = res.BaseOffset
 				sp.LogAppendTime = res.LogAppendTime

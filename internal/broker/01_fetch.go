@@ -166,6 +166,7 @@ func (q *fetchQuota) fetch(b *Broker, req *kmsg.FetchRequest, listener string, a
 func (q *fetchQuota) reply(b *Broker, req *kmsg.FetchRequest, f *fetchResult) server.Reply {
 	r := f.reply()
 	if !q.on() {
+		f.count()
 		return r
 	}
 	now := b.now()
@@ -183,9 +184,11 @@ func (q *fetchQuota) reply(b *Broker, req *kmsg.FetchRequest, f *fetchResult) se
 		throttle = max(throttle, b.quotas.requests.Record(now, q.requests.Sensor, q.requests.Quota, quota.RequestPercentage(q.work)))
 	}
 	if throttle <= 0 {
+		f.count()
 		return r
 	}
 	if q.bytes.Found && f.n > q.maxBytes {
+		f.count()
 		// NB: a first batch larger than the quota allows in a window (the
 		// one a fetch returns whole) would be withheld for ever, and the
 		// consumer stuck: it goes out, with its throttle. Kafka withholds it.
@@ -223,6 +226,36 @@ type fetchResult struct {
 	// listener is the listener the request arrived on; leader hints
 	// name brokers by their address there.
 	listener string
+	// served are the partitions read, for their Traffic counters.
+	served []servedPartition
+	// follower is set for a follower's fetch.
+	follower bool
+}
+
+// servedPartition is what one Fetch read from one partition.
+type servedPartition struct {
+	p              *replica.Partition
+	bytes, records int64
+	// first marks the first partition of its topic in the request, on
+	// which the request is counted.
+	first bool
+}
+
+// count adds a response that goes out with its data to the partitions'
+// Traffic counters.
+func (f *fetchResult) count() {
+	for _, sp := range f.served {
+		t := &sp.p.Traffic
+		if f.follower {
+			t.ReplicationBytesOut.Add(sp.bytes)
+			continue
+		}
+		t.BytesOut.Add(sp.bytes)
+		t.RecordsOut.Add(sp.records)
+		if sp.first {
+			t.FetchRequests.Add(1)
+		}
+	}
 }
 
 // reply lays the response out with its file regions for sendfile. A
@@ -280,6 +313,7 @@ func (f *fetchResult) materialize() {
 func (b *Broker) fetchOnce(req *kmsg.FetchRequest, listener string, allowed func(topic string) bool, quotaMax int64) *fetchResult {
 	f := &fetchResult{resp: req.ResponseKind().(*kmsg.FetchResponse), listener: listener}
 	follower := fetchReplicaID(req)
+	f.follower = follower >= 0
 	f.resp.SetVersion(req.Version)
 	img := b.cluster.Image()
 	f.img = img
@@ -310,6 +344,7 @@ func (b *Broker) fetchOnce(req *kmsg.FetchRequest, listener string, allowed func
 			}
 		}
 		f.regions[i] = make([][]storage.Region, len(rt.Partitions))
+		topicCounted := false
 		for j := range rt.Partitions {
 			rp := &rt.Partitions[j]
 			sp := kmsg.NewFetchResponseTopicPartition()
@@ -366,12 +401,19 @@ func (b *Broker) fetchOnce(req *kmsg.FetchRequest, listener string, allowed func
 					f.done = true
 					break
 				}
+				served := servedPartition{p: p, first: !topicCounted}
+				topicCounted = true
 				if res.Size > 0 {
 					minOne = false
 					budget -= res.Size
 					f.n += res.Size
 					f.regions[i][j] = res.Regions
+					served.bytes = res.Size
+					if res.NextOffset > rp.FetchOffset {
+						served.records = res.NextOffset - rp.FetchOffset
+					}
 				}
+				f.served = append(f.served, served)
 			}
 			st.Partitions = append(st.Partitions, sp)
 		}

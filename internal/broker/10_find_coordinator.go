@@ -18,6 +18,7 @@ package broker
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -52,6 +53,9 @@ func (b *Broker) handleFindCoordinator(ctx context.Context, conn *server.Conn, r
 		}
 		c.ErrorCode = errorCode(code)
 		c.ErrorMessage = errMessage(err)
+		if code == kerr.CoordinatorNotAvailable && err != nil {
+			b.logCoordinatorLookup(req.CoordinatorType, key, err)
+		}
 		resp.Coordinators = append(resp.Coordinators, c)
 	}
 	if req.Version < 4 && len(resp.Coordinators) == 1 {
@@ -61,6 +65,34 @@ func (b *Broker) handleFindCoordinator(ctx context.Context, conn *server.Conn, r
 		resp.Coordinators = nil
 	}
 	return resp
+}
+
+// coordinatorLogInterval is how often one reason a coordinator lookup
+// fails is logged; clients retry the lookup many times a second.
+const coordinatorLogInterval = 30 * time.Second
+
+// logCoordinatorLookup logs why a coordinator lookup failed, at most once
+// per coordinatorLogInterval for each coordinator type and reason.
+func (b *Broker) logCoordinatorLookup(typ int8, key string, err error) {
+	kind := "group"
+	if typ == 1 {
+		kind = "transactional id"
+	}
+	reason := err.Error()
+	now := b.now()
+	b.coordLogMu.Lock()
+	if b.coordLogged == nil {
+		b.coordLogged = make(map[string]time.Time)
+	}
+	k := kind + "\x00" + reason
+	last, seen := b.coordLogged[k]
+	if seen && now.Sub(last) < coordinatorLogInterval {
+		b.coordLogMu.Unlock()
+		return
+	}
+	b.coordLogged[k] = now
+	b.coordLogMu.Unlock()
+	b.log.Warn("coordinator lookup failed", "type", kind, "key", key, "err", err)
 }
 
 func (b *Broker) findCoordinator(ctx context.Context, listener string, typ int8, key string, c *kmsg.FindCoordinatorResponseCoordinator) (*kerr.Error, error) {
@@ -85,24 +117,28 @@ func (b *Broker) findCoordinator(ctx context.Context, listener string, typ int8,
 	img := b.cluster.Image()
 	t := img.Topics[topic]
 	if t == nil || len(t.Partitions) == 0 {
-		return kerr.CoordinatorNotAvailable, nil
+		return kerr.CoordinatorNotAvailable, fmt.Errorf("%s has no partitions yet", topic)
 	}
+	// NB: the coordinators map keys with the configured count, as
+	// Kafka's transaction coordinator does; FindCoordinator must agree
+	// with them, and a topic with fewer partitions (made by hand before
+	// CreateTopics refused it) leaves some keys without a coordinator.
 	var part int32
+	n, name := b.cfg.OffsetsTopicNumPartitions, "offsets.topic.num.partitions"
 	if typ == 0 {
-		part = group.Partition(key, int32(len(t.Replicas)))
+		part = group.Partition(key, n)
 	} else {
-		// NB: the coordinator maps ids with the configured count, as
-		// Kafka does; FindCoordinator must agree with it.
-		part = txn.Partition(key, b.cfg.TransactionStateLogNumParts)
-		if int(part) >= len(t.Partitions) {
-			return kerr.CoordinatorNotAvailable, fmt.Errorf("%s has %d partitions, transaction.state.log.num.partitions is %d",
-				txnStateTopic, len(t.Partitions), b.cfg.TransactionStateLogNumParts)
-		}
+		n, name = b.cfg.TransactionStateLogNumParts, "transaction.state.log.num.partitions"
+		part = txn.Partition(key, n)
+	}
+	if int(part) >= len(t.Partitions) {
+		return kerr.CoordinatorNotAvailable, fmt.Errorf("%q maps to partition %d of %s, which has only %d partitions while %s is %d; recreate the topic with %d partitions",
+			key, part, topic, len(t.Partitions), name, n, n)
 	}
 	leader := t.Partitions[part].Leader
 	br, ok := img.Brokers[leader]
 	if !ok {
-		return kerr.CoordinatorNotAvailable, nil
+		return kerr.CoordinatorNotAvailable, fmt.Errorf("partition %d of %s has no live leader (leader %d)", part, topic, leader)
 	}
 	host, port, ok := br.Endpoint(listener)
 	if !ok {

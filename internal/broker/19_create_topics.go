@@ -17,6 +17,17 @@ package broker
 // or "..", and not colliding with an existing topic when '.' and '_' are
 // treated alike. samsa does not take hand-made replica assignments yet: a
 // request with one gets INVALID_REQUEST.
+//
+// Internal topics (__consumer_offsets, __transaction_state) are normally
+// created by the broker on first use. A hand-made one must have the
+// partition count the coordinators map keys onto
+// (offsets.topic.num.partitions, transaction.state.log.num.partitions;
+// -1 means that count) and stay compacted; otherwise INVALID_REQUEST, the
+// code Kafka gives a create of its internal __cluster_metadata topic
+// (ControllerApis.createTopics). Unlike Kafka, whose group coordinator
+// follows the partition count of an existing __consumer_offsets, samsa's
+// coordinators use the configured count, so a different count would leave
+// some groups without a coordinator for good.
 
 import (
 	"context"
@@ -64,8 +75,17 @@ func (b *Broker) handleCreateTopics(ctx context.Context, mq *mutationQuota, req 
 			continue
 		}
 		partitions, rf := rt.NumPartitions, rt.ReplicationFactor
+		internalParts, internal := b.internalTopicPartitions(rt.Topic)
 		if partitions == -1 {
 			partitions = b.cfg.NumPartitions
+			if internal {
+				partitions = internalParts
+			}
+		}
+		if internal && partitions != internalParts {
+			fail(kerr.InvalidRequest, fmt.Errorf("creation of internal topic %s with %d partitions is refused: its coordinator maps keys onto %d partitions (%s); leave it to the broker, which creates it on first use",
+				rt.Topic, partitions, internalParts, internalPartitionsConfig(rt.Topic)))
+			continue
 		}
 		if rf == -1 {
 			rf = b.cfg.DefaultReplicationFactor
@@ -92,6 +112,17 @@ func (b *Broker) handleCreateTopics(ctx context.Context, mq *mutationQuota, req 
 				continue
 			}
 			configs[c.Name] = *c.Value
+		}
+		if internal {
+			if p, ok := configs["cleanup.policy"]; ok && strings.TrimSpace(p) != "compact" {
+				fail(kerr.InvalidRequest, fmt.Errorf("creation of internal topic %s with cleanup.policy=%s is refused: it must be compacted", rt.Topic, p))
+				continue
+			}
+			for k, v := range b.internalTopicConfigs(rt.Topic, rf) {
+				if _, set := configs[k]; !set {
+					configs[k] = v
+				}
+			}
 		}
 		if err := config.ValidateTopic(configs); err != nil {
 			fail(kerr.InvalidConfig, err)
@@ -127,6 +158,47 @@ func (b *Broker) handleCreateTopics(ctx context.Context, mq *mutationQuota, req 
 	}
 	resp.ThrottleMillis = mq.throttleMillis()
 	return resp
+}
+
+// internalTopicPartitions reports whether name is an internal topic and,
+// if so, the partition count its coordinator maps keys onto.
+func (b *Broker) internalTopicPartitions(name string) (int32, bool) {
+	switch name {
+	case offsetsTopic:
+		return b.cfg.OffsetsTopicNumPartitions, true
+	case txnStateTopic:
+		return b.cfg.TransactionStateLogNumParts, true
+	}
+	return 0, false
+}
+
+// internalPartitionsConfig names the config that sets an internal topic's
+// partition count, with its value.
+func internalPartitionsConfig(name string) string {
+	if name == txnStateTopic {
+		return "transaction.state.log.num.partitions"
+	}
+	return "offsets.topic.num.partitions"
+}
+
+// internalTopicConfigs returns the topic configs the broker gives an
+// internal topic it creates with replication factor rf.
+func (b *Broker) internalTopicConfigs(name string, rf int16) map[string]string {
+	if name == txnStateTopic {
+		return map[string]string{
+			"cleanup.policy":      "compact",
+			"compression.type":    "uncompressed",
+			"segment.bytes":       fmt.Sprint(b.cfg.TransactionStateLogSegmentBytes),
+			"min.insync.replicas": fmt.Sprint(min(b.cfg.TransactionStateLogMinISR, int32(rf))),
+			// Reference: Kafka TransactionLog: the topic never elects an
+			// unclean leader, which could lose a decided commit.
+			"unclean.leader.election.enable": "false",
+		}
+	}
+	return map[string]string{
+		"cleanup.policy": "compact",
+		"segment.bytes":  fmt.Sprint(b.cfg.OffsetsTopicSegmentBytes),
+	}
 }
 
 // describedTopicConfigs lists every topic config with its value and source,

@@ -20,7 +20,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"samsa/internal/group"
 	"samsa/internal/server"
 	"samsa/internal/txn"
 )
@@ -47,11 +46,7 @@ func (b *Broker) handleAddOffsetsToTxn(conn *server.Conn, req *kmsg.AddOffsetsTo
 			resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
 			return resp
 		}
-		n := b.cfg.OffsetsTopicNumPartitions
-		if t := b.cluster.Image().Topics[offsetsTopic]; t != nil && len(t.Replicas) > 0 {
-			n = int32(len(t.Replicas)) // as FindCoordinator maps groups
-		}
-		tp := txn.TopicPartition{Topic: offsetsTopic, Partition: group.Partition(req.Group, n)}
+		tp := b.offsetsPartition(req.Group)
 		err := b.txns.AddPartitions(ctx, req.TransactionalID, req.ProducerID, req.ProducerEpoch, []txn.TopicPartition{tp})
 		resp.ErrorCode = txnCode(err, req.Version, 2)
 		return resp

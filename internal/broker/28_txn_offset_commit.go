@@ -136,16 +136,18 @@ func (b *Broker) handleTxnOffsetCommit(req *kmsg.TxnOffsetCommitRequest) server.
 	}}
 }
 
+// offsetsPartition returns the __consumer_offsets partition of a group,
+// mapped with the configured partition count as the group coordinator and
+// FindCoordinator map it.
+func (b *Broker) offsetsPartition(groupID string) txn.TopicPartition {
+	return txn.TopicPartition{Topic: offsetsTopic, Partition: group.Partition(groupID, b.cfg.OffsetsTopicNumPartitions)}
+}
+
 // addOffsetsPartition adds the __consumer_offsets partition of req's group
 // to the producer's transaction, as AddOffsetsToTxn would have (TxnOffsetCommit
 // v5, KIP-890 part 2). The transaction coordinator may be another broker.
 func (b *Broker) addOffsetsPartition(ctx context.Context, req *kmsg.TxnOffsetCommitRequest) error {
-	n := b.cfg.OffsetsTopicNumPartitions
-	if t := b.cluster.Image().Topics[offsetsTopic]; t != nil && len(t.Replicas) > 0 {
-		n = int32(len(t.Replicas)) // as FindCoordinator maps groups
-	}
-	tp := txn.TopicPartition{Topic: offsetsTopic, Partition: group.Partition(req.Group, n)}
-	err := b.verifyOrAdd(ctx, req.TransactionalID, req.ProducerID, req.ProducerEpoch, tp, true)
+	err := b.verifyOrAdd(ctx, req.TransactionalID, req.ProducerID, req.ProducerEpoch, b.offsetsPartition(req.Group), true)
 	switch {
 	case err == nil:
 		return nil

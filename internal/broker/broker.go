@@ -43,6 +43,9 @@ type Config struct {
 	// Connections, if not nil, is the connection limiter of the node's
 	// server; the broker keeps its connection_creation_rate values current.
 	Connections *quota.ConnLimiter
+	// OnRebalance, if not nil, is called with the duration of every group
+	// rebalance that ends (metrics); it must be cheap.
+	OnRebalance func(time.Duration)
 }
 
 // Broker serves Kafka requests. Create it with New and stop it with Close.
@@ -77,6 +80,11 @@ type Broker struct {
 	// strays are logs on disk whose topic the image lacks, already
 	// reported; guarded by reconcileMu.
 	strays map[storage.TopicPartition]bool
+
+	// coordLogMu guards coordLogged: when each reason a coordinator
+	// lookup failed was last logged.
+	coordLogMu  sync.Mutex
+	coordLogged map[string]time.Time
 
 	// reconcileMu serialises reconcile passes (the reconciler goroutine and
 	// handlers that create topics and want their partitions hosted at once).
@@ -141,6 +149,7 @@ func New(cfg Config) (*Broker, error) {
 	b.producerIDs.cluster = cfg.Cluster
 	gcfg := group.ConfigFromBroker(cfg.Broker)
 	gcfg.Logger, gcfg.Now = b.log, b.now
+	gcfg.OnRebalance = cfg.OnRebalance
 	b.groups = group.NewCoordinator(gcfg)
 	b.groupsLoaded = make(map[int32]*replica.Partition)
 	b.txns = txn.NewCoordinator(b.txnConfig())

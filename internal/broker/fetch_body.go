@@ -25,6 +25,21 @@ import (
 type fetchBody struct {
 	pieces []fetchPiece
 	n      int
+	// resp is the response encoded, for its error codes.
+	resp *kmsg.FetchResponse
+}
+
+// ErrorCodes calls f with the response's error codes (server.ErrorCoder).
+func (b *fetchBody) ErrorCodes(f func(code int16)) {
+	if b.resp == nil {
+		return
+	}
+	f(b.resp.ErrorCode)
+	for i := range b.resp.Topics {
+		for j := range b.resp.Topics[i].Partitions {
+			f(b.resp.Topics[i].Partitions[j].ErrorCode)
+		}
+	}
 }
 
 // fetchPiece is either encoded bytes or one file region.
@@ -86,6 +101,7 @@ func encodeFetchResponse(resp *kmsg.FetchResponse, regions [][][]storage.Region)
 	v := resp.Version
 	flex := v >= 12
 	e := &fetchEncoder{cur: make([]byte, 0, 256)}
+	e.body.resp = resp
 	if v >= 1 {
 		e.i32(resp.ThrottleMillis)
 	}

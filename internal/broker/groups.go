@@ -237,10 +237,7 @@ func (b *Broker) ensureOffsetsTopic(ctx context.Context) error {
 		return nil
 	}
 	rf := min(b.cfg.OffsetsTopicReplicationFactor, int16(len(img.Brokers)))
-	configs := map[string]string{
-		"cleanup.policy": "compact",
-		"segment.bytes":  fmt.Sprint(b.cfg.OffsetsTopicSegmentBytes),
-	}
+	configs := b.internalTopicConfigs(offsetsTopic, rf)
 	_, err := b.cluster.CreateTopic(ctx, offsetsTopic, b.cfg.OffsetsTopicNumPartitions, rf, configs)
 	if err != nil && !errors.Is(err, cluster.ErrTopicExists) {
 		return err

@@ -1,8 +1,14 @@
 package broker
 
-import "samsa/internal/replica"
+import (
+	"samsa/internal/group"
+	"samsa/internal/replica"
+)
 
 // Replicas returns the partitions this broker hosts. Tests use it to reach
 // a partition's log and producer state, for instance to write a
 // transaction marker with replica.Partition.AppendMarker.
 func (b *Broker) Replicas() *replica.Manager { return b.replicas }
+
+// Groups returns the group coordinator (metrics read its state).
+func (b *Broker) Groups() *group.Coordinator { return b.groups }

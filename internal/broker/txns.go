@@ -180,15 +180,7 @@ func (b *Broker) ensureTxnStateTopic(ctx context.Context) error {
 		return nil
 	}
 	rf := min(b.cfg.TransactionStateLogRF, int16(len(img.Brokers)))
-	configs := map[string]string{
-		"cleanup.policy":      "compact",
-		"compression.type":    "uncompressed",
-		"segment.bytes":       fmt.Sprint(b.cfg.TransactionStateLogSegmentBytes),
-		"min.insync.replicas": fmt.Sprint(min(b.cfg.TransactionStateLogMinISR, int32(rf))),
-		// Reference: Kafka TransactionLog: the topic never elects an
-		// unclean leader, which could lose a decided commit.
-		"unclean.leader.election.enable": "false",
-	}
+	configs := b.internalTopicConfigs(txnStateTopic, rf)
 	_, err := b.cluster.CreateTopic(ctx, txnStateTopic, b.cfg.TransactionStateLogNumParts, rf, configs)
 	if err != nil && !errors.Is(err, cluster.ErrTopicExists) {
 		return err

@@ -35,8 +35,12 @@ func newConfigValidateCmd(e env) *cobra.Command {
 file, then every --override name=value under Kafka's config names) and
 check every value. Nothing is started, nothing is written. Exits 0 and
 prints "configuration valid" when the configuration is usable, 1 with the
-offending config named otherwise. --print lists the values that were set
-explicitly.`,
+offending config named otherwise, with the config it most likely meant
+for a near miss. Kafka configs that have no meaning in samsa (ZooKeeper's,
+KRaft's metadata log, thread pools) and KRaft controller listeners are
+accepted and named in a warning on stderr; Kafka configs samsa does not
+implement whose value would change the broker's behaviour are refused.
+--print lists the values that were set explicitly.`,
 		Example: `  samsa config validate --config server.properties
   samsa config validate --override num.partitions=6 --override log.dirs=/data/samsa --print`,
 		Args: exactArgs(0),
@@ -44,6 +48,9 @@ explicitly.`,
 			b, err := config.Load(path, overrides)
 			if err != nil {
 				return err
+			}
+			for _, w := range b.Warnings {
+				fmt.Fprintf(e.stderr, "warning: %s\n", w)
 			}
 			if print {
 				names := make([]string, 0, len(b.Raw))

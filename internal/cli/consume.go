@@ -66,8 +66,96 @@ func topicPartitions(ctx context.Context, g *globals, topic string, want int32) 
 	return ps, nil
 }
 
+// resetPolicy is --reset: what consume does when a partition has no record
+// at the offset asked for, as the consumer config auto.offset.reset does.
+type resetPolicy string
+
+const (
+	resetEarliest resetPolicy = "earliest"
+	resetLatest   resetPolicy = "latest"
+	resetError    resetPolicy = "error"
+)
+
+func parseReset(s string) (resetPolicy, error) {
+	switch p := resetPolicy(s); p {
+	case resetEarliest, resetLatest, resetError:
+		return p, nil
+	case "smallest", "beginning":
+		return resetEarliest, nil
+	case "largest", "end":
+		return resetLatest, nil
+	}
+	return "", usagef("--reset %q: want earliest, latest or error", s)
+}
+
+// kgoOffset returns the reset offset the client uses for a position that
+// goes out of range while consuming.
+func (p resetPolicy) kgoOffset() kgo.Offset {
+	switch p {
+	case resetEarliest:
+		return kgo.NewOffset().AtStart()
+	case resetError:
+		return kgo.NoResetOffset()
+	}
+	return kgo.NewOffset().AtEnd()
+}
+
+// resolveStart applies the reset policy to an exact --from offset: a
+// partition whose log does not hold it starts at its log start or end
+// offset instead, and each such partition is named on stderr. With
+// resetError it fails instead.
+func resolveStart(ctx context.Context, g *globals, e env, topic string, parts []int32, at int64, policy resetPolicy) (map[int32]kgo.Offset, error) {
+	adm, err := newAdmin(g)
+	if err != nil {
+		return nil, err
+	}
+	defer adm.Close()
+	starts, err := adm.ListStartOffsets(ctx, topic)
+	if err != nil {
+		return nil, fmt.Errorf("list start offsets of %s: %w", topic, err)
+	}
+	ends, err := adm.ListEndOffsets(ctx, topic)
+	if err != nil {
+		return nil, fmt.Errorf("list end offsets of %s: %w", topic, err)
+	}
+	offs := make(map[int32]kgo.Offset, len(parts))
+	var outside []error
+	for _, p := range parts {
+		s, sok := starts.Lookup(topic, p)
+		en, eok := ends.Lookup(topic, p)
+		if !sok || !eok || s.Err != nil || en.Err != nil {
+			offs[p] = kgo.NewOffset().At(at) // the client resolves it
+			continue
+		}
+		if at >= s.Offset && at <= en.Offset {
+			offs[p] = kgo.NewOffset().At(at)
+			continue
+		}
+		where := "past the log end offset " + strconv.FormatInt(en.Offset, 10)
+		if at < s.Offset {
+			where = "before the log start offset " + strconv.FormatInt(s.Offset, 10)
+		}
+		switch policy {
+		case resetError:
+			outside = append(outside, fmt.Errorf("%s-%d: offset %d is %s (the log holds %d..%d) and --reset is error", topic, p, at, where, s.Offset, en.Offset))
+			continue
+		case resetEarliest:
+			offs[p] = kgo.NewOffset().At(s.Offset)
+			fmt.Fprintf(e.stderr, "%s-%d: offset %d is %s; starting at the log start offset %d (--reset earliest)\n", topic, p, at, where, s.Offset)
+		default:
+			offs[p] = kgo.NewOffset().At(en.Offset)
+			fmt.Fprintf(e.stderr, "%s-%d: offset %d is %s; starting at the log end offset %d (--reset latest)\n", topic, p, at, where, en.Offset)
+		}
+	}
+	if len(outside) > 0 {
+		return nil, errors.Join(outside...)
+	}
+	return offs, nil
+}
+
 func newConsumeCmd(g *globals, e env) *cobra.Command {
 	var (
+		reset     string
 		from      string
 		partition int32
 		count     int
@@ -83,6 +171,14 @@ committed) and print each record to stdout.
 
 --from picks where to start in every partition: beginning, end, an
 offset, or @<unix-ms> for the first record at or after that timestamp.
+An offset the partition's log does not hold (past its end, or before its
+start after retention) is handled as --reset says, as the consumer config
+auto.offset.reset does: latest (the default, as in kcat, whose librdkafka
+defaults to it) starts at the log
+end offset, earliest at the log start offset, and each partition moved is
+named on stderr; error fails the command instead. The same applies when a
+position goes out of range while consuming.
+
 --count stops after that many records; --timeout stops once no record has
 arrived for that long. Without either, consume runs until interrupted.
 
@@ -96,6 +192,7 @@ arrived for that long. Without either, consume runs until interrupted.
 --json prints one JSON object per record instead; keys and values that are
 not UTF-8 appear base64-encoded in key_b64 / value_b64.`,
 		Example: `  samsa consume orders --from beginning --count 10
+  samsa consume orders --partition 0 --from 999 --reset error
   samsa consume orders --partition 2 --from 1500 --format '%o %k=%v\n'
   samsa consume orders --from @1700000000000 --timeout 5s --json`,
 		Args: exactArgs(1),
@@ -106,6 +203,10 @@ not UTF-8 appear base64-encoded in key_b64 / value_b64.`,
 				return err
 			}
 			f, err := parseFormat(format)
+			if err != nil {
+				return err
+			}
+			policy, err := parseReset(reset)
 			if err != nil {
 				return err
 			}
@@ -124,8 +225,14 @@ not UTF-8 appear base64-encoded in key_b64 / value_b64.`,
 			for _, p := range parts {
 				offs[p] = start
 			}
+			if at, err := strconv.ParseInt(from, 10, 64); err == nil {
+				if offs, err = resolveStart(ctx, g, e, topic, parts, at, policy); err != nil {
+					return err
+				}
+			}
 			cl, err := newClient(g,
 				kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: offs}),
+				kgo.ConsumeResetOffset(policy.kgoOffset()),
 				kgo.FetchMaxWait(500*time.Millisecond),
 			)
 			if err != nil {
@@ -138,6 +245,7 @@ not UTF-8 appear base64-encoded in key_b64 / value_b64.`,
 	}
 	cmd.Flags().StringVarP(&from, "from", "o", "end", "start at beginning, end, <offset> or @<unix-ms>")
 	cmd.Flags().Int32VarP(&partition, "partition", "p", -1, "consume only this partition (-1: all)")
+	cmd.Flags().StringVar(&reset, "reset", string(resetLatest), "offset outside the log: latest, earliest or error (as auto.offset.reset)")
 	cmd.Flags().IntVarP(&count, "count", "c", 0, "stop after N records (0: no limit)")
 	cmd.Flags().DurationVar(&timeout, "timeout", 0, "stop after no records arrived for this long (0: wait forever)")
 	cmd.Flags().StringVarP(&format, "format", "f", `%v\n`, "output template, see above")

@@ -59,7 +59,8 @@ The command fails if any batch is invalid or the file ends inside a batch.`,
 	return cmd
 }
 
-// dumpLogFile prints the batches of one segment file.
+// dumpLogFile prints the batches of one segment file. Its errors name the
+// file.
 func dumpLogFile(w *bufio.Writer, path string, printData bool, maxDecomp int) error {
 	f, err := os.Open(path)
 	if err != nil {
@@ -67,11 +68,16 @@ func dumpLogFile(w *bufio.Writer, path string, printData bool, maxDecomp int) er
 	}
 	defer f.Close()
 	fmt.Fprintf(w, "Dumping %s\n", path)
-	return dumpLog(w, bufio.NewReaderSize(f, 1<<20), printData, maxDecomp)
+	if err := dumpLog(w, bufio.NewReaderSize(f, 1<<20), printData, maxDecomp); err != nil {
+		return fmt.Errorf("dump-log: %s: %w", path, err)
+	}
+	return nil
 }
 
 // dumpLog prints every batch read from r. It stops at the first batch whose
-// length is impossible or that the input ends inside of.
+// length is impossible or that the input ends inside of; that one counts
+// as invalid, and the summary names it, so that the summary and the error
+// agree.
 func dumpLog(w io.Writer, r io.Reader, printData bool, maxDecomp int) error {
 	var (
 		pos     int64
@@ -80,8 +86,18 @@ func dumpLog(w io.Writer, r io.Reader, printData bool, maxDecomp int) error {
 		invalid int
 		buf     []byte
 	)
-	summary := func() {
-		fmt.Fprintf(w, "summary: %d batches, %d records, %d bytes, %d invalid\n", batches, records, pos, invalid)
+	summary := func(stopped error) {
+		fmt.Fprintf(w, "summary: %d batches, %d records, %d bytes, %d invalid", batches, records, pos, invalid)
+		if stopped != nil {
+			fmt.Fprintf(w, " (stopped: %v)", stopped)
+		}
+		fmt.Fprintln(w)
+	}
+	// stop ends the dump at a batch that cannot be read.
+	stop := func(err error) error {
+		invalid++
+		summary(err)
+		return err
 	}
 	for {
 		var hdr [record.LogOverhead]byte
@@ -90,16 +106,14 @@ func dumpLog(w io.Writer, r io.Reader, printData bool, maxDecomp int) error {
 			break
 		}
 		if err == io.ErrUnexpectedEOF {
-			summary()
-			return fmt.Errorf("dump-log: %d trailing bytes at position %d are not a whole batch", n, pos)
+			return stop(fmt.Errorf("%d trailing bytes at position %d are not a whole batch", n, pos))
 		}
 		if err != nil {
-			return fmt.Errorf("dump-log: read at position %d: %w", pos, err)
+			return stop(fmt.Errorf("read at position %d: %w", pos, err))
 		}
 		length := int64(int32(binary.BigEndian.Uint32(hdr[8:12])))
 		if length < record.HeaderSize-record.LogOverhead || length > maxDumpBatch {
-			summary()
-			return fmt.Errorf("dump-log: batch at position %d has impossible length %d", pos, length)
+			return stop(fmt.Errorf("batch at position %d has impossible length %d", pos, length))
 		}
 		total := record.LogOverhead + int(length)
 		if cap(buf) < total {
@@ -108,16 +122,14 @@ func dumpLog(w io.Writer, r io.Reader, printData bool, maxDecomp int) error {
 		buf = buf[:total]
 		copy(buf, hdr[:])
 		if m, err := io.ReadFull(r, buf[record.LogOverhead:]); err != nil {
-			summary()
 			if err == io.ErrUnexpectedEOF || err == io.EOF {
-				return fmt.Errorf("dump-log: batch at position %d is truncated: %d of %d bytes", pos, record.LogOverhead+m, total)
+				return stop(fmt.Errorf("batch at position %d is truncated: %d of %d bytes", pos, record.LogOverhead+m, total))
 			}
-			return fmt.Errorf("dump-log: read at position %d: %w", pos, err)
+			return stop(fmt.Errorf("read at position %d: %w", pos, err))
 		}
 		b, _, err := record.Split(buf)
 		if err != nil {
-			summary()
-			return fmt.Errorf("dump-log: batch at position %d: %w", pos, err)
+			return stop(fmt.Errorf("batch at position %d: %w", pos, err))
 		}
 		_, verr := b.Validate(record.ValidateOptions{MaxDecompressedBytes: maxDecomp})
 		writeBatch(w, b, pos, verr)
@@ -137,9 +149,9 @@ func dumpLog(w io.Writer, r io.Reader, printData bool, maxDecomp int) error {
 		}
 		pos += int64(total)
 	}
-	summary()
+	summary(nil)
 	if invalid > 0 {
-		return fmt.Errorf("dump-log: %d invalid batches", invalid)
+		return fmt.Errorf("%d invalid batches", invalid)
 	}
 	return nil
 }

@@ -82,15 +82,19 @@ func TestDumpLogGolden(t *testing.T) {
 			c := append([]byte(nil), seg...)
 			c[len(c)-1] ^= 0xff // last byte of the last batch's last record
 			return c
-		}, []string{"--print-data"}, ExitFailure, "samsa: dump-log: 1 invalid batches\n"},
+		}, []string{"--print-data"}, ExitFailure, "samsa: dump-log: DIR/00000000000000000000.log: 1 invalid batches\n"},
 		{"torn-tail", func() []byte { return seg[:len(seg)-10] }, nil, ExitFailure,
-			"samsa: dump-log: batch at position 324 is truncated: 66 of 76 bytes\n"},
+			"samsa: dump-log: DIR/00000000000000000000.log: batch at position 324 is truncated: 66 of 76 bytes\n"},
 		{"short-tail", func() []byte { return append(append([]byte(nil), seg...), 0, 0, 0) }, nil, ExitFailure,
-			"samsa: dump-log: 3 trailing bytes at position 400 are not a whole batch\n"},
+			"samsa: dump-log: DIR/00000000000000000000.log: 3 trailing bytes at position 400 are not a whole batch\n"},
 		{"bad-length", func() []byte {
 			return append(append([]byte(nil), seg...), 0, 0, 0, 0, 0, 0, 0, 9, 0, 0, 0, 3)
-		}, nil, ExitFailure, "samsa: dump-log: batch at position 400 has impossible length 3\n"},
+		}, nil, ExitFailure, "samsa: dump-log: DIR/00000000000000000000.log: batch at position 400 has impossible length 3\n"},
 		{"empty", func() []byte { return nil }, nil, ExitOK, ""},
+		// A file that is not a segment: the summary counts what could
+		// not be read as invalid, as the error does.
+		{"garbage", func() []byte { return []byte("this is not a log segment, just text\n") }, nil, ExitFailure,
+			"samsa: dump-log: DIR/00000000000000000000.log: batch at position 0 has impossible length 1852797984\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -283,7 +283,7 @@ func newGroupDeleteCmd(g *globals, e env) *cobra.Command {
 		Short: "Delete consumer groups and their committed offsets",
 		Long: `Delete groups (DeleteGroups) with all their committed offsets. Only a
 group without members (state Empty) can be deleted; the broker refuses a
-group that has members with GROUP_NOT_EMPTY. Fails if any named group
+group that has members with NON_EMPTY_GROUP. Fails if any named group
 could not be deleted (the others are still deleted).`,
 		Example: `  samsa group delete billing
   samsa group delete billing audit`,
@@ -365,10 +365,10 @@ type resetBounds struct {
 }
 
 // target returns the new committed offset for one partition, clamped to
-// [start, end] as Kafka's tool does. A partition without a committed
-// offset shifts from its log start offset.
-func (s resetSpec) target(b resetBounds) int64 {
-	var n int64
+// [start, end] as Kafka's tool does, and the unclamped offset it asked
+// for. A partition without a committed offset shifts from its log start
+// offset.
+func (s resetSpec) target(b resetBounds) (n, asked int64) {
 	switch {
 	case s.earliest:
 		n = b.start
@@ -388,7 +388,7 @@ func (s resetSpec) target(b resetBounds) int64 {
 		}
 		n = base + s.shiftBy
 	}
-	return min(max(n, b.start), b.end)
+	return min(max(n, b.start), b.end), n
 }
 
 // errGroupActive is returned by group reset-offsets when the group has
@@ -415,7 +415,8 @@ of --to-earliest (log start offset), --to-latest (log end offset),
 after MS, or the log end offset when there is none) or --shift-by N
 (current offset plus N, negative to move back; a partition without a
 committed offset shifts from its log start offset). Targets are clamped to
-the partition's [log start, log end] range.
+the partition's [log start, log end] range; each clamped target is named
+on stderr.
 
 The group must have no members (state Empty, or Dead for a group that
 does not exist yet): the command refuses, exit code 1, while consumers
@@ -525,6 +526,7 @@ func resetOffsets(ctx context.Context, g *globals, e env, group, topic string, o
 	sort.Slice(parts, func(i, j int) bool { return parts[i] < parts[j] })
 
 	plan := make(kadm.Offsets)
+	var clamped []string
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "TOPIC\tPARTITION\tCURRENT\tNEW")
 	for _, p := range parts {
@@ -540,7 +542,14 @@ func resetOffsets(ctx context.Context, g *globals, e env, group, topic string, o
 		if t, ok := atTS.Lookup(topic, p); ok && t.Err == nil {
 			b.atTimestamp, b.hasTimestamp = t.Offset, true
 		}
-		n := spec.target(b)
+		n, asked := spec.target(b)
+		if n != asked {
+			bound := "log end"
+			if asked < n {
+				bound = "log start"
+			}
+			clamped = append(clamped, fmt.Sprintf("%s-%d: %d clamped to the %s offset %d", topic, p, asked, bound, n))
+		}
 		cur := "-"
 		if b.current >= 0 {
 			cur = strconv.FormatInt(b.current, 10)
@@ -550,6 +559,9 @@ func resetOffsets(ctx context.Context, g *globals, e env, group, topic string, o
 	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	for _, c := range clamped {
+		fmt.Fprintf(e.stderr, "%s\n", c)
 	}
 	if !execute {
 		fmt.Fprintf(e.stderr, "dry run: no offsets changed; add --execute to commit them\n")

@@ -196,6 +196,10 @@ func TestGroupCommandsAgainstBroker(t *testing.T) {
 	if code != cli.ExitFailure || !strings.Contains(errs, "NON_EMPTY_GROUP") {
 		t.Fatalf("delete of a live group: exit %d, stderr %q", code, errs)
 	}
+	// The help names the error the broker returns.
+	if help := mustSamsa(t, addr, "group", "delete", "--help"); !strings.Contains(help, "NON_EMPTY_GROUP") {
+		t.Fatalf("group delete --help does not name NON_EMPTY_GROUP:\n%s", help)
+	}
 
 	// A static member does not leave on close; remove it by instance id.
 	cons.Close()
@@ -223,31 +227,35 @@ func TestGroupCommandsAgainstBroker(t *testing.T) {
 		args  []string
 		plan  [][]string // rows after the header
 		after map[int32]int64
+		// clamped are the stderr lines naming clamped targets.
+		clamped []string
 	}{
 		{"dry run changes nothing", []string{"--to-earliest"},
 			[][]string{{"orders", "0", "7", "0"}, {"orders", "1", "5", "0"}, {"orders", "2", "-", "0"}},
-			map[int32]int64{0: 7, 1: 5}},
+			map[int32]int64{0: 7, 1: 5}, nil},
 		{"to earliest", []string{"--to-earliest", "--execute"},
 			[][]string{{"orders", "0", "7", "0"}, {"orders", "1", "5", "0"}, {"orders", "2", "-", "0"}},
-			map[int32]int64{0: 0, 1: 0, 2: 0}},
+			map[int32]int64{0: 0, 1: 0, 2: 0}, nil},
 		{"to latest one partition", []string{"--to-latest", "--partition", "1", "--execute"},
 			[][]string{{"orders", "1", "0", "5"}},
-			map[int32]int64{0: 0, 1: 5, 2: 0}},
+			map[int32]int64{0: 0, 1: 5, 2: 0}, nil},
 		{"to offset clamps to log end", []string{"--to-offset", "8", "--execute"},
 			[][]string{{"orders", "0", "0", "8"}, {"orders", "1", "5", "5"}, {"orders", "2", "0", "0"}},
-			map[int32]int64{0: 8, 1: 5, 2: 0}},
+			map[int32]int64{0: 8, 1: 5, 2: 0},
+			[]string{"orders-1: 8 clamped to the log end offset 5", "orders-2: 8 clamped to the log end offset 0"}},
 		{"shift back clamps to log start", []string{"--shift-by", "-6", "--execute"},
 			[][]string{{"orders", "0", "8", "2"}, {"orders", "1", "5", "0"}, {"orders", "2", "0", "0"}},
-			map[int32]int64{0: 2, 1: 0, 2: 0}},
+			map[int32]int64{0: 2, 1: 0, 2: 0},
+			[]string{"orders-1: -1 clamped to the log start offset 0", "orders-2: -6 clamped to the log start offset 0"}},
 		// Partition 0 has timestamps 1000000, 1001000, ...; 1003500 falls
 		// before offset 4. Partition 1 starts at 2000000, so offset 0;
 		// partition 2 is empty, so its end.
 		{"to timestamp", []string{"--to-timestamp", "1003500", "--execute"},
 			[][]string{{"orders", "0", "2", "4"}, {"orders", "1", "0", "0"}, {"orders", "2", "0", "0"}},
-			map[int32]int64{0: 4, 1: 0, 2: 0}},
+			map[int32]int64{0: 4, 1: 0, 2: 0}, nil},
 		{"timestamp after every record", []string{"--to-timestamp", "9000000", "--execute"},
 			[][]string{{"orders", "0", "4", "10"}, {"orders", "1", "0", "5"}, {"orders", "2", "0", "0"}},
-			map[int32]int64{0: 10, 1: 5, 2: 0}},
+			map[int32]int64{0: 10, 1: 5, 2: 0}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -260,6 +268,15 @@ func TestGroupCommandsAgainstBroker(t *testing.T) {
 			if !slices.Equal(r[0], []string{"TOPIC", "PARTITION", "CURRENT", "NEW"}) ||
 				!slices.EqualFunc(r[1:], tt.plan, slices.Equal) {
 				t.Fatalf("plan %q, want %q", r, tt.plan)
+			}
+			var clamped []string
+			for _, l := range strings.Split(errs, "\n") {
+				if strings.Contains(l, " clamped to ") {
+					clamped = append(clamped, l)
+				}
+			}
+			if !slices.Equal(clamped, tt.clamped) {
+				t.Fatalf("clamped targets on stderr %q, want %q\n%s", clamped, tt.clamped, errs)
 			}
 			if got := committedOffsets(t, adm, "billing"); !mapsEqual(got, tt.after) {
 				t.Fatalf("committed after: %v, want %v", got, tt.after)

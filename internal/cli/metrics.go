@@ -1,53 +1,109 @@
 package cli
 
 import (
-	"strconv"
-
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"samsa/internal/admin"
 	"samsa/internal/server"
+	"samsa/internal/storage"
 )
 
-// serverCollector exposes the Kafka listener's counters, read at scrape
-// time from server.Stats.
-type serverCollector struct {
-	s                           *server.Server
-	conns, accepted             *prometheus.Desc
-	requests, bytesIn, bytesOut *prometheus.Desc
-	panics, refused             *prometheus.Desc
-}
+// nodeMetrics gives the admin collectors the node's state: it satisfies
+// admin.Sources' interfaces by reading the server, the hosted partitions,
+// the group coordinator and the cluster at scrape time.
+type nodeMetrics struct{ n *Node }
 
-func (c *serverCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.conns, c.accepted, c.requests, c.bytesIn, c.bytesOut, c.panics, c.refused} {
-		ch <- d
+func (m nodeMetrics) ServerStats() admin.ServerStats {
+	st := m.n.server.Stats()
+	return admin.ServerStats{
+		ConnectionsOpen: st.ConnectionsOpen, ConnectionsAccepted: st.ConnectionsAccepted,
+		ConnectionsRefused: st.ConnectionsRefused, ConnectionsByListener: st.ConnectionsByListener,
+		Requests: st.Requests, BytesIn: st.BytesIn, BytesOut: st.BytesOut,
+		Panics: st.Panics, AuthenticationFailures: st.AuthenticationFailures,
 	}
 }
 
-func (c *serverCollector) Collect(ch chan<- prometheus.Metric) {
-	st := c.s.Stats()
-	ch <- prometheus.MustNewConstMetric(c.conns, prometheus.GaugeValue, float64(st.ConnectionsOpen))
-	ch <- prometheus.MustNewConstMetric(c.accepted, prometheus.CounterValue, float64(st.ConnectionsAccepted))
-	for key, n := range st.Requests {
-		ch <- prometheus.MustNewConstMetric(c.requests, prometheus.CounterValue, float64(n),
-			strconv.Itoa(int(key)), kmsg.NameForKey(key))
+func (m nodeMetrics) PartitionStats() []admin.PartitionStats {
+	parts := m.n.broker.Replicas().Partitions()
+	out := make([]admin.PartitionStats, 0, len(parts))
+	for _, p := range parts {
+		st := p.Stats()
+		t := &p.Traffic
+		out = append(out, admin.PartitionStats{
+			Topic: p.TP.Topic, Partition: p.TP.Partition,
+			Leader: st.Leader, Replicas: st.Replicas, ISR: st.ISR, MinISR: st.MinISR,
+			LogStartOffset: p.Log.LogStartOffset(), LogEndOffset: p.Log.LogEndOffset(), HighWatermark: st.HighWatermark,
+			SizeBytes: p.Log.Size(), Segments: p.Log.SegmentCount(),
+			BytesIn: t.BytesIn.Load(), RecordsIn: t.RecordsIn.Load(), ProduceRequests: t.ProduceRequests.Load(),
+			BytesOut: t.BytesOut.Load(), RecordsOut: t.RecordsOut.Load(), FetchRequests: t.FetchRequests.Load(),
+			ReplicationBytesIn: t.ReplicationBytesIn.Load(), ReplicationBytesOut: t.ReplicationBytesOut.Load(),
+		})
 	}
-	ch <- prometheus.MustNewConstMetric(c.bytesIn, prometheus.CounterValue, float64(st.BytesIn))
-	ch <- prometheus.MustNewConstMetric(c.bytesOut, prometheus.CounterValue, float64(st.BytesOut))
-	ch <- prometheus.MustNewConstMetric(c.panics, prometheus.CounterValue, float64(st.Panics))
-	ch <- prometheus.MustNewConstMetric(c.refused, prometheus.CounterValue, float64(st.ConnectionsRefused))
+	return out
 }
 
-// registerMetrics exposes the server's counters to Prometheus.
-func registerMetrics(reg *prometheus.Registry, s *server.Server) {
-	reg.MustRegister(&serverCollector{
-		s:        s,
-		conns:    prometheus.NewDesc("samsa_connections_open", "Kafka client connections open now.", nil, nil),
-		accepted: prometheus.NewDesc("samsa_connections_accepted_total", "Kafka client connections accepted.", nil, nil),
-		requests: prometheus.NewDesc("samsa_requests_total", "Kafka requests decoded, by API key.", []string{"api_key", "api"}, nil),
-		bytesIn:  prometheus.NewDesc("samsa_request_bytes_total", "Request bytes read from clients.", nil, nil),
-		bytesOut: prometheus.NewDesc("samsa_response_bytes_total", "Response bytes written to clients.", nil, nil),
-		panics:   prometheus.NewDesc("samsa_handler_panics_total", "Request handler panics recovered (each closed its connection).", nil, nil),
-		refused:  prometheus.NewDesc("samsa_connections_refused_total", "Connections closed by the connection limits (max.connections.per.ip, connection_creation_rate).", nil, nil),
-	})
+// GroupStats reads the coordinator's groups and computes each committed
+// offset's lag against the high watermark of the partition's replica on
+// this broker (leader or follower). A partition with no replica here has
+// no lag series on this broker.
+func (m nodeMetrics) GroupStats() admin.GroupStats {
+	gc := m.n.broker.Groups()
+	st := gc.Stats()
+	out := admin.GroupStats{ByState: map[string]int{}, Rebalances: st.Rebalances}
+	for s, n := range st.Groups {
+		out.ByState[s.String()] = n
+	}
+	rm := m.n.broker.Replicas()
+	for _, o := range gc.CommittedOffsets() {
+		p := rm.Get(storage.TopicPartition{Topic: o.Topic, Partition: o.Partition})
+		if p == nil {
+			continue
+		}
+		out.Lag = append(out.Lag, admin.GroupLag{Group: o.Group, Topic: o.Topic, Partition: o.Partition,
+			Committed: o.Offset, LogEnd: p.HighWatermark()})
+	}
+	return out
+}
+
+func (m nodeMetrics) ClusterStats() admin.ClusterStats {
+	cs := m.n.cluster.Stats()
+	shrinks, expands := m.n.broker.Replicas().ISRChanges()
+	out := admin.ClusterStats{
+		Controller: cs.Controller, LeaseRenewals: cs.LeaseRenewals,
+		ControllerWrites: cs.ControllerWrites, ControllerWriteErrors: cs.ControllerWriteErrors,
+		ISRShrinks: shrinks, ISRExpands: expands,
+		LogDirOffline: m.n.logs.Offline(),
+	}
+	if cs.Controller {
+		img := m.n.cluster.Image()
+		out.Brokers = len(img.Brokers)
+		for name, t := range img.Topics {
+			for p := range t.Replicas {
+				out.Partitions++
+				if st, ok := img.Partition(name, int32(p)); !ok || st.Leader < 0 {
+					out.OfflinePartitions++
+				}
+			}
+		}
+	}
+	out.LogDirFree, out.LogDirSize = diskSpace(m.n.logs.Dir())
+	return out
+}
+
+// serverObserver passes the connection loop's measurements to the admin
+// metrics.
+type serverObserver struct{ m *admin.Metrics }
+
+func (o serverObserver) ObserveRequest(key int16, t server.RequestTimes) {
+	o.m.ObserveRequest(key, admin.RequestTimes(t))
+}
+
+func (o serverObserver) ObserveError(key, code int16) { o.m.ObserveError(key, code) }
+
+// registerMetrics registers the scrape-time collectors over n.
+func registerMetrics(reg *prometheus.Registry, n *Node) {
+	v := buildVersion()
+	m := nodeMetrics{n}
+	reg.MustRegister(admin.NewCollector(admin.Sources{Server: m, Partitions: m, Groups: m, Cluster: m},
+		admin.CollectorConfig{PartitionLevel: n.cfg.MetricsPartitionLevel, Version: v.Version, Commit: v.Commit}))
 }

@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -35,6 +36,7 @@ type Node struct {
 	admin   *admin.Server
 	lns     []net.Listener
 	wg      sync.WaitGroup // Serve goroutines
+	lock    *dirLock       // the log dir's .lock, released last
 
 	// bg is the context of the goroutines goAttach starts (JWKS
 	// refreshes); stop cancels it, and bgWG counts them.
@@ -61,11 +63,32 @@ func StartNode(ctx context.Context, cfg *config.Broker, log *slog.Logger) (_ *No
 	}
 	n := &Node{cfg: cfg, log: log}
 	n.bg, n.stop = context.WithCancel(context.Background())
+	// The hot-path metrics exist before the parts that update them; the
+	// scrape-time collectors are registered once the parts run.
+	var (
+		reg     *prometheus.Registry
+		metrics *admin.Metrics
+		etcdObs cluster.EtcdObserver
+		flushes storage.FlushObserver
+		reqObs  server.Observer
+		onRebal func(time.Duration)
+	)
+	if cfg.AdminListener != "" {
+		reg = prometheus.NewRegistry()
+		metrics = admin.NewMetrics(reg)
+		etcdObs, flushes, reqObs, onRebal = metrics, metrics, serverObserver{metrics}, metrics.ObserveRebalance
+	}
 	defer func() {
 		if err != nil {
 			n.Close()
 		}
 	}()
+	// Lock the log dir before anything else touches it: a second broker
+	// on the same dir would otherwise wait, without a word, on etcd's
+	// own file lock.
+	if n.lock, err = lockLogDir(dir); err != nil {
+		return nil, err
+	}
 
 	// Listen first: the advertised port of a listener on port 0 is only
 	// known once it is bound.
@@ -145,9 +168,10 @@ func StartNode(ctx context.Context, cfg *config.Broker, log *slog.Logger) (_ *No
 
 		UncleanLeaderElection: cfg.UncleanLeaderElectionEnable,
 		AutoLeaderRebalance:   cfg.AutoLeaderRebalanceEnable,
+		EtcdObserver:          etcdObs,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("cluster: %w", err)
+		return nil, withPrefix("cluster: ", err)
 	}
 	defaults, err := cfg.ResolveTopic(nil)
 	if err != nil {
@@ -161,9 +185,10 @@ func StartNode(ctx context.Context, cfg *config.Broker, log *slog.Logger) (_ *No
 		CleanerDisable:         !cfg.LogCleanerEnable,
 		CleanerBackoff:         time.Duration(cfg.LogCleanerBackoffMs) * time.Millisecond,
 		DefaultConfig:          broker.StorageConfig(defaults),
+		FlushObserver:          flushes,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("storage: %w", err)
+		return nil, withPrefix("storage: ", err)
 	}
 	ibOpts, err := interBrokerOpts(cfg)
 	if err != nil {
@@ -187,16 +212,17 @@ func StartNode(ctx context.Context, cfg *config.Broker, log *slog.Logger) (_ *No
 	}
 	n.broker, err = broker.New(broker.Config{
 		Broker: cfg, Cluster: n.cluster, Logs: n.logs, LogDir: dir, Logger: log,
-		InterBrokerOpts: ibOpts, Connections: conns,
+		InterBrokerOpts: ibOpts, Connections: conns, OnRebalance: onRebal,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("broker: %w", err)
+		return nil, withPrefix("broker: ", err)
 	}
 	n.server = server.New(server.Config{
 		MaxRequestBytes:   cfg.SocketRequestMaxBytes,
 		IdleTimeout:       time.Duration(cfg.ConnectionsMaxIdleMs) * time.Millisecond,
 		QueuedMaxRequests: int(cfg.QueuedMaxRequests),
 		Connections:       connLimits{conns},
+		Observer:          reqObs,
 		Logger:            log,
 	}, n.broker)
 	for i, ln := range n.lns {
@@ -209,14 +235,23 @@ func StartNode(ctx context.Context, cfg *config.Broker, log *slog.Logger) (_ *No
 		}(ln, lcs[i])
 	}
 	if cfg.AdminListener != "" {
-		reg := prometheus.NewRegistry()
-		registerMetrics(reg, n.server)
+		registerMetrics(reg, n)
 		n.admin, err = admin.Start(cfg.AdminListener, reg, n.ready, log)
 		if err != nil {
 			return nil, fmt.Errorf("admin listener %s: %w", cfg.AdminListener, err)
 		}
 	}
 	return n, nil
+}
+
+// withPrefix returns err with prefix in front unless its message already
+// starts with it (the packages' own errors do), so that a message does
+// not read "cluster: cluster: ...".
+func withPrefix(prefix string, err error) error {
+	if strings.HasPrefix(err.Error(), prefix) {
+		return err
+	}
+	return fmt.Errorf("%s%w", prefix, err)
 }
 
 // goAttach runs f in a goroutine that Close stops, by cancelling ctx,
@@ -337,6 +372,7 @@ func (n *Node) Close() error {
 		if n.cluster != nil {
 			errs = append(errs, n.cluster.Close())
 		}
+		errs = append(errs, n.lock.unlock())
 		n.closeErr = errors.Join(errs...)
 	})
 	return n.closeErr

@@ -3,13 +3,16 @@ package cli
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // maxLineBytes bounds one stdin line of `samsa produce`.
@@ -93,6 +96,9 @@ func parseHeaders(hs []string) ([]kgo.RecordHeader, error) {
 	return out, nil
 }
 
+// pingTimeout bounds how long produce waits for a first broker answer.
+const pingTimeout = 10 * time.Second
+
 // maxReportedErrors bounds how many produce failures are printed one by one.
 const maxReportedErrors = 10
 
@@ -113,8 +119,15 @@ rest the value; a line without the separator has a null key. Every
 given, otherwise the default partitioner picks (by key hash, or sticky
 for null keys).
 
-A summary is printed to stderr when stdin ends. The command exits with
-status 1 if any record failed.
+The command first checks that a broker answers, and fails at once, saying
+why, when none does (a refused connection, a failed TLS handshake). A
+summary is printed to stderr when stdin ends or the command is
+interrupted; records not acknowledged by then count as failed. The
+command exits with status 1 if any record failed.
+
+A topic that does not exist is created by the broker if its
+auto.create.topics.enable is true (the default), as for kcat; otherwise
+produce fails before reading stdin.
 
 The idempotent producer is off unless --idempotent is given.`,
 		Example: `  printf 'hello\nworld\n' | samsa produce orders
@@ -131,7 +144,10 @@ The idempotent producer is off unless --idempotent is given.`,
 			if err != nil {
 				return err
 			}
-			opts = append(opts, kgo.DefaultProduceTopic(topic))
+			// NB: the broker decides whether a missing topic is created,
+			// by its auto.create.topics.enable, as it does for kcat and
+			// Kafka's console producer.
+			opts = append(opts, kgo.DefaultProduceTopic(topic), kgo.AllowAutoTopicCreation())
 			if partition >= 0 {
 				opts = append(opts, kgo.RecordPartitioner(kgo.ManualPartitioner()))
 			} else if partition != -1 {
@@ -142,6 +158,18 @@ The idempotent producer is off unless --idempotent is given.`,
 				return err
 			}
 			defer cl.Close()
+			// Fail at once, and say why, when no broker answers: the
+			// producer itself would retry a refused connection until
+			// the command is interrupted.
+			pctx, cancel := context.WithTimeout(cmd.Context(), pingTimeout)
+			err = cl.Ping(pctx)
+			cancel()
+			if err != nil {
+				return fmt.Errorf("produce to %s: no broker reachable at %s: %w", topic, g.bootstrap, err)
+			}
+			if err := checkProduceTopic(cmd.Context(), cl, topic); err != nil {
+				return err
+			}
 			return produceLines(cmd.Context(), cl, e, topic, keySep, hdrs, partition)
 		},
 	}
@@ -150,6 +178,37 @@ The idempotent producer is off unless --idempotent is given.`,
 	cmd.Flags().StringArrayVarP(&headers, "header", "H", nil, "header key=value added to every record (repeatable)")
 	cmd.Flags().Int32VarP(&partition, "partition", "p", -1, "partition to produce to (-1: partitioner decides)")
 	return cmd
+}
+
+// checkProduceTopic asks for topic's metadata as a producer does, letting
+// the broker create it if its auto.create.topics.enable says so, and fails
+// at once when the topic does not exist and was not created.
+func checkProduceTopic(ctx context.Context, cl *kgo.Client, topic string) error {
+	req := kmsg.NewPtrMetadataRequest()
+	t := kmsg.NewMetadataRequestTopic()
+	t.Topic = kmsg.StringPtr(topic)
+	req.Topics = append(req.Topics, t)
+	req.AllowAutoTopicCreation = true
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return fmt.Errorf("produce to %s: metadata: %w", topic, err)
+	}
+	for _, rt := range resp.Topics {
+		if rt.Topic == nil || *rt.Topic != topic {
+			continue
+		}
+		err := kerr.ErrorForCode(rt.ErrorCode)
+		switch {
+		case err == nil, errors.Is(err, kerr.LeaderNotAvailable):
+			return nil // exists, or just created
+		case errors.Is(err, kerr.UnknownTopicOrPartition):
+			return fmt.Errorf("produce to %s: %w: the topic does not exist and the broker does not create topics on produce (its auto.create.topics.enable=false); create it first: samsa topic create %s",
+				topic, err, topic)
+		default:
+			return fmt.Errorf("produce to %s: %w", topic, err)
+		}
+	}
+	return nil
 }
 
 // produceTally counts the outcomes of asynchronous produces. mu guards all
@@ -217,15 +276,23 @@ func produceLines(ctx context.Context, cl *kgo.Client, e env, topic, keySep stri
 	for _, err := range tally.firstErr {
 		fmt.Fprintf(e.stderr, "samsa: produce: %v\n", err)
 	}
-	fmt.Fprintf(e.stderr, "produced %d records (%d bytes) to %s in %s, %d failed\n",
-		tally.ok, tally.bytes, topic, time.Since(start).Round(time.Millisecond), tally.failed)
+	// Records still unanswered when Flush gave up (the command was
+	// interrupted) were not acknowledged: they count as failed.
+	unanswered := sent - tally.ok - tally.failed
+	failed := tally.failed + unanswered
+	fmt.Fprintf(e.stderr, "produced %d records (%d bytes) to %s in %s, %d failed",
+		tally.ok, tally.bytes, topic, time.Since(start).Round(time.Millisecond), failed)
+	if unanswered > 0 {
+		fmt.Fprintf(e.stderr, " (%d not acknowledged when the command stopped)", unanswered)
+	}
+	fmt.Fprintln(e.stderr)
 	switch {
 	case scanErr != nil:
 		return fmt.Errorf("read stdin: %w", scanErr)
 	case flushErr != nil:
-		return fmt.Errorf("flush: %w", flushErr)
-	case tally.failed > 0:
-		return fmt.Errorf("%d of %d records failed", tally.failed, sent)
+		return fmt.Errorf("%d of %d records failed: flush: %w", failed, sent, flushErr)
+	case failed > 0:
+		return fmt.Errorf("%d of %d records failed", failed, sent)
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -46,7 +47,13 @@ HTTP endpoints (/metrics, /healthz, /readyz) on 127.0.0.1:9080, and data in
 Configuration uses Kafka's names (node.id, listeners, log.dirs,
 log.retention.ms, ...), from a server.properties file given with --config
 and from --override name=value, which wins over the file. Unknown names are
-an error. See docs/configuration.md for every config.
+an error, with the config a near miss most likely meant. A Kafka
+server.properties loads: Kafka configs that have no meaning in samsa
+(zookeeper.connect, KRaft's metadata log, thread pools) are accepted with
+one warning naming them, a listener named in controller.listener.names is
+not opened, and Kafka configs samsa does not implement are refused when
+their value would change what the broker does. See docs/configuration.md
+for every config.
 
 By default the broker embeds its etcd. --etcd-endpoints connects it to an
 external etcd cluster instead; --etcd-cacert, --etcd-cert and --etcd-key
@@ -57,6 +64,11 @@ etcd.ssl.cert.file and etcd.ssl.key.file, and win over --override and the
 file. An https:// endpoint or any etcd.ssl.* config turns TLS on. The
 broker fails to start if etcd does not answer within
 etcd.connection.timeout.ms (18 s).
+
+Each log dir is locked (its .lock file, which holds the broker's pid) before
+anything else starts: a second broker on the same log.dirs exits at once,
+naming the dir and the pid that holds it. A signal while the broker starts
+stops the startup and exits.
 
 SIGINT or SIGTERM shut the broker down cleanly: it stops accepting, finishes
 in-flight requests, flushes the logs, and deregisters. A second signal exits
@@ -83,6 +95,9 @@ at once.`,
 				return usagef("--log-level: %v", err)
 			}
 			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
+			for _, w := range cfg.Warnings {
+				log.Warn(w)
+			}
 			return serve(cmd.Context(), cfg, log)
 		},
 	}
@@ -99,7 +114,7 @@ at once.`,
 // shuts it down; a second signal during shutdown exits at once.
 func serve(ctx context.Context, cfg *config.Broker, log *slog.Logger) error {
 	start := time.Now()
-	n, err := StartNode(ctx, cfg, log)
+	n, err := startInterruptibly(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
@@ -135,4 +150,40 @@ func serve(ctx context.Context, cfg *config.Broker, log *slog.Logger) error {
 	}
 	log.Info("samsa broker stopped")
 	return nil
+}
+
+// startAbandonTimeout is how long a signal during startup waits for
+// StartNode to give up before serve returns without it.
+const startAbandonTimeout = 5 * time.Second
+
+// startInterruptibly is StartNode that honours ctx even where a step of
+// the startup does not (a file lock inside etcd, a dial): once ctx is done
+// it waits startAbandonTimeout for StartNode to return, then returns
+// without it, and the process exits.
+func startInterruptibly(ctx context.Context, cfg *config.Broker, log *slog.Logger) (*Node, error) {
+	type started struct {
+		n   *Node
+		err error
+	}
+	done := make(chan started, 1)
+	go func() {
+		n, err := StartNode(ctx, cfg, log)
+		done <- started{n, err}
+	}()
+	select {
+	case s := <-done:
+		return s.n, s.err
+	case <-ctx.Done():
+	}
+	log.Info("signal while starting; stopping")
+	t := time.NewTimer(startAbandonTimeout)
+	defer t.Stop()
+	select {
+	case s := <-done:
+		if s.err == nil {
+			s.n.Close()
+		}
+	case <-t.C:
+	}
+	return nil, errors.New("interrupted while starting")
 }

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"sort"
@@ -149,10 +150,11 @@ func newTopicDescribeCmd(g *globals, e env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "describe NAME...",
 		Short: "Show partitions, leaders, replicas, ISR, offsets and configs of topics",
-		Long: `Describe topics: the topic id, each partition's leader, leader epoch,
-replicas, in-sync replicas, offline replicas (those on brokers that are not
-registered, "-" when none) and log start/end offsets, and the topic
-configs that are set on the topic (not inherited defaults). With --producers, also
+		Long: `Describe topics: the topic id (URL-safe base64, as Kafka prints it), each
+partition's leader, leader epoch, replicas, in-sync replicas, offline
+replicas (those on brokers that are not registered, "-" when none) and log
+start/end offsets, and the topic configs that are set on the topic (not
+inherited defaults; "(none)" when there are none). With --producers, also
 each partition's active idempotent producers (DescribeProducers): producer
 id, epoch, last sequence and last timestamp.`,
 		Example: `  samsa topic describe orders
@@ -255,7 +257,7 @@ func writeTopic(e env, t kadm.TopicDetail, starts, ends kadm.ListedOffsets, cfgs
 		rf = max(rf, len(p.Replicas))
 	}
 	fmt.Fprintf(e.stdout, "Topic: %s\tID: %s\tPartitions: %d\tReplicationFactor: %d\n",
-		t.Topic, t.ID, len(t.Partitions), rf)
+		t.Topic, topicIDString(t.ID), len(t.Partitions), rf)
 	if rc, err := cfgs.On(t.Topic, nil); err == nil && rc.Err == nil {
 		var set []string
 		for _, c := range rc.Configs {
@@ -268,6 +270,9 @@ func writeTopic(e env, t kadm.TopicDetail, starts, ends kadm.ListedOffsets, cfgs
 			}
 		}
 		sort.Strings(set)
+		if len(set) == 0 {
+			set = []string{"(none)"}
+		}
 		fmt.Fprintf(e.stdout, "Configs: %s\n", strings.Join(set, ","))
 	}
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
@@ -279,6 +284,12 @@ func writeTopic(e env, t kadm.TopicDetail, starts, ends kadm.ListedOffsets, cfgs
 			errText(p.Err))
 	}
 	tw.Flush()
+}
+
+// topicIDString renders a topic id as Kafka's Uuid.toString does: URL-safe
+// base64 without padding (kadm's String uses standard base64).
+func topicIDString(id kadm.TopicID) string {
+	return base64.RawURLEncoding.EncodeToString(id[:])
 }
 
 func offsetOf(l kadm.ListedOffsets, topic string, p int32) string {

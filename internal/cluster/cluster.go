@@ -71,6 +71,18 @@ type Config struct {
 	// moves leadership back to each partition's preferred replica (the
 	// first of its replicas) when it is live and in sync.
 	AutoLeaderRebalance bool
+
+	// EtcdObserver, if not nil, is told of every unary request the etcd
+	// client makes.
+	EtcdObserver EtcdObserver
+}
+
+// EtcdObserver receives the etcd client's request measurements. It is
+// called on the client's goroutines and must be cheap.
+type EtcdObserver interface {
+	// ObserveEtcd is called after each unary etcd request: op is its gRPC
+	// method without the service ("Range", "Txn", "LeaseGrant", ...).
+	ObserveEtcd(op string, d time.Duration, err error)
 }
 
 // Cluster is this broker's view of, and handle on, the cluster metadata in
@@ -98,6 +110,12 @@ type Cluster struct {
 	// leaseID is the lease of the broker registration; the keepalive loop
 	// replaces it after a loss, Close revokes it.
 	leaseID atomic.Int64
+
+	// Counters for metrics: lease keepalive responses, and controller
+	// writes of partition state (applied, or failed other than by a lost
+	// compare).
+	leaseRenewals                      atomic.Int64
+	controllerWrites, controllerFailed atomic.Int64
 
 	// ctx is the Cluster's lifetime; Close cancels it to stop the loops.
 	ctx    context.Context

@@ -219,11 +219,13 @@ func (c *Cluster) applyDecisions(img *Image) {
 		cancel()
 		switch {
 		case err == nil:
+			c.controllerWrites.Add(1)
 			c.log.Info("controller: partition state changed", "topic", u.Topic, "partition", u.Partition,
 				"leader", u.State.Leader, "leader_epoch", u.State.LeaderEpoch, "isr", u.State.ISR, "replicas", u.Replicas)
 		case errors.Is(err, ErrInvalidUpdateVersion), errors.Is(err, ErrUnknownPartition):
 		default:
 			if c.ctx.Err() == nil {
+				c.controllerFailed.Add(1)
 				c.log.Warn("controller: partition state write failed", "topic", u.Topic, "partition", u.Partition, "err", err)
 			}
 		}

@@ -60,6 +60,7 @@ func connectEtcd(ctx context.Context, cfg Config, endpoints []string, autoSync t
 		Username:             cfg.EtcdUsername,
 		Password:             cfg.EtcdPassword,
 		Logger:               zap.NewNop(),
+		DialOptions:          etcdDialOptions(cfg.EtcdObserver),
 	})
 	// why diagnoses a failure, unless the caller gave up; the caller's
 	// deadline may have come first, and the diagnosis has its own.

@@ -62,6 +62,7 @@ func (c *Cluster) keepAliveLoop() {
 		ch, err := c.cli.KeepAlive(c.ctx, lease)
 		if err == nil {
 			for range ch {
+				c.leaseRenewals.Add(1)
 			}
 		}
 		if c.ctx.Err() != nil {

@@ -116,6 +116,7 @@ type Broker struct {
 	LogCleanupPolicy                          string            // log.cleanup.policy
 	LogCleanerEnable                          bool              // log.cleaner.enable
 	LogCleanerBackoffMs                       int64             // log.cleaner.backoff.ms
+	MetricsPartitionLevel                     bool              // metrics.partition.level
 	LogCleanerThreads                         int32             // log.cleaner.threads
 	LogMessageTimestampType                   string            // log.message.timestamp.type
 	LogSegmentDeleteDelayMs                   int64             // log.segment.delete.delay.ms
@@ -181,6 +182,11 @@ type Broker struct {
 	// Raw holds every value set explicitly (file, then overrides), by
 	// canonical name.
 	Raw map[string]string
+
+	// Warnings are what Load accepted without applying: Kafka configs
+	// that have no meaning in samsa, KRaft controller listeners. samsa
+	// serve logs each; config validate prints them.
+	Warnings []string
 }
 
 // Load reads a Kafka-style properties file (path may be "" for none) and
@@ -190,10 +196,11 @@ type Broker struct {
 // ErrInvalidConfig; both contain the name.
 func Load(path string, overrides []string) (*Broker, error) {
 	raw := make(map[string]string)
+	notes := &loadNotes{}
 	if path != "" {
 		f, err := os.Open(path)
 		if err != nil {
-			return nil, fmt.Errorf("config: open %s: %w", path, err)
+			return nil, fmt.Errorf("config: %w", err)
 		}
 		props, err := ParseProperties(f)
 		f.Close()
@@ -207,7 +214,7 @@ func Load(path string, overrides []string) (*Broker, error) {
 		}
 		sort.Strings(names)
 		for _, n := range names {
-			if err := setRaw(raw, n, props[n]); err != nil {
+			if err := setRaw(raw, n, props[n], notes); err != nil {
 				return nil, fmt.Errorf("config: %s: %w", path, err)
 			}
 		}
@@ -217,14 +224,22 @@ func Load(path string, overrides []string) (*Broker, error) {
 		if !ok {
 			return nil, fmt.Errorf("%w: override %q: want name=value", ErrInvalidConfig, o)
 		}
-		if err := setRaw(raw, strings.TrimSpace(n), strings.TrimSpace(v)); err != nil {
+		if err := setRaw(raw, strings.TrimSpace(n), strings.TrimSpace(v), notes); err != nil {
 			return nil, err
 		}
 	}
-	return FromRaw(raw)
+	b, err := FromRaw(raw)
+	if err != nil {
+		return nil, err
+	}
+	b.Warnings = append(notes.warnings(), b.Warnings...)
+	return b, nil
 }
 
-func setRaw(raw map[string]string, name, value string) error {
+// setRaw checks value and stores it under name's canonical name. A Kafka
+// name samsa does not define is noted in notes (which may be nil) when it
+// is inert, and an error otherwise; see checkKafkaName.
+func setRaw(raw map[string]string, name, value string, notes *loadNotes) error {
 	d, ok := LookupBroker(name)
 	if !ok {
 		if d, ok = lookupScoped(name); ok {
@@ -234,7 +249,7 @@ func setRaw(raw map[string]string, name, value string) error {
 			raw[name] = value
 			return nil
 		}
-		return fmt.Errorf("%w: %s", ErrUnknownConfig, name)
+		return checkKafkaName(name, value, notes)
 	}
 	if err := d.Check(value); err != nil {
 		return err
@@ -248,7 +263,7 @@ func setRaw(raw map[string]string, name, value string) error {
 func FromRaw(set map[string]string) (*Broker, error) {
 	raw := make(map[string]string, len(set))
 	for n, v := range set {
-		if err := setRaw(raw, n, v); err != nil {
+		if err := setRaw(raw, n, v, nil); err != nil {
 			return nil, err
 		}
 	}
@@ -260,6 +275,9 @@ func FromRaw(set map[string]string) (*Broker, error) {
 		b.AdvertisedListeners = append([]Listener(nil), b.Listeners...)
 	} else {
 		b.AdvertisedListeners = r.listeners("advertised.listeners")
+	}
+	if err := b.dropControllerListeners(splitList(r.str("controller.listener.names"))); err != nil {
+		return nil, err
 	}
 	b.InterBrokerListenerName = strings.ToUpper(r.str("inter.broker.listener.name"))
 	if b.InterBrokerListenerName == "" {
@@ -299,6 +317,7 @@ func FromRaw(set map[string]string) (*Broker, error) {
 	b.LogCleanupPolicy = strings.Join(splitList(r.str("log.cleanup.policy")), ",")
 	b.LogCleanerEnable = r.bool("log.cleaner.enable")
 	b.LogCleanerBackoffMs = r.int64("log.cleaner.backoff.ms")
+	b.MetricsPartitionLevel = r.bool("metrics.partition.level")
 	b.LogCleanerThreads = r.int32("log.cleaner.threads")
 	b.LogMessageTimestampType = strings.TrimSpace(r.str("log.message.timestamp.type"))
 	b.LogSegmentDeleteDelayMs = r.int64("log.segment.delete.delay.ms")
@@ -368,6 +387,42 @@ func FromRaw(set map[string]string) (*Broker, error) {
 		return nil, err
 	}
 	return b, nil
+}
+
+// dropControllerListeners removes the listeners named in
+// controller.listener.names from listeners and advertised.listeners, with
+// a warning: in KRaft they serve the controller quorum, which samsa does
+// not have (etcd holds the metadata), so opening them as Kafka ports would
+// serve clients where the file meant controllers.
+func (b *Broker) dropControllerListeners(names []string) error {
+	if len(names) == 0 {
+		return nil
+	}
+	ctl := make(map[string]bool, len(names))
+	for _, n := range names {
+		ctl[strings.ToUpper(n)] = true
+	}
+	keep := func(ls []Listener) (kept []Listener, dropped []string) {
+		for _, l := range ls {
+			if ctl[l.Name] {
+				dropped = append(dropped, l.String())
+			} else {
+				kept = append(kept, l)
+			}
+		}
+		return kept, dropped
+	}
+	var dropped []string
+	b.Listeners, dropped = keep(b.Listeners)
+	b.AdvertisedListeners, _ = keep(b.AdvertisedListeners)
+	if len(dropped) > 0 {
+		b.Warnings = append(b.Warnings, fmt.Sprintf("not opening %s: a KRaft controller listener (controller.listener.names); samsa has no controller quorum, etcd holds the metadata",
+			strings.Join(dropped, ", ")))
+	}
+	if len(b.Listeners) == 0 {
+		return fmt.Errorf("%w: listeners: every listener is a controller listener (controller.listener.names); give a broker listener", ErrInvalidConfig)
+	}
+	return nil
 }
 
 // check enforces rules that span several configs.

@@ -17,6 +17,9 @@ var (
 	// ErrInvalidConfig reports a value that does not parse or is out of
 	// range for its config.
 	ErrInvalidConfig = errors.New("config: invalid value")
+	// ErrUnsupportedConfig reports a Kafka config that samsa does not
+	// implement, set to a value that would change the broker's behaviour.
+	ErrUnsupportedConfig = errors.New("config: unsupported config")
 )
 
 // Type is a config's value type. The values are those of the Kafka
@@ -107,15 +110,15 @@ func checkType(t Type, v string) error {
 		}
 	case TypeInt:
 		if _, err := strconv.ParseInt(strings.TrimSpace(v), 10, 32); err != nil {
-			return errors.New("not a 32-bit integer")
+			return numberError("not a 32-bit integer", v)
 		}
 	case TypeShort:
 		if _, err := strconv.ParseInt(strings.TrimSpace(v), 10, 16); err != nil {
-			return errors.New("not a 16-bit integer")
+			return numberError("not a 16-bit integer", v)
 		}
 	case TypeLong:
 		if _, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64); err != nil {
-			return errors.New("not a 64-bit integer")
+			return numberError("not a 64-bit integer", v)
 		}
 	case TypeDouble:
 		f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
@@ -124,6 +127,25 @@ func checkType(t Type, v string) error {
 		}
 	}
 	return nil
+}
+
+// numberError explains a value that is not a number. Kafka reads numeric
+// configs with Java's Integer.parseInt and Long.parseLong after trimming
+// blanks (ConfigDef.parseType): a sign and digits, no unit. A value with a
+// unit (1GB, 7d) gets that said, since sizes are given in bytes and
+// durations by the config's name (log.retention.ms, .minutes, .hours).
+func numberError(msg, v string) error {
+	t := strings.TrimSpace(v)
+	i := 0
+	for i < len(t) && (t[i] >= '0' && t[i] <= '9' || i == 0 && (t[i] == '+' || t[i] == '-')) {
+		i++
+	}
+	if i > 0 && i < len(t) {
+		if unit := strings.TrimSpace(t[i:]); unit != "" && strings.Trim(unit, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ") == "" {
+			return fmt.Errorf("%s: Kafka configs take a plain number, without a unit (%q): sizes in bytes, durations in the unit the name ends in (.ms, .minutes, .hours)", msg, unit)
+		}
+	}
+	return errors.New(msg)
 }
 
 // parseBool accepts true and false in any case, as Kafka does.
@@ -342,7 +364,7 @@ var brokerDefs = []Def{
 	{Name: "controlled.shutdown.enable", Type: TypeBoolean, Default: "true", ReadOnly: true,
 		Doc: "Move leadership away from the broker before it shuts down."},
 	{Name: "controller.listener.names", Type: TypeString, Null: true, ReadOnly: true,
-		Doc: "KRaft controller listeners; accepted but inert (samsa uses etcd)."},
+		Doc: "KRaft controller listeners: the listeners named are not opened (samsa has no controller quorum; etcd holds the metadata)."},
 	{Name: "controller.quorum.bootstrap.servers", Type: TypeList, Default: "", ReadOnly: true,
 		Doc: "KRaft quorum servers; accepted but inert (samsa uses etcd)."},
 	{Name: "controller.quorum.voters", Type: TypeList, Default: "", ReadOnly: true,
@@ -479,6 +501,8 @@ var brokerDefs = []Def{
 		Doc: "Default for the topic config file.delete.delay.ms."},
 	{Name: "message.max.bytes", Type: TypeInt, Default: "1048588", Topic: "max.message.bytes", Validate: atLeast(0),
 		Doc: "Default for the topic config max.message.bytes."},
+	{Name: "metrics.partition.level", Type: TypeBoolean, Default: "true", ReadOnly: true,
+		Doc: "samsa: export the per-partition series on /metrics (log size, segments and offsets, consumer lag by partition); false keeps the per-topic ones only, for brokers with many partitions."},
 	{Name: "min.insync.replicas", Type: TypeInt, Default: "1", Topic: "min.insync.replicas", Validate: atLeast(1),
 		Doc: "Default for the topic config min.insync.replicas."},
 	{Name: "node.id", Type: TypeInt, Default: "0", ReadOnly: true, Validate: atLeast(0),

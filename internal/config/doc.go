@@ -27,11 +27,20 @@
 // wins: log.retention.ms over log.retention.minutes over
 // log.retention.hours; log.roll.ms over log.roll.hours.
 //
+// Kafka names samsa does not define (kafkacompat.go): those with no
+// meaning in samsa (zookeeper.connect, KRaft's metadata log, thread pools)
+// are accepted, left out of Raw and listed in one of Broker.Warnings; those
+// that would change behaviour (principal.builder.class, ...) are refused
+// with ErrUnsupportedConfig unless set to Kafka's default. Listeners named
+// in controller.listener.names are dropped from Listeners, with a warning.
+// An unknown name's error suggests the name a near miss meant.
+//
 // Invariants:
 //  1. BrokerDefs and TopicDefs are sorted by name and hold no duplicates.
 //  2. Every value in Broker.Raw passed its Def's Check.
-//  3. Every error names the config at fault and wraps ErrUnknownConfig or
-//     ErrInvalidConfig.
+//  3. Every error names the config at fault and wraps ErrUnknownConfig,
+//     ErrInvalidConfig or ErrUnsupportedConfig.
+//  4. No name is both defined and in the inert or refused Kafka lists.
 //
 // The package has no global state beyond its immutable tables; everything
 // is safe for concurrent use.

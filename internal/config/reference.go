@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"sort"
 	"strings"
 )
 
@@ -44,6 +45,54 @@ func Reference() string {
 			bd = "`" + strings.Join(names, "`, `") + "`"
 		}
 		fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s |\n", d.Name, d.Type, defaultCell(d), bd, escapeCell(d.Doc))
+	}
+
+	b.WriteString("\n## Kafka server.properties\n\n")
+	b.WriteString("A Kafka `server.properties`, from a KRaft or a ZooKeeper cluster, loads:\n\n")
+	b.WriteString("- A listener named in `controller.listener.names` (KRaft's `CONTROLLER://`)\n")
+	b.WriteString("  is not opened: samsa has no controller quorum, etcd holds the metadata.\n")
+	b.WriteString("  The broker logs a warning naming it.\n")
+	b.WriteString("- The Kafka configs below have no meaning in samsa. They are accepted,\n")
+	b.WriteString("  not applied, and named in one warning.\n")
+	b.WriteString("- The Kafka configs in the second table would change what the broker does,\n")
+	b.WriteString("  and samsa does not implement them: a value other than the one listed is\n")
+	b.WriteString("  refused, so that the broker never behaves unlike the file says.\n")
+	b.WriteString("- Any other unknown name is refused; a topic config given at broker level\n")
+	b.WriteString("  or a name within two edits of a broker config gets a suggestion\n")
+	b.WriteString("  (`segment.bytes`: did you mean `log.segment.bytes`?).\n")
+	b.WriteString("- Numbers are read as Kafka reads them (`Integer.parseInt`,\n")
+	b.WriteString("  `Long.parseLong` after trimming blanks): a sign and digits, no unit.\n")
+	b.WriteString("  Sizes are bytes; durations are in the unit the name ends in, and Kafka's\n")
+	b.WriteString("  alternatives (`log.retention.ms`, `.minutes`, `.hours`; `log.roll.ms`,\n")
+	b.WriteString("  `.hours`) are all taken, the finer one winning. A value with a unit\n")
+	b.WriteString("  (`1GB`, `7d`) is refused with a message saying so.\n\n")
+	b.WriteString("Accepted and ignored:\n\n")
+	inert := make([]string, 0, len(inertKafkaNames))
+	for n := range inertKafkaNames {
+		inert = append(inert, n)
+	}
+	sort.Strings(inert)
+	for _, n := range inert {
+		fmt.Fprintf(&b, "- `%s`\n", n)
+	}
+	b.WriteString("\nRefused unless set to the value shown:\n\n")
+	b.WriteString("| Name | Sets | Accepted value |\n|---|---|---|\n")
+	refused := make([]string, 0, len(refusedKafkaNames))
+	for n := range refusedKafkaNames {
+		refused = append(refused, n)
+	}
+	sort.Strings(refused)
+	for _, n := range refused {
+		r := refusedKafkaNames[n]
+		var vals []string
+		for _, h := range r.harmless {
+			if h == "" {
+				vals = append(vals, "unset")
+			} else {
+				vals = append(vals, "`"+h+"`")
+			}
+		}
+		fmt.Fprintf(&b, "| `%s` | %s | %s |\n", n, escapeCell(r.what), strings.Join(vals, ", "))
 	}
 	return b.String()
 }

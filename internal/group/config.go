@@ -27,6 +27,9 @@ type Config struct {
 	Logger *slog.Logger
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// OnRebalance, if not nil, is called with the duration of every
+	// rebalance that ends, under the group's lock: it must be cheap.
+	OnRebalance func(d time.Duration)
 }
 
 // ConfigFromBroker takes the group settings from a broker configuration.

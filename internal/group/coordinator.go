@@ -49,6 +49,8 @@ type Coordinator struct {
 	gcfg GroupConfig
 
 	nextWaiter atomic.Uint64
+	// rebalances counts the rebalances that ended (metrics).
+	rebalances atomic.Int64
 	// wake is the unix nanos of the timer goroutine's next wake-up; a call
 	// that makes a group deadline earlier kicks the goroutine.
 	// While the goroutine looks at the groups it is math.MaxInt64, so
@@ -394,6 +396,12 @@ func storeErr(err error) error {
 // the request that caused it: a client giving up on its SyncGroup must not
 // fail the rebalance of every member.
 func (c *Coordinator) applyLocked(e *entry, eff Effects) {
+	if eff.Rebalanced {
+		c.rebalances.Add(1)
+		if c.cfg.OnRebalance != nil {
+			c.cfg.OnRebalance(eff.RebalanceTime)
+		}
+	}
 	if eff.Store {
 		if _, err := c.appendRecords(c.lifetime, e.log, []KV{e.g.MetadataRecord()}); err != nil {
 			c.cfg.Logger.Warn("group: storing group metadata", "group", e.g.id, "err", err)

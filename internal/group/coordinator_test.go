@@ -328,7 +328,14 @@ func TestOffsetsExpireAfterRetention(t *testing.T) {
 func TestConcurrentJoinsFormOneGeneration(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	c := newLoaded(t, testConfig(), &memLog{})
+	cfg := testConfig()
+	var observed atomic.Int64
+	cfg.OnRebalance = func(d time.Duration) {
+		if d >= 0 {
+			observed.Add(1)
+		}
+	}
+	c := newLoaded(t, cfg, &memLog{})
 	const n = 8
 	stable := func() bool {
 		d, err := c.DescribeGroup(ctx, "g")
@@ -408,6 +415,13 @@ func TestConcurrentJoinsFormOneGeneration(t *testing.T) {
 	}
 	if len(d.Members) != n || d.State != "Stable" {
 		t.Fatalf("group = %s with %d members, want Stable with %d", d.State, len(d.Members), n)
+	}
+	st := c.Stats()
+	if st.Groups[Stable] != 1 || len(st.Groups) != 1 {
+		t.Errorf("groups by state %v, want one Stable", st.Groups)
+	}
+	if st.Rebalances < 1 || observed.Load() != st.Rebalances {
+		t.Errorf("rebalances %d, observed %d; want the same, at least 1", st.Rebalances, observed.Load())
 	}
 }
 

@@ -69,6 +69,11 @@ type Effects struct {
 	// deliver Joins and Syncs only once it is durable. On failure the
 	// runtime calls StoreFailed.
 	Store bool
+	// Rebalanced reports that a rebalance ended (the group became Stable,
+	// or Empty after its join phase); RebalanceTime is how long it took
+	// from the first PreparingRebalance.
+	Rebalanced    bool
+	RebalanceTime time.Duration
 }
 
 func (e *Effects) join(w Waiter, r JoinGroupResult, err error) {
@@ -159,6 +164,10 @@ type Group struct {
 	pending      map[string]time.Time // KIP-394 member ids handed out -> expiry
 	instances    map[string]string    // group.instance.id -> member id
 	awaiting     int                  // members with joinWaiter set
+
+	// rebalanceStart is when the running rebalance began; zero when none
+	// runs.
+	rebalanceStart time.Time
 
 	// PreparingRebalance: when the join phase ends.
 	joinDeadline   time.Time
@@ -604,7 +613,20 @@ func (g *Group) prepareRebalance(now time.Time, e *Effects) {
 		g.initialJoin = false
 		g.joinDeadline = now.Add(g.rebalanceTimeout())
 	}
+	if g.rebalanceStart.IsZero() {
+		g.rebalanceStart = now
+	}
 	g.transition(now, PreparingRebalance)
+}
+
+// rebalanceDone records in e that the running rebalance ended at now.
+func (g *Group) rebalanceDone(now time.Time, e *Effects) {
+	if g.rebalanceStart.IsZero() {
+		return
+	}
+	e.Rebalanced = true
+	e.RebalanceTime = now.Sub(g.rebalanceStart)
+	g.rebalanceStart = time.Time{}
 }
 
 // resetAssignments clears every assignment and fails waiting syncs.
@@ -650,6 +672,7 @@ func (g *Group) completeJoin(now time.Time, e *Effects) {
 		g.leader = ""
 		g.subscribed = nil
 		g.transition(now, Empty)
+		g.rebalanceDone(now, e)
 		e.Store = true
 		return
 	}
@@ -774,6 +797,7 @@ func (g *Group) Sync(now time.Time, req SyncGroupRequest, w Waiter) Effects {
 			}
 		}
 		g.transition(now, Stable)
+		g.rebalanceDone(now, &e)
 		e.Store = true
 		g.propagateAssignment(now, &e)
 	case g.state == Stable:

@@ -12,8 +12,8 @@ import (
 )
 
 // allowed lists, for each samsa package, the samsa packages it may import.
-// docs/architecture.md gives the reason for every edge beyond STYLE.md's
-// diagram. testutil and the e2e tests may import anything.
+// docs/architecture.md gives the reason for every edge beyond its base
+// layering. testutil and the e2e tests may import anything.
 var allowed = map[string][]string{
 	"cmd/samsa":          {"cli"},
 	"internal/cli":       {"server", "broker", "cluster", "admin", "config", "storage", "vfs", "record", "sasl", "tlsconfig", "acl", "quota"},
@@ -107,6 +107,83 @@ func TestHouseRules(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+var (
+	prefixOnly = regexp.MustCompile(`fmt\.Errorf\("([a-z]+): %w"`)
+	openPath   = regexp.MustCompile(`fmt\.Errorf\("[^"]*\bopen %[sqv]: %w"`)
+)
+
+// TestNoDoubledErrorPrefix catches wraps that repeat what the wrapped error
+// already says, which reads as "cluster: cluster: ..." or "open X: open X:
+// ...": a package putting another samsa package's prefix on that
+// package's error (its errors already start with "<package>: "), and
+// "open <path>: %w" around an open call's error (os and vfs name the path
+// as "open <path>:" already).
+func TestNoDoubledErrorPrefix(t *testing.T) {
+	pkgs := make(map[string]bool)
+	for p := range allowed {
+		pkgs[filepath.Base(p)] = true
+	}
+	root := filepath.Join("..", "..")
+	err := filepath.Walk(root, func(path string, info os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		if info.IsDir() && (info.Name() == ".git" || info.Name() == "testdata") {
+			return filepath.SkipDir
+		}
+		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		src, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		own := filepath.Base(filepath.Dir(path))
+		for i, line := range strings.Split(string(src), "\n") {
+			if m := prefixOnly.FindStringSubmatch(line); m != nil && pkgs[m[1]] && m[1] != own {
+				t.Errorf("%s:%d: %q wraps an error of package %s, which already starts with %q; say what was being done, or return it as is", path, i+1, m[0], m[1], m[1]+": ")
+			}
+			if openPath.MatchString(line) {
+				t.Errorf("%s:%d: \"open %%s: %%w\" around an open error repeats its \"open <path>:\"", path, i+1)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+var mdName = regexp.MustCompile(`\b[A-Za-z][A-Za-z0-9_-]*\.md\b`)
+
+// TestDocsCiteExistingFiles fails when the README or a page in docs/ names
+// a Markdown file that the repository does not have.
+func TestDocsCiteExistingFiles(t *testing.T) {
+	root := filepath.Join("..", "..")
+	pages, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pages = append(pages, filepath.Join(root, "README.md"))
+	for _, p := range pages {
+		src, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range mdName.FindAllString(string(src), -1) {
+			found := false
+			for _, dir := range []string{root, filepath.Join(root, "docs"), filepath.Dir(p)} {
+				if _, err := os.Stat(filepath.Join(dir, name)); err == nil {
+					found = true
+				}
+			}
+			if !found {
+				t.Errorf("%s names %s, which the repository does not have", p, name)
+			}
+		}
 	}
 }
 

@@ -342,6 +342,7 @@ func (p *Partition) appendFromLeader(leader int32, batches []byte) (int, error) 
 	if _, err := p.Log.AppendReplica(batches); err != nil {
 		return 0, err
 	}
+	p.Traffic.ReplicationBytesIn.Add(int64(len(batches)))
 	nowMs := p.m.now().UnixMilli()
 	n := 0
 	for buf := batches; len(buf) > 0; {

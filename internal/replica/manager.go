@@ -41,6 +41,9 @@ type Partition struct {
 
 	roleMu sync.Mutex
 	role   roleState // guarded by roleMu
+
+	// Traffic counts the partition's requests and bytes (metrics).
+	Traffic Traffic
 }
 
 // LeaderEpoch is the partition's current leader epoch.
@@ -82,6 +85,9 @@ type Manager struct {
 	ctx    context.Context // done at Close
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
+
+	// isrShrinks and isrExpands count ISR changes written (metrics).
+	isrShrinks, isrExpands atomic.Int64
 
 	mu       sync.RWMutex
 	parts    map[storage.TopicPartition]*Partition // guarded by mu

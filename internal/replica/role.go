@@ -168,7 +168,7 @@ func (p *Partition) FollowerFetched(id int32, fetchOffset int64) {
 	epoch := p.LeaderEpoch()
 	p.roleMu.Unlock()
 	if expand != nil {
-		p.m.proposeISR(p, epoch, expand)
+		p.m.proposeISR(p, epoch, expand, false)
 	}
 }
 
@@ -186,7 +186,7 @@ func (p *Partition) tick(nowMs int64) {
 	epoch := p.LeaderEpoch()
 	p.roleMu.Unlock()
 	if shrink != nil {
-		p.m.proposeISR(p, epoch, shrink)
+		p.m.proposeISR(p, epoch, shrink, true)
 	}
 }
 
@@ -249,7 +249,7 @@ func (p *Partition) applyInfo(info PartitionInfo) {
 // proposeISR writes an ISR change in the background (the caller may hold
 // no lock). A failed write resets the proposal so a later fetch or tick
 // proposes again; a successful one arrives back through Ensure.
-func (m *Manager) proposeISR(p *Partition, leaderEpoch int32, ch *ISRChange) {
+func (m *Manager) proposeISR(p *Partition, leaderEpoch int32, ch *ISRChange, shrink bool) {
 	if m.cfg.ISRWriter == nil {
 		return
 	}
@@ -265,6 +265,11 @@ func (m *Manager) proposeISR(p *Partition, leaderEpoch int32, ch *ISRChange) {
 			}
 			p.roleMu.Unlock()
 			return
+		}
+		if shrink {
+			m.isrShrinks.Add(1)
+		} else {
+			m.isrExpands.Add(1)
 		}
 		m.log.Info("replica: ISR changed", "topic", p.TP.Topic, "partition", p.TP.Partition, "isr", ch.ISR)
 	})

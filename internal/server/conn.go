@@ -39,6 +39,11 @@ type pending struct {
 	// authentication) when the reply was queued; the writer sizes its
 	// buffer by it.
 	open bool
+	// received is when the request's frame was read, handled when Handle
+	// returned; zero when the server has no Observer.
+	received, handled time.Time
+	// queue is the time from received to Handle starting.
+	queue time.Duration
 }
 
 // conn is one client connection. The read goroutine (readLoop) owns
@@ -224,12 +229,16 @@ func (c *conn) readLoop() {
 			return
 		}
 		c.s.bytesIn.Add(4 + int64(len(frame)))
+		var received time.Time
+		if c.s.obs != nil {
+			received = time.Now()
+		}
 		// NB: a mute that the writer set while the reader waited for this
 		// frame holds it back too.
 		if !c.waitMuted() {
 			return
 		}
-		if !c.serve(frame) {
+		if !c.serve(frame, received) {
 			return
 		}
 	}
@@ -284,7 +293,7 @@ func readFrameBody(r io.Reader, size int) ([]byte, error) {
 
 // serve decodes and handles one frame and queues its reply. It reports
 // whether the reader should go on.
-func (c *conn) serve(frame []byte) (ok bool) {
+func (c *conn) serve(frame []byte, received time.Time) (ok bool) {
 	var req *Request
 	defer func() {
 		if v := recover(); v != nil {
@@ -294,7 +303,7 @@ func (c *conn) serve(frame []byte) (ok bool) {
 	}()
 	if c.auth.state == stateRawToken {
 		reply, after := c.serveRawToken(frame)
-		return c.queue(pending{req: &Request{APIKey: saslHandshakeKey}, reply: reply, after: after})
+		return c.queue(pending{req: &Request{APIKey: saslHandshakeKey}, reply: reply, after: after, received: received, handled: received})
 	}
 	req, err := DecodeRequest(frame, c.s.h.Versions)
 	if err != nil {
@@ -309,14 +318,26 @@ func (c *conn) serve(frame []byte) (ok bool) {
 		c.close()
 		return false
 	}
+	p := pending{req: req, after: after, received: received}
 	if !handled {
+		start := received
+		if c.s.obs != nil {
+			start = time.Now()
+		}
 		reply = c.s.h.Handle(c.ctx, c.pub, req)
 		if req.APIKey == produceKey {
 			putFrame(frame)
 		}
 		c.mute(reply.Throttle)
+		if c.s.obs != nil {
+			p.handled = time.Now()
+			p.queue = start.Sub(received)
+		}
+	} else {
+		p.handled = received
 	}
-	return c.queue(pending{req: req, reply: reply, after: after})
+	p.reply = reply
+	return c.queue(p)
 }
 
 // queue hands a reply to the writer. It reports whether the reader
@@ -440,7 +461,17 @@ func (c *conn) writeLoop() {
 			}
 			bw = getWriter(countingWriter{c.nc, &c.s.bytesOut}, size)
 		}
+		obs := c.s.obs
+		var t RequestTimes
+		var mark time.Time
+		if obs != nil {
+			mark = time.Now()
+			t.Queue = p.queue
+			t.Local = p.handled.Sub(p.received) - p.queue
+			t.ResponseQueue = mark.Sub(p.handled)
+		}
 		r := p.reply
+		t.Throttle = r.Throttle
 		for r.Wait != nil {
 			// Earlier responses go out before waiting: Wait may block for
 			// a long time (a Fetch long-poll).
@@ -449,9 +480,16 @@ func (c *conn) writeLoop() {
 					return
 				}
 			}
+			if obs != nil {
+				mark = time.Now()
+			}
 			if r, ok = c.wait(p.req, r.Wait); !ok || c.ctx.Err() != nil {
 				return
 			}
+			if obs != nil {
+				t.Remote += time.Since(mark)
+			}
+			t.Throttle += r.Throttle
 			c.mute(r.Throttle)
 		}
 		if d := p.after.delay; d > 0 {
@@ -462,6 +500,9 @@ func (c *conn) writeLoop() {
 				t.Stop()
 				return
 			}
+		}
+		if obs != nil {
+			mark = time.Now()
 		}
 		deadline.extend(c.nc.SetWriteDeadline, c.s.cfg.IdleTimeout)
 		err := c.writeReply(bw, p.req, r, &scratch)
@@ -478,6 +519,13 @@ func (c *conn) writeLoop() {
 			if err := c.flush(bw, &deadline); err != nil {
 				return
 			}
+		}
+		if obs != nil {
+			now := time.Now()
+			t.Send = now.Sub(mark)
+			t.Total = now.Sub(p.received)
+			obs.ObserveRequest(p.req.APIKey, t)
+			observeErrors(obs, p.req.APIKey, r)
 		}
 	}
 }

@@ -24,7 +24,9 @@ type Config struct {
 	// Connections, if not nil, limits connections in the acceptor
 	// (max.connections, max.connections.per.ip and their kin).
 	Connections ConnLimits
-	Logger      *slog.Logger
+	// Observer, if not nil, gets each request's timings and error codes.
+	Observer Observer
+	Logger   *slog.Logger
 }
 
 // Defaults of Config fields left zero.
@@ -44,6 +46,7 @@ type Server struct {
 	cfg Config
 	h   Handler
 	log *slog.Logger
+	obs Observer // cfg.Observer
 
 	// ctx is the parent of every connection's context; cancel ends it on
 	// Close or when Shutdown gives up.
@@ -59,7 +62,7 @@ type Server struct {
 		// stopping is set once Shutdown or Close starts; after that no
 		// listener or connection is added and no goroutine started.
 		stopping  bool
-		listeners map[net.Listener]struct{}
+		listeners map[net.Listener]string // listener -> its name
 		conns     map[*conn]struct{}
 	}
 	// drained is signalled (non-blocking) whenever a connection is removed,
@@ -95,9 +98,9 @@ func New(cfg Config, h Handler) *Server {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{cfg: cfg, h: h, log: cfg.Logger, drained: make(chan struct{}, 1), released: make(chan struct{}, 1)}
+	s := &Server{cfg: cfg, h: h, log: cfg.Logger, obs: cfg.Observer, drained: make(chan struct{}, 1), released: make(chan struct{}, 1)}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
-	s.mu.listeners = make(map[net.Listener]struct{})
+	s.mu.listeners = make(map[net.Listener]string)
 	s.mu.conns = make(map[*conn]struct{})
 	return s
 }
@@ -135,7 +138,7 @@ func (s *Server) ServeListener(ln net.Listener, lc ListenerConfig) error {
 		ln.Close()
 		return nil
 	}
-	s.mu.listeners[ln] = struct{}{}
+	s.mu.listeners[ln] = lc.Name
 	s.mu.Unlock()
 	defer func() {
 		s.mu.Lock()
@@ -310,6 +313,9 @@ type Stats struct {
 	// ConnectionsRefused counts connections closed by the connection
 	// limits (Config.Connections).
 	ConnectionsRefused int64
+	// ConnectionsByListener is the number of connections open now, by
+	// listener name ("" for a listener served with Serve).
+	ConnectionsByListener map[string]int64
 }
 
 // Stats returns a snapshot of the counters. The caller owns the map.
@@ -330,6 +336,17 @@ func (s *Server) Stats() Stats {
 			st.Requests[int16(k)] = n
 		}
 	}
+	st.ConnectionsByListener = make(map[string]int64)
+	s.mu.Lock()
+	for _, name := range s.mu.listeners {
+		if _, ok := st.ConnectionsByListener[name]; !ok {
+			st.ConnectionsByListener[name] = 0
+		}
+	}
+	for c := range s.mu.conns {
+		st.ConnectionsByListener[c.lc.Name]++
+	}
+	s.mu.Unlock()
 	return st
 }
 

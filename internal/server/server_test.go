@@ -34,6 +34,8 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 //	body          the response as a pre-encoded Body
 //	throttle-N    an immediate Msg that mutes the connection for N ms
 //	wthrottle-N   a Msg from Wait that mutes the connection for N ms
+//	wait-N        a Msg from a Wait that sleeps N ms
+//	err-N         an immediate Msg whose topic has error code N
 //	anything else an immediate Msg echoing the topic names
 type testHandler struct {
 	handled atomic.Int64
@@ -110,6 +112,16 @@ func (h *testHandler) Handle(ctx context.Context, c *Conn, req *Request) Reply {
 		var ms int
 		if _, err := fmt.Sscanf(name, "throttle-%d", &ms); err == nil {
 			return Reply{Msg: resp, Throttle: time.Duration(ms) * time.Millisecond}
+		}
+		if _, err := fmt.Sscanf(name, "wait-%d", &ms); err == nil {
+			return Reply{Wait: func(context.Context) Reply {
+				time.Sleep(time.Duration(ms) * time.Millisecond)
+				return Reply{Msg: resp}
+			}}
+		}
+		if _, err := fmt.Sscanf(name, "err-%d", &ms); err == nil {
+			resp.Topics[0].ErrorCode = int16(ms)
+			return Reply{Msg: resp}
 		}
 		if _, err := fmt.Sscanf(name, "wthrottle-%d", &ms); err == nil {
 			return Reply{Wait: func(context.Context) Reply {

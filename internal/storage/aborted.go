@@ -193,7 +193,7 @@ func (l *Log) openTxnIndex(seg *segment) error {
 	}
 	f, err := l.fs.OpenReadWrite(name)
 	if err != nil {
-		return fmt.Errorf("storage: open %s: %w", name, err)
+		return fmt.Errorf("storage: %w", err)
 	}
 	seg.txnFile = f
 	buf, err := readAllAt(f)

@@ -190,4 +190,16 @@ type ManagerConfig struct {
 	// CleanerBackoff is log.cleaner.backoff.ms: how long the cleaner
 	// sleeps between passes (default 15 s).
 	CleanerBackoff time.Duration
+	// FlushObserver, if not nil, is told of every flush of a log. It is
+	// called on the flusher's goroutines, and must be cheap.
+	FlushObserver FlushObserver
+}
+
+// FlushObserver receives the flusher's measurements.
+type FlushObserver interface {
+	// ObserveFlush is called after a log's flush succeeded. sync is the
+	// time its fsyncs took; appendToDurable is the time from the oldest
+	// append the flush covered to the end of the flush (how long that
+	// record waited to become durable), zero when unknown.
+	ObserveFlush(sync, appendToDurable time.Duration)
 }

@@ -14,6 +14,9 @@ func (m *Manager) markDirty(l *Log) {
 	if !l.dirty.CompareAndSwap(false, true) {
 		return
 	}
+	// NB: the oldest append not yet covered: later appends find the log
+	// dirty and leave it.
+	l.dirtySince.Store(m.now().UnixNano())
 	m.flushMu.Lock()
 	m.dirty = append(m.dirty, l)
 	m.flushMu.Unlock()
@@ -59,6 +62,9 @@ func (m *Manager) flushDirty() {
 		sem := make(chan struct{}, maxParallelSyncs)
 		var wg sync.WaitGroup
 		for _, l := range dirty {
+			// NB: read before dirty is cleared; an append after the
+			// Store below sets its own time.
+			since := l.dirtySince.Load()
 			l.dirty.Store(false)
 			if l.closed.Load() || l.offline.Load() || m.offline.Load() {
 				continue
@@ -67,8 +73,18 @@ func (m *Manager) flushDirty() {
 			wg.Add(1)
 			go func() {
 				defer func() { <-sem; wg.Done() }()
+				start := m.now()
 				if err := l.flush(false); err != nil {
 					l.goOffline(err)
+					return
+				}
+				if m.obs != nil {
+					end := m.now()
+					var wait time.Duration
+					if since > 0 {
+						wait = end.Sub(time.Unix(0, since))
+					}
+					m.obs.ObserveFlush(end.Sub(start), wait)
 				}
 			}()
 		}

@@ -67,6 +67,7 @@ type Log struct {
 	durable       atomic.Int64 // durable mode: everything below is fsynced
 	recoveryPoint atomic.Int64 // everything below is fsynced, any mode
 	dirty         atomic.Bool  // queued for the flusher
+	dirtySince    atomic.Int64 // unix nanos of the append that queued it
 	offline       atomic.Bool
 	closed        atomic.Bool
 
@@ -132,6 +133,13 @@ func (l *Log) Size() int64 {
 		n += s.size.Load()
 	}
 	return n
+}
+
+// SegmentCount returns the number of segments of the log.
+func (l *Log) SegmentCount() int {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return len(l.segs)
 }
 
 // Changed returns a channel that is closed the next time LogEndOffset,

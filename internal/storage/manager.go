@@ -33,6 +33,7 @@ type Manager struct {
 	now    func() time.Time
 	defCfg Config
 	retInt time.Duration
+	obs    FlushObserver // nil: none
 
 	// createMu serialises Create and Delete, whose directory and file IO
 	// runs under it and not under mu.
@@ -92,6 +93,7 @@ func OpenManager(cfg ManagerConfig) (*Manager, error) {
 		now:    cfg.Now,
 		defCfg: normalizeConfig(cfg.DefaultConfig),
 		retInt: cfg.RetentionCheckInterval,
+		obs:    cfg.FlushObserver,
 
 		cleanerBackoff: cfg.CleanerBackoff,
 		logs:           map[TopicPartition]*Log{},
@@ -100,10 +102,10 @@ func OpenManager(cfg ManagerConfig) (*Manager, error) {
 		stop:           make(chan struct{}),
 	}
 	if err := m.fs.MkdirAll(m.dir, 0o755); err != nil {
-		return nil, fmt.Errorf("storage: open %s: %w", m.dir, err)
+		return nil, fmt.Errorf("storage: create log dir: %w", err)
 	}
 	if err := m.fs.SyncDir(filepath.Dir(m.dir)); err != nil {
-		return nil, fmt.Errorf("storage: open %s: %w", m.dir, err)
+		return nil, fmt.Errorf("storage: sync the parent of log dir %s: %w", m.dir, err)
 	}
 	if err := m.recoverAll(); err != nil {
 		for _, l := range m.logs {

@@ -225,7 +225,7 @@ func resolveLeftovers(fs vfs.FS, dir string, names []string) ([]string, map[int6
 func swapNextOffset(fs vfs.FS, path string, base int64) (next int64, whole bool, err error) {
 	f, err := fs.Open(path)
 	if err != nil {
-		return 0, false, fmt.Errorf("storage: open %s: %w", path, err)
+		return 0, false, fmt.Errorf("storage: %w", err)
 	}
 	defer f.Close()
 	fi, err := f.Stat()

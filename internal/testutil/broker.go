@@ -23,6 +23,7 @@ type Broker struct {
 	Dir     string
 	cfgArgs []string
 	Node    *cli.Node
+	logTo   io.Writer // where the broker logs; nil discards
 }
 
 // StartBroker starts a broker on 127.0.0.1 with a free port and a data dir
@@ -34,6 +35,21 @@ func StartBroker(t testing.TB, overrides ...string) *Broker {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return b
+}
+
+// StartBrokerLogging is StartBroker with the broker's log (text, debug
+// level) written to w, which must be safe for concurrent writes.
+func StartBrokerLogging(t testing.TB, w io.Writer, overrides ...string) *Broker {
+	t.Helper()
+	b := &Broker{t: t, Dir: t.TempDir(), logTo: w}
+	b.cfgArgs = append([]string{
+		"listeners=PLAINTEXT://127.0.0.1:0",
+		"log.dirs=" + b.Dir,
+		"admin.listener=",
+	}, overrides...)
+	b.start()
+	t.Cleanup(func() { b.Node.Close() })
 	return b
 }
 
@@ -65,9 +81,12 @@ func (b *Broker) start() {
 func (b *Broker) tryStart() error {
 	cfg, err := config.Load("", b.cfgArgs)
 	if err != nil {
-		return fmt.Errorf("config: %w", err)
+		return err
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	if b.logTo != nil {
+		log = slog.New(slog.NewTextHandler(b.logTo, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
 	if os.Getenv("SAMSA_TEST_LOG") != "" {
 		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}

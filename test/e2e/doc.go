@@ -15,10 +15,13 @@
 //	TestCleanShutdown*            | SIGTERM exits 0 with a long poll parked
 //	TestSecondSignal* (linux)     | a second SIGTERM exits at once
 //	TestServeEmptyDirStartup      | an empty data dir serves within seconds
+//	TestMetrics*                  | /metrics follows produce, fetch and commits; promtool accepts it
+//	TestPrometheusScrapes*        | a real Prometheus scrapes three brokers and answers queries
+//	TestAlertRules*, TestGrafana* | deploy/ rules pass promtool; every metric used is documented
 //
-// Tests that need kcat or python3 with confluent_kafka skip when the tool is
-// missing, unless the environment variable CI is set, in which case they
-// fail.
+// Tests that need kcat, python3 with confluent_kafka, or promtool and
+// prometheus (Debian's prometheus package) skip when the tool is missing,
+// unless the environment variable CI is set, in which case they fail.
 //
 // Set SAMSA_BIN to test a prebuilt binary instead of building one.
 //
