@@ -4,7 +4,11 @@
 # they are missing.
 # test/e2e and test/chaos run with -count=1: they build and run the samsa
 # binary, which go test's result cache does not see change.
-.PHONY: run test race verify fuzz bench e2e chaos cluster docker-image docker-test docker-test-secure docker-test-all
+.PHONY: build run test race verify fuzz bench e2e chaos cluster docker-image docker-up docker-down docker-test docker-test-secure docker-test-all
+
+# build/samsa, static, with its version and commit linked in (samsa version).
+build:
+	scripts/build.sh
 
 run:
 	go run ./cmd/samsa serve
@@ -37,9 +41,26 @@ chaos:
 cluster:
 	scripts/cluster.sh
 
-# build/samsa (static) and the FROM scratch image samsa:local.
+# The image docker-image builds and docker-up runs (SAMSA_IMAGE in the
+# compose files), and docker compose where the plugin is there, else
+# docker-compose.
+IMAGE ?= samsa:local
+COMPOSE ?= $(shell docker compose version >/dev/null 2>&1 && echo docker compose || echo docker-compose)
+
+# build/samsa (scripts/build.sh) and the FROM scratch image $(IMAGE),
+# labelled with its version and commit.
 docker-image:
-	CGO_ENABLED=0 go build -trimpath -o build/samsa ./cmd/samsa && mkdir -p build/image/data build/image/tmp && docker build -t samsa:local .
+	scripts/docker-image.sh $(IMAGE)
+
+# From a clean clone: the image, then the three-broker cluster of
+# docker-compose.yml with the host ports of docker-compose.override.yml
+# (Kafka on localhost:9092-9094). docker-down removes it but keeps its
+# volumes; $(COMPOSE) down -v removes those too.
+docker-up:
+	scripts/docker-image.sh $(IMAGE) && SAMSA_IMAGE=$(IMAGE) $(COMPOSE) up -d
+
+docker-down:
+	SAMSA_IMAGE=$(IMAGE) $(COMPOSE) down
 
 # Need a docker engine; not part of make test (CI runs docker-test-all
 # after it, in .ci/run). docker-test: the plain cluster of

@@ -8,12 +8,21 @@
 #        MODES="plain secure" scripts/docker-test.sh (both, one after the other)
 # It exits 0 only if every check passed.
 #
+# Before any mode it checks the image that scripts/docker-image.sh built
+# (the build make docker-image runs): its OCI labels name the commit, it
+# runs as 65532, its HEALTHCHECK runs samsa healthcheck, samsa version in
+# it prints the commit; and that a plain docker build of a context
+# without build/ fails naming build/image/run-make-docker-image-first.
+#
 # Steps; each check consumes the whole topic from the beginning and compares
 # it with every record acknowledged so far (same set, each exactly once):
 #
 #   step   fault while producing and checking
 #   1      none (creates topic dtest: 3 partitions, replication factor 3,
 #          min.insync.replicas=2)
+#   host   none; plain mode only: a producer and a consumer on the host's
+#          network that bootstrap from samsa1's published EXTERNAL port
+#          on localhost alone
 #   2      samsa3 stopped (docker compose stop)
 #   3      samsa2 frozen (docker pause)
 #   4      samsa1 cut off (docker network disconnect)
@@ -25,15 +34,19 @@
 # After each fault the broker is brought back and the script waits until it
 # is ready and every partition has three in-sync replicas again. Readiness
 # is read from each broker's /readyz on its container address, which the
-# host reaches on Linux.
+# host reaches on Linux. Once the cluster is first ready, each mode also
+# waits (a check) until docker reports all three containers healthy.
 #
 # Modes (MODES, in the order given; a failure ends the run):
 #
-#   plain   docker-compose.yml alone: PLAINTEXT listeners advertised by
-#           service name. Client commands run in throwaway containers of
-#           the same image on the cluster's network. No host port is
-#           published, so the test runs beside a cluster started from
-#           docker-compose.yml or anything else on 9092-9094.
+#   plain   docker-compose.yml with docker-compose.override.yml, as
+#           make docker-up runs it: PLAINTEXT INTERNAL listeners advertised
+#           by service name, and EXTERNAL ones published on 127.0.0.1 at
+#           free ports (not 9092-9094, so the test runs beside a cluster
+#           started from docker-compose.yml) and advertised as localhost.
+#           Client commands run in throwaway containers of the same image
+#           on the cluster's network against INTERNAL, except those of
+#           step host.
 #   secure  docker-compose.yml with docker-compose.secure.yml: every
 #           listener SASL_SSL with SCRAM-SHA-512 and the authorizer on,
 #           certificates from `samsa dev certs` in a directory of the run
@@ -64,8 +77,11 @@
 #   PROJECT  run name (samsadt<pid>); the compose project of mode M is
 #            <PROJECT><M>, its network <PROJECT><M>_net, the image
 #            samsa-docker-test:<PROJECT>
+#   PLAIN_PORTS   six host ports for the plain mode: samsa1-3's EXTERNAL
+#            listeners, then their admin HTTP (free ones found from
+#            20000 up)
 #   SECURE_PORTS  three host ports for the secure mode's EXTERNAL
-#            listeners (free ones found from 20000 up)
+#            listeners (likewise)
 #
 # Needs a docker engine, docker compose or docker-compose, curl and go.
 set -euo pipefail
@@ -209,20 +225,20 @@ trap 'exit 143' TERM
 # port_free P: nothing listens on 127.0.0.1:P.
 port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
-# free_ports prints three ports nothing listens on, from 20000 up (below
-# the usual ephemeral range), or SECURE_PORTS.
+# free_ports N PRESET prints PRESET if it is not empty, else N ports
+# nothing listens on, from 20000 up (below the usual ephemeral range).
 free_ports() {
-	local p found=()
-	if [[ -n ${SECURE_PORTS:-} ]]; then
-		echo "$SECURE_PORTS"
+	local n=$1 p found=()
+	if [[ -n $2 ]]; then
+		echo "$2"
 		return
 	fi
-	for ((p = 20000 + RANDOM % 1000; p < 32000 && ${#found[@]} < 3; p++)); do
+	for ((p = 20000 + RANDOM % 1000; p < 32000 && ${#found[@]} < n; p++)); do
 		if port_free "$p"; then
 			found+=("$p")
 		fi
 	done
-	((${#found[@]} == 3)) || fail "no three free ports between 20000 and 32000"
+	((${#found[@]} == n)) || fail "no $n free ports between 20000 and 32000"
 	echo "${found[@]}"
 }
 
@@ -240,14 +256,24 @@ start_mode() {
 	fi
 	case $MODE in
 	plain)
-		# Only the base file: no host port is published
-		# (docker-compose.override.yml is not read).
+		# The files make docker-up reads, on free host ports.
+		local ports
+		ports=($(free_ports 6 "${PLAIN_PORTS:-}"))
+		((${#ports[@]} == 6)) || fail "PLAIN_PORTS must name six ports"
+		COMPOSE+=(-f docker-compose.override.yml)
+		export SAMSA1_EXTERNAL_PORT=${ports[0]} SAMSA2_EXTERNAL_PORT=${ports[1]} SAMSA3_EXTERNAL_PORT=${ports[2]}
+		export SAMSA1_ADMIN_PORT=${ports[3]} SAMSA2_ADMIN_PORT=${ports[4]} SAMSA3_ADMIN_PORT=${ports[5]}
 		DATA_CLIENT=(--network "$NET" -e SAMSA_BOOTSTRAP_SERVER="$BOOTSTRAP")
 		ADMIN_CLIENT=("${DATA_CLIENT[@]}")
+		# Step host: only samsa1's port; the others come from the
+		# metadata, as localhost:<port>.
+		HOST_CLIENT=(--network host -e SAMSA_BOOTSTRAP_SERVER=localhost:${ports[0]})
+		log "EXTERNAL listeners on localhost:${ports[0]},localhost:${ports[1]},localhost:${ports[2]}; admin HTTP on ${ports[3]}-${ports[5]}"
 		;;
 	secure)
 		local certs=$WORK/certs ports
-		ports=($(free_ports))
+		ports=($(free_ports 3 "${SECURE_PORTS:-}"))
+		((${#ports[@]} == 3)) || fail "SECURE_PORTS must name three ports"
 		COMPOSE+=(-f docker-compose.secure.yml)
 		export SAMSA_CERTS_DIR=$certs SAMSA_CERTS_GID
 		SAMSA_CERTS_GID=$(id -g)
@@ -270,19 +296,20 @@ start_mode() {
 		log "EXTERNAL listeners on $EXTERNAL"
 		;;
 	esac
+	CLIENT=("${DATA_CLIENT[@]}")
 	log "starting the cluster (project $CPROJECT, network $NET)"
 	STARTED=1
 	timeout "$UP_TIMEOUT" "${COMPOSE[@]}" up -d || fail "docker compose up failed"
 }
 
 # run_client SECS ARGS... runs a samsa producer or consumer in a container
-# (the mode's DATA_CLIENT options), stdin from the caller, for at most SECS
-# seconds. The bootstrap list names all three brokers, the faulty one
-# included.
+# (CLIENT: the mode's DATA_CLIENT options, HOST_CLIENT in step host),
+# stdin from the caller, for at most SECS seconds. DATA_CLIENT's bootstrap
+# list names all three brokers, the faulty one included.
 run_client() {
 	local secs=$1
 	shift
-	timeout "$secs" docker run --rm -i --label "$LABEL" "${DATA_CLIENT[@]}" \
+	timeout "$secs" docker run --rm -i --label "$LABEL" "${CLIENT[@]}" \
 		--entrypoint /samsa "$IMAGE" "$@"
 }
 
@@ -425,6 +452,72 @@ refusals() {
 
 has_step() { [[ " $STEPS " == *" $1 "* ]]; }
 
+# check_image checks the image scripts/docker-image.sh built: the OCI
+# labels name this tree's commit and its version, it runs as 65532, its
+# HEALTHCHECK runs samsa healthcheck, and samsa version in it prints the
+# same version and commit.
+check_image() {
+	local rev labels user health out want
+	rev=$(git rev-parse HEAD 2>/dev/null || true)
+	rev=${rev:-unknown}
+	labels=$(docker inspect -f '{{range $k, $v := .Config.Labels}}{{$k}}={{$v}}{{"\n"}}{{end}}' "$IMAGE") ||
+		fail "image: docker inspect $IMAGE failed"
+	user=$(docker inspect -f '{{.Config.User}}' "$IMAGE")
+	health=$(docker inspect -f '{{if .Config.Healthcheck}}{{join .Config.Healthcheck.Test " "}}{{end}}' "$IMAGE")
+	label() { sed -n "s/^org\.opencontainers\.image\.$1=//p" <<<"$labels"; }
+	[[ $(label revision) == "$rev" ]] || { printf '%s\n' "$labels" >&2; fail "image: revision label is not $rev"; }
+	[[ -n $(label version) && $(label created) =~ ^[0-9]{4}-[0-9]{2}-[0-9]{2}T ]] ||
+		{ printf '%s\n' "$labels" >&2; fail "image: version or created label missing"; }
+	[[ $(label title) == samsa && -n $(label licenses) ]] || fail "image: title or licenses label missing"
+	[[ $user == 65532:65532 ]] || fail "image: runs as '$user', want 65532:65532"
+	[[ $health == "CMD /samsa healthcheck"* ]] || fail "image: HEALTHCHECK is '$health', want /samsa healthcheck"
+	out=$(timeout "$CLIENT_TIMEOUT" docker run --rm --label "$LABEL" --entrypoint /samsa "$IMAGE" version) ||
+		fail "image: samsa version failed"
+	want="samsa $(label version)"$'\n'"commit: $rev"
+	[[ $out == "$want"* ]] || fail "image: samsa version printed '$out', want it to start '$want'"
+	PASSED=$((PASSED + 1))
+	log "image: labels version $(label version), revision $rev; user $user; healthcheck '$health'"
+}
+
+# check_bare_build checks that a docker build of a context that holds the
+# Dockerfile but nothing make docker-image writes fails, naming the marker
+# whose name says what to run.
+check_bare_build() {
+	local id
+	mkdir "$WORK/bare"
+	cp Dockerfile .dockerignore "$WORK/bare/"
+	if id=$(timeout "$BUILD_TIMEOUT" docker build --force-rm -q "$WORK/bare" 2>"$WORK/bare.err"); then
+		docker rmi "$id" >/dev/null 2>&1
+		fail "bare docker build: succeeded without build/"
+	fi
+	grep -q 'build/image/run-make-docker-image-first' "$WORK/bare.err" ||
+		{ cat "$WORK/bare.err" >&2; fail "bare docker build: the error does not name build/image/run-make-docker-image-first"; }
+	PASSED=$((PASSED + 1))
+	log "bare docker build: refused: $(grep -m1 'COPY failed' "$WORK/bare.err" | cut -c1-200)"
+}
+
+# wait_healthy waits until docker reports all three brokers healthy (the
+# image's HEALTHCHECK, samsa healthcheck on /readyz).
+wait_healthy() {
+	local start=$SECONDS i c st all states
+	while :; do
+		all=1 states=""
+		for i in 1 2 3; do
+			c=$(container "samsa$i")
+			st=$(docker inspect -f '{{if .State.Health}}{{.State.Health.Status}}{{else}}no healthcheck{{end}}' "$c")
+			states+=" samsa$i=$st"
+			[[ $st == healthy ]] || all=0
+		done
+		if ((all)); then
+			PASSED=$((PASSED + 1))
+			log "healthcheck: all three containers healthy after $((SECONDS - start))s"
+			return 0
+		fi
+		((SECONDS - start < READY_TIMEOUT)) || fail "healthcheck: not all healthy after ${READY_TIMEOUT}s:$states"
+		sleep 2
+	done
+}
+
 # run_mode M runs steps 1-4 and the final check on mode M's cluster.
 run_mode() {
 	local c1 c2
@@ -433,6 +526,7 @@ run_mode() {
 		wait_ready "$i"
 	done
 	log "cluster ready"
+	wait_healthy
 	: >"$WORK/expected"
 
 	log "step 1: create $TOPIC and produce $N records"
@@ -443,6 +537,13 @@ run_mode() {
 	check step1
 	if [[ $MODE == secure ]]; then
 		refusals
+	fi
+	if [[ $MODE == plain ]]; then
+		log "step host: produce $N records and consume on the host's network, bootstrapping from ${HOST_CLIENT[-1]#*=}"
+		CLIENT=("${HOST_CLIENT[@]}")
+		produce host
+		check host
+		CLIENT=("${DATA_CLIENT[@]}")
 	fi
 
 	if has_step 2; then
@@ -480,13 +581,12 @@ run_mode() {
 	log "done in $((SECONDS - MODE_T0))s"
 }
 
-log "building build/samsa and image $IMAGE"
-CGO_ENABLED=0 timeout "$BUILD_TIMEOUT" go build -trimpath -o build/samsa ./cmd/samsa ||
-	fail "go build failed"
-mkdir -p build/image/data build/image/tmp
+log "building build/samsa and image $IMAGE (scripts/docker-image.sh)"
 BUILT=1
-timeout "$BUILD_TIMEOUT" docker build -q -t "$IMAGE" . >/dev/null 2>"$WORK/build.log" ||
-	{ cat "$WORK/build.log" >&2; fail "docker build failed"; }
+timeout "$BUILD_TIMEOUT" scripts/docker-image.sh "$IMAGE" >"$WORK/build.log" 2>&1 ||
+	{ cat "$WORK/build.log" >&2; fail "scripts/docker-image.sh failed"; }
+check_image
+check_bare_build
 
 for m in $MODES; do
 	MODE_T0=$SECONDS

@@ -23,6 +23,10 @@
 //	| perf produce|consume|e2e      | load generator: records/s, MB/s, latency  |
 //	| dump-log FILE.log...          | offline segment dump via package record   |
 //	| config validate               | load and check broker config              |
+//	| version                       | version, commit and Go version (also      |
+//	|                               | --version)                                |
+//	| healthcheck                   | exit 0 if /readyz answers 200 (the        |
+//	|                               | image's HEALTHCHECK)                      |
 //	| dev kfake (hidden)            | franz-go's in-memory broker, for          |
 //	|                               | side-by-side benchmarks                   |
 //	+-------------------------------+-------------------------------------------+

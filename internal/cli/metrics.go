@@ -1,8 +1,6 @@
 package cli
 
 import (
-	"runtime/debug"
-
 	"github.com/prometheus/client_golang/prometheus"
 
 	"samsa/internal/admin"
@@ -102,28 +100,10 @@ func (o serverObserver) ObserveRequest(key int16, t server.RequestTimes) {
 
 func (o serverObserver) ObserveError(key, code int16) { o.m.ObserveError(key, code) }
 
-// buildVersion returns the main module's version and VCS revision.
-func buildVersion() (version, commit string) {
-	version, commit = "(devel)", "unknown"
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return
-	}
-	if bi.Main.Version != "" {
-		version = bi.Main.Version
-	}
-	for _, s := range bi.Settings {
-		if s.Key == "vcs.revision" {
-			commit = s.Value
-		}
-	}
-	return
-}
-
 // registerMetrics registers the scrape-time collectors over n.
 func registerMetrics(reg *prometheus.Registry, n *Node) {
-	version, commit := buildVersion()
+	v := buildVersion()
 	m := nodeMetrics{n}
 	reg.MustRegister(admin.NewCollector(admin.Sources{Server: m, Partitions: m, Groups: m, Cluster: m},
-		admin.CollectorConfig{PartitionLevel: n.cfg.MetricsPartitionLevel, Version: version, Commit: commit}))
+		admin.CollectorConfig{PartitionLevel: n.cfg.MetricsPartitionLevel, Version: v.Version, Commit: v.Commit}))
 }

@@ -147,6 +147,11 @@ so that a password need not appear on the command line.`,
 		RunE:          helpRun,
 	}
 	root.CompletionOptions.DisableDefaultCmd = true
+	// --version prints what samsa version prints. Declaring the flag here
+	// keeps cobra from adding its own, with a -v shorthand.
+	root.Version = buildVersion().String()
+	root.SetVersionTemplate("{{.Version}}")
+	root.Flags().Bool("version", false, "print the version, commit and Go version (as samsa version) and exit")
 	root.SetIn(e.stdin)
 	root.SetOut(e.stdout)
 	root.SetErr(e.stderr)
@@ -177,6 +182,8 @@ so that a password need not appear on the command line.`,
 		newUserCmd(g, e),
 		newQuotaCmd(g, e),
 		newTxnCmd(g, e),
+		newVersionCmd(e),
+		newHealthcheckCmd(e),
 	)
 	return root
 }
