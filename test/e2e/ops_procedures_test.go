@@ -58,6 +58,32 @@ func fetchGroupOffset(t *testing.T, adm *kadm.Client, group, topic string) int64
 	return got
 }
 
+// memberAdd adds an etcd member with peerURL (etcdctl member add). etcd
+// refuses a membership change with "unhealthy cluster" until every
+// member has been connected to the others for a few seconds, so it is
+// retried for up to a minute.
+func memberAdd(t *testing.T, cli *clientv3.Client, peerURL string) {
+	t.Helper()
+	waitFor(t, time.Minute, func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_, err := cli.MemberAdd(ctx, []string{peerURL})
+		return err
+	})
+}
+
+// memberRemove removes etcd member id (etcdctl member remove), retried
+// as memberAdd is.
+func memberRemove(t *testing.T, cli *clientv3.Client, id uint64) {
+	t.Helper()
+	waitFor(t, time.Minute, func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_, err := cli.MemberRemove(ctx, id)
+		return err
+	})
+}
+
 // stopClean sends SIGTERM (controlled shutdown) and fails the test unless
 // the broker exits 0 within d.
 func stopClean(t *testing.T, b *broker, d time.Duration) time.Duration {
@@ -97,9 +123,7 @@ func TestOpsAddBrokerThenDecommission(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	c.peer[4], c.adminPort[4] = freePort(t), freePort(t)
-	if _, err := cli.MemberAdd(ctx, []string{c.peerURL(4)}); err != nil {
-		t.Fatalf("etcd member add: %v", err)
-	}
+	memberAdd(t, cli, c.peerURL(4))
 	c.brokers[4] = c.newProcess(4, c.initialCluster(1, 2, 3, 4), "existing")
 	c.brokers[4].launch()
 	c.waitReady(4)
@@ -139,9 +163,7 @@ func TestOpsAddBrokerThenDecommission(t *testing.T) {
 	if !ok {
 		t.Fatalf("etcd member %s missing before removal", memberName(1))
 	}
-	if _, err := cli.MemberRemove(ctx, id); err != nil {
-		t.Fatalf("etcd member remove: %v", err)
-	}
+	memberRemove(t, cli, id)
 	resp, err := cli.MemberList(ctx)
 	if err != nil || len(resp.Members) != 3 {
 		t.Fatalf("etcd member list after removal: %v members, %v", len(resp.Members), err)
@@ -211,18 +233,12 @@ func TestOpsReplaceDeadBroker(t *testing.T) {
 		t.Fatal(err)
 	}
 	cli := c.etcd(1)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
 	id, ok := memberID(t, cli, memberName(3))
 	if !ok {
 		t.Fatalf("no etcd member %s", memberName(3))
 	}
-	if _, err := cli.MemberRemove(ctx, id); err != nil {
-		t.Fatalf("etcd member remove: %v", err)
-	}
-	if _, err := cli.MemberAdd(ctx, []string{c.peerURL(3)}); err != nil {
-		t.Fatalf("etcd member add: %v", err)
-	}
+	memberRemove(t, cli, id)
+	memberAdd(t, cli, c.peerURL(3))
 	dead.overrides = c.overrides(3, c.initialCluster(1, 2, 3), "existing")
 	restart := time.Now()
 	dead.launch()
