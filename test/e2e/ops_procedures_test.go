@@ -204,6 +204,7 @@ func TestOpsReplaceDeadBroker(t *testing.T) {
 
 	prod := startSteadyProducer(t, c.seeds(), topic, 100)
 	dead := c.brokers[3]
+	killed := time.Now()
 	dead.kill()
 	// Wait until the cluster has dropped it: its registration lease
 	// expires and the controller takes it out of every ISR.
@@ -221,7 +222,7 @@ func TestOpsReplaceDeadBroker(t *testing.T) {
 		}
 		return nil
 	})
-	t.Logf("broker 3 out of every ISR %v after the kill", time.Since(began).Round(time.Millisecond))
+	t.Logf("broker 3 out of every ISR %v after the kill", time.Since(killed).Round(time.Millisecond))
 
 	// The new disk: the same path, empty (the etcd member's data went with
 	// it). The member is removed and added again under the same name and
