@@ -4,7 +4,7 @@
 # they are missing.
 # test/e2e and test/chaos run with -count=1: they build and run the samsa
 # binary, which go test's result cache does not see change.
-.PHONY: run test race verify fuzz bench e2e chaos cluster docker-image docker-test docker-test-secure docker-test-all
+.PHONY: run test race verify fuzz bench e2e ops chaos cluster docker-image docker-test docker-test-secure docker-test-all
 
 run:
 	go run ./cmd/samsa serve
@@ -28,6 +28,10 @@ bench:
 
 e2e:
 	go test -count=1 ./test/e2e/...
+
+# The procedures of docs/operations.md, the measurements too.
+ops:
+	SAMSA_OPS=1 go test -count=1 -v -run TestOps ./test/e2e/
 
 chaos:
 	SAMSA_CHAOS_LONG=1 go test -v -timeout 60m ./test/chaos/
