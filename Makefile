@@ -4,7 +4,7 @@
 # they are missing.
 # test/e2e and test/chaos run with -count=1: they build and run the samsa
 # binary, which go test's result cache does not see change.
-.PHONY: build run test race verify fuzz bench e2e chaos cluster docker-image docker-up docker-down docker-test docker-test-secure docker-test-all
+.PHONY: build run test race verify fuzz bench e2e ops chaos cluster docker-image docker-up docker-down docker-test docker-test-secure docker-test-all
 
 # build/samsa, static, with its version and commit linked in (samsa version).
 build:
@@ -33,6 +33,10 @@ bench:
 
 e2e:
 	go test -count=1 ./test/e2e/...
+
+# The procedures of docs/operations.md, the measurements too.
+ops:
+	SAMSA_OPS=1 go test -count=1 -v -run TestOps ./test/e2e/
 
 chaos:
 	SAMSA_CHAOS_LONG=1 go test -v -timeout 60m ./test/chaos/

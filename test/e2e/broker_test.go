@@ -36,6 +36,7 @@ type broker struct {
 	port      int      // Kafka listener port, kept across restarts
 	overrides []string // extra --override values
 	logPath   string   // stdout+stderr of every run, appended
+	bin       string   // binary to run; samsaBin when empty
 
 	cmd  *exec.Cmd
 	done chan struct{} // closed once cmd has been waited for
@@ -89,6 +90,20 @@ func (b *broker) running() bool {
 // the time from process start to the first successful Metadata response.
 func (b *broker) start() time.Duration {
 	b.t.Helper()
+	began := b.launch()
+	if err := b.waitReady(); err != nil {
+		b.t.Fatalf("broker run %d on %s not ready: %v", b.runs, b.addr(), err)
+	}
+	b.startup = time.Since(began)
+	return b.startup
+}
+
+// launch runs `samsa serve` without waiting for it to serve, and returns
+// when the process started. Brokers that embed members of one new etcd
+// cluster are launched together, since none serves before a majority of
+// the members runs.
+func (b *broker) launch() time.Time {
+	b.t.Helper()
 	if b.running() {
 		b.t.Fatalf("broker already running")
 	}
@@ -106,7 +121,11 @@ func (b *broker) start() time.Duration {
 	}
 	b.runs++
 	fmt.Fprintf(logf, "==== run %d: samsa %v\n", b.runs, args)
-	cmd := exec.Command(samsaBin, args...)
+	bin := b.bin
+	if bin == "" {
+		bin = samsaBin
+	}
+	cmd := exec.Command(bin, args...)
 	cmd.Stdout = logf
 	cmd.Stderr = logf
 	began := time.Now()
@@ -123,16 +142,16 @@ func (b *broker) start() time.Duration {
 		_ = cmd.Wait()
 		b.state = cmd.ProcessState
 	}()
-	if err := b.waitReady(); err != nil {
-		b.t.Fatalf("broker run %d on %s not ready: %v", b.runs, b.addr(), err)
-	}
-	b.startup = time.Since(began)
-	return b.startup
+	return began
 }
 
-// waitReady polls until the port accepts and a Metadata request succeeds.
-func (b *broker) waitReady() error {
-	deadline := time.Now().Add(readyTimeout)
+// waitReady polls until the port accepts and a Metadata request succeeds,
+// for up to readyTimeout.
+func (b *broker) waitReady() error { return b.waitReadyWithin(readyTimeout) }
+
+// waitReadyWithin is waitReady with a deadline of d.
+func (b *broker) waitReadyWithin(d time.Duration) error {
+	deadline := time.Now().Add(d)
 	var last error
 	for time.Now().Before(deadline) {
 		select {
@@ -145,7 +164,7 @@ func (b *broker) waitReady() error {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	return fmt.Errorf("after %s: %w", readyTimeout, last)
+	return fmt.Errorf("after %s: %w", d, last)
 }
 
 func (b *broker) metadataOnce() error {

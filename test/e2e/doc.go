@@ -18,12 +18,15 @@
 //	TestMetrics*                  | /metrics follows produce, fetch and commits; promtool accepts it
 //	TestPrometheusScrapes*        | a real Prometheus scrapes three brokers and answers queries
 //	TestAlertRules*, TestGrafana* | deploy/ rules pass promtool; every metric used is documented
+//	TestOps*                      | docs/operations.md's procedures lose no acknowledged record
 //
 // Tests that need kcat, python3 with confluent_kafka, or promtool and
 // prometheus (Debian's prometheus package) skip when the tool is missing,
 // unless the environment variable CI is set, in which case they fail.
 //
-// Set SAMSA_BIN to test a prebuilt binary instead of building one.
+// Set SAMSA_BIN to test a prebuilt binary instead of building one, and
+// SAMSA_OPS=1 (make ops) for the operations measurements that the normal
+// run skips.
 //
 // Run with:
 //
