@@ -32,6 +32,10 @@ const EnvBootstrapServer = "SAMSA_BOOTSTRAP_SERVER"
 // ExitMisuse for it.
 var ErrUsage = errors.New("cli: usage")
 
+// Usagef returns a usage error with a formatted message, for the commands
+// a development binary adds (see Main): Main exits with ExitMisuse for it.
+func Usagef(format string, args ...any) error { return usagef(format, args...) }
+
 // usageError wraps err so that errors.Is(err, ErrUsage) holds while the
 // message stays err's own.
 type usageError struct{ err error }
@@ -69,7 +73,9 @@ type env struct {
 
 // Main runs samsa with the process's arguments, streams and environment and
 // returns the exit code. SIGINT and SIGTERM cancel the command's context.
-func Main() int {
+// dev are added under `samsa dev`: cmd/samsa-dev passes the commands that
+// link a fake broker, which the production binary leaves out.
+func Main(dev ...*cobra.Command) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	return run(ctx, os.Args[1:], env{
@@ -77,13 +83,13 @@ func Main() int {
 		stdout: os.Stdout,
 		stderr: os.Stderr,
 		getenv: os.Getenv,
-	})
+	}, dev...)
 }
 
 // run builds the command tree, executes it with args and maps the outcome to
 // an exit code. An error is printed once, to e.stderr, as "samsa: <msg>".
-func run(ctx context.Context, args []string, e env) int {
-	root := newRootCmd(e)
+func run(ctx context.Context, args []string, e env, dev ...*cobra.Command) int {
+	root := newRootCmd(e, dev...)
 	root.SetArgs(args)
 	cmd, err := root.ExecuteContextC(ctx)
 	if err == nil {
@@ -120,7 +126,7 @@ type globals struct {
 	security  clientSecurity
 }
 
-func newRootCmd(e env) *cobra.Command {
+func newRootCmd(e env, dev ...*cobra.Command) *cobra.Command {
 	g := &globals{security: clientSecurity{getenv: e.getenv}}
 	root := &cobra.Command{
 		Use:   "samsa",
@@ -171,7 +177,7 @@ so that a password need not appear on the command line.`,
 		newConsumeCmd(g, e),
 		newPerfCmd(g, e),
 		newDumpLogCmd(e),
-		newDevCmd(e),
+		newDevCmd(e, dev...),
 		newConfigCmd(e),
 		newACLCmd(g, e),
 		newUserCmd(g, e),
