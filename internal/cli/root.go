@@ -183,15 +183,27 @@ so that a password need not appear on the command line.`,
 		newUserCmd(g, e),
 		newQuotaCmd(g, e),
 		newTxnCmd(g, e),
+		newCompletionCmd(),
 	)
 	return root
 }
 
+// suggestionDistance is the Levenshtein distance within which a mistyped
+// command gets a "Did you mean" hint (cobra's SuggestionsMinimumDistance;
+// a command whose name starts with what was typed is suggested too).
+const suggestionDistance = 2
+
 // noArgs is the Args check for commands that only group subcommands: any
-// argument names an unknown subcommand.
+// argument names an unknown subcommand, and the error suggests the
+// subcommands whose names are close to it.
 func noArgs(cmd *cobra.Command, args []string) error {
 	if len(args) > 0 {
-		return usageIn(cmd, fmt.Errorf("unknown command %q for %q", args[0], cmd.CommandPath()))
+		cmd.SuggestionsMinimumDistance = suggestionDistance
+		msg := fmt.Sprintf("unknown command %q for %q", args[0], cmd.CommandPath())
+		if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+			msg += "\n\nDid you mean this?\n\t" + strings.Join(s, "\n\t") + "\n"
+		}
+		return usageIn(cmd, errors.New(msg))
 	}
 	return nil
 }
