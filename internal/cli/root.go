@@ -111,13 +111,14 @@ func run(ctx context.Context, args []string, e env, dev ...*cobra.Command) int {
 }
 
 // isUsage reports whether err is misuse of the command line. cobra reports
-// an unknown subcommand of the root with a plain error, so its text is
-// recognised too.
+// an unknown subcommand of the root and a missing required flag with plain
+// errors, so their text is recognised too.
 func isUsage(err error) bool {
 	if errors.Is(err, ErrUsage) {
 		return true
 	}
-	return strings.HasPrefix(err.Error(), "unknown command ")
+	msg := err.Error()
+	return strings.HasPrefix(msg, "unknown command ") || strings.HasPrefix(msg, "required flag(s) ")
 }
 
 // globals holds the persistent flags shared by every command.

@@ -20,14 +20,17 @@ func newTopicCmd(g *globals, e env) *cobra.Command {
 		Short: "Create, list, describe, alter and delete topics",
 		Long: `Topic administration through the Kafka admin API (CreateTopics,
 Metadata, ListOffsets, DescribeConfigs, IncrementalAlterConfigs,
-DeleteTopics, AlterPartitionReassignments, ListPartitionReassignments).`,
+DeleteTopics, AlterPartitionReassignments, ListPartitionReassignments,
+CreatePartitions, DeleteRecords).`,
 		Example: `  samsa topic create orders --partitions 6 --config retention.ms=86400000
   samsa topic list
   samsa topic describe orders
   samsa topic alter-config orders --set cleanup.policy=compact --delete retention.ms
   samsa topic delete orders
   samsa topic reassign orders --partition 0 --replicas 1,2
-  samsa topic reassignments`,
+  samsa topic reassignments
+  samsa topic add-partitions orders --count 12
+  samsa topic delete-records orders --partition 0 --offset 1000`,
 		Args: noArgs,
 		RunE: helpRun,
 	}
@@ -39,6 +42,8 @@ DeleteTopics, AlterPartitionReassignments, ListPartitionReassignments).`,
 		newTopicAlterConfigCmd(g, e),
 		newTopicReassignCmd(g, e),
 		newTopicReassignmentsCmd(g, e),
+		newTopicAddPartitionsCmd(g, e),
+		newTopicDeleteRecordsCmd(g, e),
 	)
 	return cmd
 }
