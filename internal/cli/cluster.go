@@ -17,18 +17,24 @@ func newClusterCmd(g *globals, e env) *cobra.Command {
 		Use:   "cluster",
 		Short: "Describe the cluster and move partition leadership",
 		Long: `Cluster administration through the Kafka admin API (Metadata,
-ElectLeaders): the cluster id, the controller and the registered brokers,
-and leader elections for partitions whose leader is not the one wanted.`,
+ElectLeaders, DescribeConfigs, IncrementalAlterConfigs, DescribeLogDirs):
+the cluster id, the controller and the registered brokers, leader
+elections for partitions whose leader is not the one wanted, broker
+configs, and the brokers' log dirs.`,
 		Example: `  samsa cluster describe
   samsa cluster elect-leaders
   samsa cluster elect-leaders --topic orders --partition 0 --partition 3
-  samsa cluster elect-leaders --type unclean --topic orders`,
+  samsa cluster elect-leaders --type unclean --topic orders
+  samsa cluster config describe
+  samsa cluster log-dirs`,
 		Args: noArgs,
 		RunE: helpRun,
 	}
 	cmd.AddCommand(
 		newClusterDescribeCmd(g, e),
 		newClusterElectLeadersCmd(g, e),
+		newClusterConfigCmd(g, e),
+		newClusterLogDirsCmd(g, e),
 	)
 	return cmd
 }

@@ -45,7 +45,7 @@ func TestTopicDeleteRecords(t *testing.T) {
 	b := testutil.StartBroker(t)
 	adm := b.Admin()
 	testutil.CreateTopic(t, adm, "trim", 2)
-	cl := b.Client()
+	cl := b.Client(kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	for i := 0; i < 10; i++ {
