@@ -114,14 +114,17 @@ func withMessage(err error, msg string) error {
 }
 
 func newTopicListCmd(g *globals, e env) *cobra.Command {
-	var internal bool
+	var (
+		internal bool
+		format   outputFormat
+	)
 	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List topics",
 		Long: `List the topics of the cluster, one per line, sorted by name, with their
 partition count.`,
 		Example: `  samsa topic list
-  samsa topic list --internal`,
+  samsa topic list --internal --format json`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			adm, err := newAdmin(g)
@@ -138,6 +141,21 @@ partition count.`,
 			if err != nil {
 				return fmt.Errorf("list topics: %w", err)
 			}
+			if format.json() {
+				type topicJSON struct {
+					Topic      string `json:"topic"`
+					ID         string `json:"id"`
+					Partitions int    `json:"partitions"`
+					Internal   bool   `json:"internal"`
+				}
+				out := []topicJSON{}
+				for _, t := range td.Sorted() {
+					out = append(out, topicJSON{t.Topic, topicIDString(t.ID), len(t.Partitions), t.IsInternal})
+				}
+				return writeJSON(e.stdout, struct {
+					Topics []topicJSON `json:"topics"`
+				}{out})
+			}
 			tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "TOPIC\tPARTITIONS")
 			for _, t := range td.Sorted() {
@@ -147,6 +165,7 @@ partition count.`,
 		},
 	}
 	cmd.Flags().BoolVar(&internal, "internal", false, "include internal topics")
+	addFormatFlag(cmd, &format)
 	return cmd
 }
 
