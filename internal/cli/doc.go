@@ -21,7 +21,7 @@
 //	| consume TOPIC                 | direct partition consumption, --format    |
 //	|                               | template or --json                        |
 //	| perf produce|consume|e2e      | load generator: records/s, MB/s, latency  |
-//	| dump-log FILE.log...          | offline segment dump via package record   |
+//	| dump-log FILE...              | offline segment and index dump            |
 //	| config validate               | load and check broker config              |
 //	| dev etcd|certs (hidden)       | an etcd member for multi-process brokers; |
 //	|                               | a development CA and certificates         |
