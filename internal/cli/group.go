@@ -47,7 +47,7 @@ with the group state (Empty, PreparingRebalance, CompletingRebalance,
 Stable, Dead) and protocol type ("consumer" for Kafka consumers).`,
 		Example: `  samsa group list
   samsa group list --format json`,
-		Args:    exactArgs(0),
+		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			adm, err := newAdmin(g)
 			if err != nil {
