@@ -5,7 +5,8 @@
 # Usage: scripts/perf-compare.sh            (from the repository root)
 #
 # Environment (all optional):
-#   SAMSA_BIN    prebuilt samsa binary (default: go build ./cmd/samsa)
+#   SAMSA_BIN    prebuilt samsa-dev binary (default: go build ./cmd/samsa-dev;
+#                the production samsa has no `dev kfake`)
 #   WORK         scratch directory (default: a new /tmp/samsa-perf.XXXXXX)
 #   REPS         repetitions of each cell, alternating samsa/kfake (3)
 #   N1K, N100    records per produce run of 1 KiB / 100 B values (300000 / 1000000)
@@ -35,8 +36,8 @@ HZ=$(getconf CLK_TCK)
 command -v jq >/dev/null || { echo "perf-compare: jq is required" >&2; exit 1; }
 
 if [[ -z ${SAMSA_BIN:-} ]]; then
-	SAMSA_BIN=$WORK/samsa
-	go build -o "$SAMSA_BIN" ./cmd/samsa
+	SAMSA_BIN=$WORK/samsa-dev
+	go build -o "$SAMSA_BIN" ./cmd/samsa-dev
 fi
 
 declare -A ADDR=([samsa]=127.0.0.1:$SAMSA_PORT [kfake]=127.0.0.1:$KFAKE_PORT)

@@ -17,24 +17,31 @@ func newClusterCmd(g *globals, e env) *cobra.Command {
 		Use:   "cluster",
 		Short: "Describe the cluster and move partition leadership",
 		Long: `Cluster administration through the Kafka admin API (Metadata,
-ElectLeaders): the cluster id, the controller and the registered brokers,
-and leader elections for partitions whose leader is not the one wanted.`,
+ElectLeaders, DescribeConfigs, IncrementalAlterConfigs, DescribeLogDirs):
+the cluster id, the controller and the registered brokers, leader
+elections for partitions whose leader is not the one wanted, broker
+configs, and the brokers' log dirs.`,
 		Example: `  samsa cluster describe
   samsa cluster elect-leaders
   samsa cluster elect-leaders --topic orders --partition 0 --partition 3
-  samsa cluster elect-leaders --type unclean --topic orders`,
+  samsa cluster elect-leaders --type unclean --topic orders
+  samsa cluster config describe
+  samsa cluster log-dirs`,
 		Args: noArgs,
 		RunE: helpRun,
 	}
 	cmd.AddCommand(
 		newClusterDescribeCmd(g, e),
 		newClusterElectLeadersCmd(g, e),
+		newClusterConfigCmd(g, e),
+		newClusterLogDirsCmd(g, e),
 	)
 	return cmd
 }
 
 func newClusterDescribeCmd(g *globals, e env) *cobra.Command {
-	return &cobra.Command{
+	var format outputFormat
+	cmd := &cobra.Command{
 		Use:   "describe",
 		Short: "Show the cluster id, the controller and the brokers",
 		Long: `Describe the cluster as the broker answering the request sees it: the
@@ -43,7 +50,7 @@ controller election) and each registered broker's node id, Kafka address
 and rack ("-" when none is set). A broker that is down or has not
 registered yet is not listed.`,
 		Example: `  samsa cluster describe
-  samsa cluster describe -b 10.0.0.1:9092`,
+  samsa cluster describe -b 10.0.0.1:9092 --format json`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			adm, err := newAdmin(g)
@@ -55,12 +62,29 @@ registered yet is not listed.`,
 			if err != nil {
 				return fmt.Errorf("describe cluster: %w", err)
 			}
+			brokers := slices.Clone(m.Brokers)
+			slices.SortFunc(brokers, func(a, b kadm.BrokerDetail) int { return int(a.NodeID) - int(b.NodeID) })
+			if format.json() {
+				type brokerJSON struct {
+					NodeID int32   `json:"node_id"`
+					Host   string  `json:"host"`
+					Port   int32   `json:"port"`
+					Rack   *string `json:"rack"`
+				}
+				out := struct {
+					ClusterID  string       `json:"cluster_id"`
+					Controller int32        `json:"controller"`
+					Brokers    []brokerJSON `json:"brokers"`
+				}{m.Cluster, m.Controller, []brokerJSON{}}
+				for _, b := range brokers {
+					out.Brokers = append(out.Brokers, brokerJSON{b.NodeID, b.Host, b.Port, b.Rack})
+				}
+				return writeJSON(e.stdout, out)
+			}
 			fmt.Fprintf(e.stdout, "Cluster: %s\tController: %d\tBrokers: %d\n",
 				m.Cluster, m.Controller, len(m.Brokers))
 			tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "BROKER\tADDRESS\tRACK\tCONTROLLER")
-			brokers := slices.Clone(m.Brokers)
-			slices.SortFunc(brokers, func(a, b kadm.BrokerDetail) int { return int(a.NodeID) - int(b.NodeID) })
 			for _, b := range brokers {
 				rack := "-"
 				if b.Rack != nil && *b.Rack != "" {
@@ -75,6 +99,8 @@ registered yet is not listed.`,
 			return tw.Flush()
 		},
 	}
+	addFormatFlag(cmd, &format)
+	return cmd
 }
 
 // electionTypes maps --type values to kadm's election kinds.

@@ -162,12 +162,21 @@ func newConsumeCmd(g *globals, e env) *cobra.Command {
 		timeout   time.Duration
 		format    string
 		asJSON    bool
+		group     string
 	)
 	cmd := &cobra.Command{
 		Use:   "consume TOPIC",
 		Short: "Print records of a topic to stdout",
 		Long: `Consume TOPIC directly from its partitions (no consumer group, nothing is
 committed) and print each record to stdout.
+
+With --group, consume as a member of that consumer group instead, as
+kafka-console-consumer.sh --group does: the group's coordinator assigns
+the partitions, each record's offset is committed once the record is
+printed, so a later run of the same group resumes after the last record
+printed. --from then only says where to start in a partition the group
+has no committed offset for (beginning or end); --partition cannot be
+given.
 
 --from picks where to start in every partition: beginning, end, an
 offset, or @<unix-ms> for the first record at or after that timestamp.
@@ -194,7 +203,8 @@ not UTF-8 appear base64-encoded in key_b64 / value_b64.`,
 		Example: `  samsa consume orders --from beginning --count 10
   samsa consume orders --partition 0 --from 999 --reset error
   samsa consume orders --partition 2 --from 1500 --format '%o %k=%v\n'
-  samsa consume orders --from @1700000000000 --timeout 5s --json`,
+  samsa consume orders --from @1700000000000 --timeout 5s --json
+  samsa consume orders --group audit --from beginning`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			topic := args[0]
@@ -217,6 +227,11 @@ not UTF-8 appear base64-encoded in key_b64 / value_b64.`,
 				return usagef("--count and --timeout must not be negative")
 			}
 			ctx := cmd.Context()
+			if group != "" {
+				return consumeGroup(ctx, g, e, topic, group, from, start, policy,
+					consumer{e: e, count: count, timeout: timeout, format: f, json: asJSON, commit: true},
+					cmd.Flags().Changed("partition"))
+			}
 			parts, err := topicPartitions(ctx, g, topic, partition)
 			if err != nil {
 				return err
@@ -250,7 +265,39 @@ not UTF-8 appear base64-encoded in key_b64 / value_b64.`,
 	cmd.Flags().DurationVar(&timeout, "timeout", 0, "stop after no records arrived for this long (0: wait forever)")
 	cmd.Flags().StringVarP(&format, "format", "f", `%v\n`, "output template, see above")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object per record")
+	cmd.Flags().StringVarP(&group, "group", "g", "", "consume as a member of this consumer group, committing each record printed")
 	return cmd
+}
+
+// consumeGroup is consume --group: the group assigns the partitions and
+// c commits each record once it is printed.
+func consumeGroup(ctx context.Context, g *globals, e env, topic, group, from string, start kgo.Offset,
+	policy resetPolicy, c consumer, partitionGiven bool) error {
+	if partitionGiven {
+		return usagef("--partition cannot be used with --group: the group assigns the partitions")
+	}
+	if from != "beginning" && from != "end" {
+		return usagef("--from %q with --group: want beginning or end (where to start without a committed offset)", from)
+	}
+	if policy == resetError {
+		return usagef("--reset error with --group: the group starts at --from where it has no committed offset")
+	}
+	if _, err := topicPartitions(ctx, g, topic, -1); err != nil {
+		return err
+	}
+	cl, err := newClient(g,
+		kgo.ConsumerGroup(group),
+		kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(start),
+		kgo.DisableAutoCommit(),
+		kgo.FetchMaxWait(500*time.Millisecond),
+	)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	c.cl = cl
+	return c.run(ctx)
 }
 
 // consumer prints records until its limits are reached.
@@ -261,6 +308,22 @@ type consumer struct {
 	timeout time.Duration
 	format  recordFormat
 	json    bool
+	commit  bool // consume --group: commit each record once it is written
+}
+
+// writeAndCommit writes buf, r's output, and then commits r's offset, so a
+// group's committed offset never passes a record that was not printed.
+func (c *consumer) writeAndCommit(ctx context.Context, buf []byte, r *kgo.Record) error {
+	if _, err := c.e.stdout.Write(buf); err != nil {
+		return fmt.Errorf("write stdout: %w", err)
+	}
+	if err := c.cl.CommitRecords(ctx, r); err != nil {
+		if ctx.Err() != nil {
+			return nil // interrupted: the record may be printed again next time
+		}
+		return fmt.Errorf("commit %s-%d offset %d: %w", r.Topic, r.Partition, r.Offset+1, err)
+	}
+	return nil
 }
 
 func (c *consumer) run(ctx context.Context) error {
@@ -304,6 +367,10 @@ func (c *consumer) run(ctx context.Context) error {
 				buf, err = appendJSON(buf, r)
 			} else {
 				buf = c.format.appendRecord(buf, r)
+			}
+			if err == nil && c.commit {
+				err = c.writeAndCommit(ctx, buf, r)
+				buf = buf[:0]
 			}
 		})
 		if err != nil {

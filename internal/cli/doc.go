@@ -21,15 +21,28 @@
 //	| consume TOPIC                 | direct partition consumption, --format    |
 //	|                               | template or --json                        |
 //	| perf produce|consume|e2e      | load generator: records/s, MB/s, latency  |
-//	| dump-log FILE.log...          | offline segment dump via package record   |
+//	| dump-log FILE...              | offline segment and index dump            |
 //	| config validate               | load and check broker config              |
 //	| version                       | version, commit and Go version (also      |
 //	|                               | --version)                                |
 //	| healthcheck                   | exit 0 if /readyz answers 200 (the        |
 //	|                               | image's HEALTHCHECK)                      |
-//	| dev kfake (hidden)            | franz-go's in-memory broker, for          |
-//	|                               | side-by-side benchmarks                   |
+//	| dev etcd|certs (hidden)       | an etcd member for multi-process brokers; |
+//	|                               | a development CA and certificates         |
 //	+-------------------------------+-------------------------------------------+
+//
+// The production binary does not link a fake broker. `dev kfake`,
+// franz-go's in-memory broker that scripts/perf-compare.sh runs beside
+// samsa, is in the development binary cmd/samsa-dev, which is this
+// command tree with that command added through Main's argument; a
+// separate command rather than a build tag, so that go build, go vet and
+// go test need no tag and cannot silently skip it. internal/lint checks
+// that cmd/samsa does not depend on kfake. `dev etcd` and `dev certs` stay
+// in the production binary: they link nothing the broker does not
+// (etcd's server is the embedded etcd of samsa serve, the certificates
+// use the standard library), test/chaos runs `samsa dev etcd` from the
+// samsa binary it builds, and the README's TLS and external etcd
+// walkthroughs, which readers follow with the binary they run, use them.
 //
 // Exit codes:
 //

@@ -26,8 +26,8 @@ func newDumpLogCmd(e env) *cobra.Command {
 		maxDecomp int
 	)
 	cmd := &cobra.Command{
-		Use:   "dump-log FILE.log...",
-		Short: "Print the record batches of log segment files",
+		Use:   "dump-log FILE...",
+		Short: "Print the record batches of log segment files and their indexes",
 		Long: `Read log segment files (Kafka's on-disk format: record batches, magic v2,
 back to back) without a broker and print one line per batch: base and last
 offset, record count, file position, size, partition leader epoch, codec,
@@ -38,16 +38,26 @@ passes full validation (CRC, lengths, record framing).
 With --print-data each record follows its batch: offset, timestamp, key,
 value and headers, quoted as Go strings.
 
-The command fails if any batch is invalid or the file ends inside a batch.`,
+A .index file prints one line per entry (absolute offset, file
+position) and a .timeindex file one per entry (timestamp, absolute
+offset), the base offset taken from the file name; entries must increase.
+
+The command fails if any batch or entry is invalid or the file ends
+inside one.`,
 		Example: `  samsa dump-log samsa-data/orders-0/00000000000000000000.log
-  samsa dump-log --print-data samsa-data/orders-0/00000000000000000000.log`,
+  samsa dump-log --print-data samsa-data/orders-0/00000000000000000000.log
+  samsa dump-log samsa-data/orders-0/00000000000000000000.index`,
 		Args: minArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
 			w := bufio.NewWriter(e.stdout)
 			defer w.Flush()
 			var errs []error
 			for _, path := range args {
-				if err := dumpLogFile(w, path, printData, maxDecomp); err != nil {
+				dump := func() error { return dumpLogFile(w, path, printData, maxDecomp) }
+				if strings.HasSuffix(path, ".index") || strings.HasSuffix(path, ".timeindex") {
+					dump = func() error { return dumpIndexFile(w, path) }
+				}
+				if err := dump(); err != nil {
 					errs = append(errs, err)
 				}
 			}

@@ -38,14 +38,16 @@ DescribeGroups, OffsetFetch, ListOffsets, OffsetCommit, DeleteGroups).`,
 }
 
 func newGroupListCmd(g *globals, e env) *cobra.Command {
-	return &cobra.Command{
+	var format outputFormat
+	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List consumer groups with their state and protocol type",
 		Long: `List the groups every broker coordinates, one per line, sorted by name,
 with the group state (Empty, PreparingRebalance, CompletingRebalance,
 Stable, Dead) and protocol type ("consumer" for Kafka consumers).`,
-		Example: `  samsa group list`,
-		Args:    exactArgs(0),
+		Example: `  samsa group list
+  samsa group list --format json`,
+		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			adm, err := newAdmin(g)
 			if err != nil {
@@ -56,6 +58,21 @@ Stable, Dead) and protocol type ("consumer" for Kafka consumers).`,
 			if err != nil {
 				return fmt.Errorf("list groups: %w", err)
 			}
+			if format.json() {
+				type groupJSON struct {
+					Group        string `json:"group"`
+					State        string `json:"state"`
+					ProtocolType string `json:"protocol_type"`
+					Coordinator  int32  `json:"coordinator"`
+				}
+				out := []groupJSON{}
+				for _, l := range groups.Sorted() {
+					out = append(out, groupJSON{l.Group, l.State, l.ProtocolType, l.Coordinator})
+				}
+				return writeJSON(e.stdout, struct {
+					Groups []groupJSON `json:"groups"`
+				}{out})
+			}
 			tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "GROUP\tSTATE\tPROTOCOL-TYPE")
 			for _, l := range groups.Sorted() {
@@ -64,6 +81,8 @@ Stable, Dead) and protocol type ("consumer" for Kafka consumers).`,
 			return tw.Flush()
 		},
 	}
+	addFormatFlag(cmd, &format)
+	return cmd
 }
 
 // orDash returns s, or "-" when s is empty, for table cells.
@@ -137,21 +156,35 @@ func memberAssignment(m kadm.DescribedGroupMember) map[string][]int32 {
 }
 
 func newGroupDescribeCmd(g *globals, e env) *cobra.Command {
-	return &cobra.Command{
+	var (
+		all    bool
+		format outputFormat
+	)
+	cmd := &cobra.Command{
 		Use:   "describe GROUP...",
 		Short: "Show state, members, assignments, committed offsets and lag of groups",
 		Long: `Describe consumer groups: the state, protocol type and protocol
 (the assignor the members agreed on), each member with its member id,
 group instance id (static membership), client id and host and the
 partitions assigned to it (decoded from the consumer protocol), and per
-partition that is assigned or has a committed offset: the committed
-offset, the log end offset, the lag between them and the member that owns
-the partition. A partition without a committed offset shows "-" for the
-offset and the lag. Fails if any named group could not be described (the
-others are still printed).`,
+partition of every topic that is assigned or has a committed offset: the
+committed offset, the log end offset, the lag between them and the member
+that owns the partition. A partition without a committed offset shows "-"
+for the offset and the lag. --all describes every group of the cluster,
+as kafka-consumer-groups.sh --describe --all-groups does. Fails if any
+group could not be described (the others are still printed).`,
 		Example: `  samsa group describe billing
-  samsa group describe billing audit`,
-		Args: minArgs(1),
+  samsa group describe billing audit
+  samsa group describe --all --format json`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if all && len(args) > 0 {
+				return usageIn(cmd, fmt.Errorf("give group names or --all, not both"))
+			}
+			if !all && len(args) == 0 {
+				return usageIn(cmd, fmt.Errorf("requires at least 1 arg(s), or --all"))
+			}
+			return nil
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			adm, err := newAdmin(g)
@@ -159,15 +192,30 @@ others are still printed).`,
 				return err
 			}
 			defer adm.Close()
+			if all {
+				listed, err := adm.ListGroups(ctx)
+				if err != nil {
+					return fmt.Errorf("list groups: %w", err)
+				}
+				args = listed.Groups()
+				sort.Strings(args)
+				if len(args) == 0 {
+					if format.json() {
+						return writeJSON(e.stdout, struct {
+							Groups []groupJSON `json:"groups"`
+						}{[]groupJSON{}})
+					}
+					fmt.Fprintln(e.stdout, "(no groups)")
+					return nil
+				}
+			}
 			described, err := adm.DescribeGroups(ctx, args...)
 			if err != nil && len(described) == 0 {
 				return fmt.Errorf("describe groups: %w", err)
 			}
 			var failed int
-			for i, name := range args {
-				if i > 0 {
-					fmt.Fprintln(e.stdout)
-				}
+			out := make([]groupJSON, 0, len(args))
+			for _, name := range args {
 				d, ok := described[name]
 				if !ok || d.Err != nil {
 					failed++
@@ -175,12 +223,30 @@ others are still printed).`,
 					if ok {
 						why = d.Err.Error()
 					}
-					fmt.Fprintf(e.stdout, "Group: %s\tError: %s\n", name, why)
+					out = append(out, groupJSON{Group: name, Error: why})
 					continue
 				}
-				if err := describeGroup(ctx, adm, e.stdout, d); err != nil {
+				gj, err := collectGroup(ctx, adm, d)
+				if err != nil {
 					failed++
-					fmt.Fprintf(e.stdout, "Error: %s\n", err)
+					gj.Error = err.Error()
+				}
+				out = append(out, gj)
+			}
+			if format.json() {
+				if err := writeJSON(e.stdout, struct {
+					Groups []groupJSON `json:"groups"`
+				}{out}); err != nil {
+					return err
+				}
+			} else {
+				for i, gj := range out {
+					if i > 0 {
+						fmt.Fprintln(e.stdout)
+					}
+					if err := writeGroup(e.stdout, gj); err != nil {
+						return err
+					}
 				}
 			}
 			if failed > 0 {
@@ -189,18 +255,52 @@ others are still printed).`,
 			return nil
 		},
 	}
+	cmd.Flags().BoolVar(&all, "all", false, "describe every group of the cluster")
+	addFormatFlag(cmd, &format)
+	return cmd
 }
 
-// describeGroup prints one described group: header, members and offsets.
-func describeGroup(ctx context.Context, adm *kadm.Client, w io.Writer, d kadm.DescribedGroup) error {
-	fmt.Fprintf(w, "Group: %s\tState: %s\tProtocolType: %s\tProtocol: %s\tCoordinator: %d\n",
-		d.Group, orDash(d.State), orDash(d.ProtocolType), orDash(d.Protocol), d.Coordinator.NodeID)
+// groupJSON is one group of `group describe`, and its JSON form.
+type groupJSON struct {
+	Group        string            `json:"group"`
+	State        string            `json:"state,omitempty"`
+	ProtocolType string            `json:"protocol_type,omitempty"`
+	Protocol     string            `json:"protocol,omitempty"`
+	Coordinator  int32             `json:"coordinator"`
+	Members      []groupMemberJSON `json:"members"`
+	Offsets      []groupOffsetJSON `json:"offsets"`
+	Error        string            `json:"error,omitempty"`
+	described    bool              // the header and members are known
+}
 
+type groupMemberJSON struct {
+	MemberID   string             `json:"member_id"`
+	InstanceID *string            `json:"instance_id"`
+	ClientID   string             `json:"client_id"`
+	Host       string             `json:"host"`
+	Assignment map[string][]int32 `json:"assignment"`
+}
+
+// groupOffsetJSON is one partition's committed offset and lag; nil
+// fields are unknown (no commit, no log end offset).
+type groupOffsetJSON struct {
+	Topic     string  `json:"topic"`
+	Partition int32   `json:"partition"`
+	Committed *int64  `json:"committed"`
+	LogEnd    *int64  `json:"log_end"`
+	Lag       *int64  `json:"lag"`
+	Member    *string `json:"member"`
+}
+
+// collectGroup gathers one described group's members, committed offsets,
+// log end offsets and lag. On an error the result still holds the header
+// and members.
+func collectGroup(ctx context.Context, adm *kadm.Client, d kadm.DescribedGroup) (groupJSON, error) {
+	gj := groupJSON{Group: d.Group, State: d.State, ProtocolType: d.ProtocolType, Protocol: d.Protocol,
+		Coordinator: d.Coordinator.NodeID, Members: []groupMemberJSON{}, Offsets: []groupOffsetJSON{}, described: true}
 	owner := make(map[topicPartition]string)
 	members := append([]kadm.DescribedGroupMember(nil), d.Members...)
 	sort.Slice(members, func(i, j int) bool { return members[i].MemberID < members[j].MemberID })
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "MEMBER-ID\tINSTANCE-ID\tCLIENT-ID\tHOST\tASSIGNMENT")
 	for _, m := range members {
 		assigned := memberAssignment(m)
 		for t, ps := range assigned {
@@ -208,26 +308,18 @@ func describeGroup(ctx context.Context, adm *kadm.Client, w io.Writer, d kadm.De
 				owner[topicPartition{t, p}] = m.MemberID
 			}
 		}
-		instance := "-"
-		if m.InstanceID != nil {
-			instance = *m.InstanceID
+		if assigned == nil {
+			assigned = map[string][]int32{}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", m.MemberID, instance, orDash(m.ClientID),
-			orDash(m.ClientHost), formatAssignment(assigned))
-	}
-	if len(members) == 0 {
-		fmt.Fprintln(tw, "(no members)\t\t\t\t")
-	}
-	if err := tw.Flush(); err != nil {
-		return err
+		gj.Members = append(gj.Members, groupMemberJSON{m.MemberID, m.InstanceID, m.ClientID, m.ClientHost, assigned})
 	}
 
 	committed, err := adm.FetchOffsets(ctx, d.Group)
 	if err != nil {
-		return fmt.Errorf("fetch offsets of group %s: %w", d.Group, err)
+		return gj, fmt.Errorf("fetch offsets of group %s: %w", d.Group, err)
 	}
 	if err := committed.Error(); err != nil {
-		return fmt.Errorf("fetch offsets of group %s: %w", d.Group, err)
+		return gj, fmt.Errorf("fetch offsets of group %s: %w", d.Group, err)
 	}
 	seen := make(map[topicPartition]bool)
 	var tps []topicPartition
@@ -253,26 +345,75 @@ func describeGroup(ctx context.Context, adm *kadm.Client, w io.Writer, d kadm.De
 		}
 		ends, err = adm.ListEndOffsets(ctx, topics...)
 		if err != nil {
-			return fmt.Errorf("list end offsets: %w", err)
+			return gj, fmt.Errorf("list end offsets: %w", err)
 		}
 	}
-	fmt.Fprintln(w)
-	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "TOPIC\tPARTITION\tCOMMITTED\tLOG-END\tLAG\tMEMBER")
 	for _, tp := range tps {
-		cur, lend, lag := "-", "-", "-"
+		oj := groupOffsetJSON{Topic: tp.topic, Partition: tp.partition}
 		o, hasCommit := committed.Lookup(tp.topic, tp.partition)
-		hasCommit = hasCommit && o.At >= 0
-		if hasCommit {
-			cur = strconv.FormatInt(o.At, 10)
+		if hasCommit && o.At >= 0 {
+			at := o.At
+			oj.Committed = &at
 		}
 		if l, ok := ends.Lookup(tp.topic, tp.partition); ok && l.Err == nil {
-			lend = strconv.FormatInt(l.Offset, 10)
-			if hasCommit {
-				lag = strconv.FormatInt(max(l.Offset-o.At, 0), 10)
+			end := l.Offset
+			oj.LogEnd = &end
+			if oj.Committed != nil {
+				lag := max(end-*oj.Committed, 0)
+				oj.Lag = &lag
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\n", tp.topic, tp.partition, cur, lend, lag, orDash(owner[tp]))
+		if m, ok := owner[tp]; ok {
+			oj.Member = &m
+		}
+		gj.Offsets = append(gj.Offsets, oj)
+	}
+	return gj, nil
+}
+
+// writeGroup prints one group as text: header, members and offsets.
+func writeGroup(w io.Writer, gj groupJSON) error {
+	if !gj.described {
+		_, err := fmt.Fprintf(w, "Group: %s\tError: %s\n", gj.Group, gj.Error)
+		return err
+	}
+	fmt.Fprintf(w, "Group: %s\tState: %s\tProtocolType: %s\tProtocol: %s\tCoordinator: %d\n",
+		gj.Group, orDash(gj.State), orDash(gj.ProtocolType), orDash(gj.Protocol), gj.Coordinator)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "MEMBER-ID\tINSTANCE-ID\tCLIENT-ID\tHOST\tASSIGNMENT")
+	for _, m := range gj.Members {
+		instance := "-"
+		if m.InstanceID != nil {
+			instance = *m.InstanceID
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", m.MemberID, instance, orDash(m.ClientID),
+			orDash(m.Host), formatAssignment(m.Assignment))
+	}
+	if len(gj.Members) == 0 {
+		fmt.Fprintln(tw, "(no members)\t\t\t\t")
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if gj.Error != "" {
+		_, err := fmt.Fprintf(w, "Error: %s\n", gj.Error)
+		return err
+	}
+	fmt.Fprintln(w)
+	num := func(v *int64) string {
+		if v == nil {
+			return "-"
+		}
+		return strconv.FormatInt(*v, 10)
+	}
+	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "TOPIC\tPARTITION\tCOMMITTED\tLOG-END\tLAG\tMEMBER")
+	for _, o := range gj.Offsets {
+		member := "-"
+		if o.Member != nil {
+			member = *o.Member
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\n", o.Topic, o.Partition, num(o.Committed), num(o.LogEnd), num(o.Lag), member)
 	}
 	return tw.Flush()
 }

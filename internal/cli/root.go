@@ -32,6 +32,10 @@ const EnvBootstrapServer = "SAMSA_BOOTSTRAP_SERVER"
 // ExitMisuse for it.
 var ErrUsage = errors.New("cli: usage")
 
+// Usagef returns a usage error with a formatted message, for the commands
+// a development binary adds (see Main): Main exits with ExitMisuse for it.
+func Usagef(format string, args ...any) error { return usagef(format, args...) }
+
 // usageError wraps err so that errors.Is(err, ErrUsage) holds while the
 // message stays err's own.
 type usageError struct{ err error }
@@ -69,7 +73,9 @@ type env struct {
 
 // Main runs samsa with the process's arguments, streams and environment and
 // returns the exit code. SIGINT and SIGTERM cancel the command's context.
-func Main() int {
+// dev are added under `samsa dev`: cmd/samsa-dev passes the commands that
+// link a fake broker, which the production binary leaves out.
+func Main(dev ...*cobra.Command) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	return run(ctx, os.Args[1:], env{
@@ -77,13 +83,13 @@ func Main() int {
 		stdout: os.Stdout,
 		stderr: os.Stderr,
 		getenv: os.Getenv,
-	})
+	}, dev...)
 }
 
 // run builds the command tree, executes it with args and maps the outcome to
 // an exit code. An error is printed once, to e.stderr, as "samsa: <msg>".
-func run(ctx context.Context, args []string, e env) int {
-	root := newRootCmd(e)
+func run(ctx context.Context, args []string, e env, dev ...*cobra.Command) int {
+	root := newRootCmd(e, dev...)
 	root.SetArgs(args)
 	cmd, err := root.ExecuteContextC(ctx)
 	if err == nil {
@@ -105,13 +111,14 @@ func run(ctx context.Context, args []string, e env) int {
 }
 
 // isUsage reports whether err is misuse of the command line. cobra reports
-// an unknown subcommand of the root with a plain error, so its text is
-// recognised too.
+// an unknown subcommand of the root and a missing required flag with plain
+// errors, so their text is recognised too.
 func isUsage(err error) bool {
 	if errors.Is(err, ErrUsage) {
 		return true
 	}
-	return strings.HasPrefix(err.Error(), "unknown command ")
+	msg := err.Error()
+	return strings.HasPrefix(msg, "unknown command ") || strings.HasPrefix(msg, "required flag(s) ")
 }
 
 // globals holds the persistent flags shared by every command.
@@ -120,7 +127,7 @@ type globals struct {
 	security  clientSecurity
 }
 
-func newRootCmd(e env) *cobra.Command {
+func newRootCmd(e env, dev ...*cobra.Command) *cobra.Command {
 	g := &globals{security: clientSecurity{getenv: e.getenv}}
 	root := &cobra.Command{
 		Use:   "samsa",
@@ -176,7 +183,7 @@ so that a password need not appear on the command line.`,
 		newConsumeCmd(g, e),
 		newPerfCmd(g, e),
 		newDumpLogCmd(e),
-		newDevCmd(e),
+		newDevCmd(e, dev...),
 		newConfigCmd(e),
 		newACLCmd(g, e),
 		newUserCmd(g, e),
@@ -184,15 +191,27 @@ so that a password need not appear on the command line.`,
 		newTxnCmd(g, e),
 		newVersionCmd(e),
 		newHealthcheckCmd(e),
+		newCompletionCmd(),
 	)
 	return root
 }
 
+// suggestionDistance is the Levenshtein distance within which a mistyped
+// command gets a "Did you mean" hint (cobra's SuggestionsMinimumDistance;
+// a command whose name starts with what was typed is suggested too).
+const suggestionDistance = 2
+
 // noArgs is the Args check for commands that only group subcommands: any
-// argument names an unknown subcommand.
+// argument names an unknown subcommand, and the error suggests the
+// subcommands whose names are close to it.
 func noArgs(cmd *cobra.Command, args []string) error {
 	if len(args) > 0 {
-		return usageIn(cmd, fmt.Errorf("unknown command %q for %q", args[0], cmd.CommandPath()))
+		cmd.SuggestionsMinimumDistance = suggestionDistance
+		msg := fmt.Sprintf("unknown command %q for %q", args[0], cmd.CommandPath())
+		if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+			msg += "\n\nDid you mean this?\n\t" + strings.Join(s, "\n\t") + "\n"
+		}
+		return usageIn(cmd, errors.New(msg))
 	}
 	return nil
 }

@@ -83,6 +83,7 @@ func TestExitCodes(t *testing.T) {
 		{"bad flag value", []string{"consume", "t", "--count", "x"}, ExitMisuse, `invalid argument "x"`},
 		{"bad config kv", []string{"topic", "create", "t", "--config", "novalue"}, ExitMisuse, "want key=value"},
 		{"alter nothing", []string{"topic", "alter-config", "t"}, ExitMisuse, "nothing to do"},
+		{"missing required flag", []string{"topic", "add-partitions", "t"}, ExitMisuse, `required flag(s) "count" not set`},
 		{"missing file", []string{"dump-log", "/nonexistent/0.log"}, ExitFailure, "no such file"},
 		{"bad config", []string{"config", "validate", "--override", "num.partitions=x"}, ExitFailure, "num.partitions"},
 	}

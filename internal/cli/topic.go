@@ -20,14 +20,17 @@ func newTopicCmd(g *globals, e env) *cobra.Command {
 		Short: "Create, list, describe, alter and delete topics",
 		Long: `Topic administration through the Kafka admin API (CreateTopics,
 Metadata, ListOffsets, DescribeConfigs, IncrementalAlterConfigs,
-DeleteTopics, AlterPartitionReassignments, ListPartitionReassignments).`,
+DeleteTopics, AlterPartitionReassignments, ListPartitionReassignments,
+CreatePartitions, DeleteRecords).`,
 		Example: `  samsa topic create orders --partitions 6 --config retention.ms=86400000
   samsa topic list
   samsa topic describe orders
   samsa topic alter-config orders --set cleanup.policy=compact --delete retention.ms
   samsa topic delete orders
   samsa topic reassign orders --partition 0 --replicas 1,2
-  samsa topic reassignments`,
+  samsa topic reassignments
+  samsa topic add-partitions orders --count 12
+  samsa topic delete-records orders --partition 0 --offset 1000`,
 		Args: noArgs,
 		RunE: helpRun,
 	}
@@ -39,6 +42,8 @@ DeleteTopics, AlterPartitionReassignments, ListPartitionReassignments).`,
 		newTopicAlterConfigCmd(g, e),
 		newTopicReassignCmd(g, e),
 		newTopicReassignmentsCmd(g, e),
+		newTopicAddPartitionsCmd(g, e),
+		newTopicDeleteRecordsCmd(g, e),
 	)
 	return cmd
 }
@@ -109,14 +114,17 @@ func withMessage(err error, msg string) error {
 }
 
 func newTopicListCmd(g *globals, e env) *cobra.Command {
-	var internal bool
+	var (
+		internal bool
+		format   outputFormat
+	)
 	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List topics",
 		Long: `List the topics of the cluster, one per line, sorted by name, with their
 partition count.`,
 		Example: `  samsa topic list
-  samsa topic list --internal`,
+  samsa topic list --internal --format json`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			adm, err := newAdmin(g)
@@ -133,6 +141,21 @@ partition count.`,
 			if err != nil {
 				return fmt.Errorf("list topics: %w", err)
 			}
+			if format.json() {
+				type topicJSON struct {
+					Topic      string `json:"topic"`
+					ID         string `json:"id"`
+					Partitions int    `json:"partitions"`
+					Internal   bool   `json:"internal"`
+				}
+				out := []topicJSON{}
+				for _, t := range td.Sorted() {
+					out = append(out, topicJSON{t.Topic, topicIDString(t.ID), len(t.Partitions), t.IsInternal})
+				}
+				return writeJSON(e.stdout, struct {
+					Topics []topicJSON `json:"topics"`
+				}{out})
+			}
 			tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "TOPIC\tPARTITIONS")
 			for _, t := range td.Sorted() {
@@ -142,6 +165,7 @@ partition count.`,
 		},
 	}
 	cmd.Flags().BoolVar(&internal, "internal", false, "include internal topics")
+	addFormatFlag(cmd, &format)
 	return cmd
 }
 

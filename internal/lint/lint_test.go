@@ -16,6 +16,7 @@ import (
 // layering. testutil and the e2e tests may import anything.
 var allowed = map[string][]string{
 	"cmd/samsa":          {"cli"},
+	"cmd/samsa-dev":      {"cli"},
 	"internal/cli":       {"server", "broker", "cluster", "admin", "config", "storage", "vfs", "record", "sasl", "tlsconfig", "acl", "quota"},
 	"internal/server":    {"config"},
 	"internal/broker":    {"cluster", "replica", "group", "txn", "record", "config", "server", "storage", "vfs", "sasl", "acl", "quota"},
@@ -68,6 +69,28 @@ func TestForbiddenImports(t *testing.T) {
 				t.Errorf("%s imports %s, which the layering forbids", pkg, dep)
 			}
 		}
+	}
+}
+
+// TestProductionBinaryDoesNotLinkKfake keeps franz-go's fake broker out
+// of cmd/samsa: the commands that run it live in cmd/samsa-dev.
+func TestProductionBinaryDoesNotLinkKfake(t *testing.T) {
+	const kfake = "github.com/twmb/franz-go/pkg/kfake"
+	deps := func(pkg string) []string {
+		cmd := exec.Command("go", "list", "-deps", pkg)
+		cmd.Dir = filepath.Join("..", "..")
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("go list -deps %s: %v", pkg, err)
+		}
+		return strings.Fields(string(out))
+	}
+	if contains(deps("./cmd/samsa"), kfake) {
+		t.Errorf("cmd/samsa links %s; move the command that needs it to cmd/samsa-dev", kfake)
+	}
+	// The check above would pass vacuously if go list printed nothing useful.
+	if !contains(deps("./cmd/samsa-dev"), kfake) {
+		t.Errorf("cmd/samsa-dev does not link %s: is dev kfake still there?", kfake)
 	}
 }
 

@@ -1,4 +1,4 @@
-package cli
+package main
 
 import (
 	"fmt"
@@ -7,25 +7,12 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kfake"
+
+	"samsa/internal/cli"
 )
 
-func newDevCmd(e env) *cobra.Command {
-	cmd := &cobra.Command{
-		Use:     "dev",
-		Short:   "Development helpers",
-		Long:    `Commands for developing and benchmarking samsa; not for production use.`,
-		Example: `  samsa dev kfake --listen 127.0.0.1:9093`,
-		Hidden:  true,
-		Args:    noArgs,
-		RunE:    helpRun,
-	}
-	cmd.AddCommand(newDevKfakeCmd(e))
-	cmd.AddCommand(newDevEtcdCmd(e))
-	cmd.AddCommand(newDevCertsCmd(e))
-	return cmd
-}
-
-func newDevKfakeCmd(e env) *cobra.Command {
+// newKfakeCmd is `dev kfake`.
+func newKfakeCmd() *cobra.Command {
 	var (
 		listen     string
 		partitions int32
@@ -39,16 +26,21 @@ func newDevKfakeCmd(e env) *cobra.Command {
 client load and read each broker process's CPU time from /proc. Nothing is
 persisted. The listen address is printed to stdout once the broker
 accepts connections.`,
-		Example: `  samsa dev kfake --listen 127.0.0.1:9093 --partitions 6 --topic perf`,
-		Args:    exactArgs(0),
+		Example: `  samsa-dev dev kfake --listen 127.0.0.1:9093 --partitions 6 --topic perf`,
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return cli.Usagef("accepts 0 arg(s), received %d", len(args))
+			}
+			return nil
+		},
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			host, portStr, err := net.SplitHostPort(listen)
 			if err != nil {
-				return usagef("--listen %q: %v", listen, err)
+				return cli.Usagef("--listen %q: %v", listen, err)
 			}
 			port, err := strconv.Atoi(portStr)
 			if err != nil || port < 0 || port > 65535 {
-				return usagef("--listen %q: bad port", listen)
+				return cli.Usagef("--listen %q: bad port", listen)
 			}
 			opts := []kfake.Opt{
 				kfake.NumBrokers(1),
@@ -71,7 +63,7 @@ accepts connections.`,
 			}
 			defer c.Close()
 			for _, a := range c.ListenAddrs() {
-				fmt.Fprintf(e.stdout, "kfake listening on %s\n", a)
+				fmt.Fprintf(cmd.OutOrStdout(), "kfake listening on %s\n", a)
 			}
 			<-cmd.Context().Done()
 			return nil
