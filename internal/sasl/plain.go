@@ -53,6 +53,7 @@ type plainSession struct {
 	users     *PlainUsers
 	st        state
 	principal string
+	attempted string // the authcid the client sent, for AttemptedUser
 }
 
 // NewPlain returns a PLAIN (RFC 4616) Session that checks users. The
@@ -85,6 +86,7 @@ func (s *plainSession) Step(in []byte) ([]byte, bool, error) {
 		return nil, false, errorf(ErrAuthenticationFailed, "password not specified")
 	}
 	user := string(authcid)
+	s.attempted = user
 	if !s.users.Check(user, passwd) {
 		return nil, false, errorf(ErrAuthenticationFailed, "invalid username or password")
 	}
@@ -258,3 +260,6 @@ func (p *jaasParser) value() (string, bool) {
 	}
 	return "", false
 }
+
+// AttemptedUser returns the user name the client sent, "" before it did.
+func (s *plainSession) AttemptedUser() string { return s.attempted }

@@ -74,6 +74,12 @@ type Session interface {
 	Lifetime() time.Duration
 }
 
+// AttemptedUser is implemented by the PLAIN and SCRAM sessions: the user
+// name the client asked to authenticate as, "" before the client's first
+// message was read. It is for logging a failed authentication; it is not
+// authenticated and may be anything the client sent.
+type AttemptedUser interface{ AttemptedUser() string }
+
 // Config configures a SCRAM Session. The zero value is ready to use.
 type Config struct {
 	// Rand is the source of server nonces. Nil means crypto/rand.

@@ -434,3 +434,7 @@ func (s *scramSession) mockKey() []byte {
 	}
 	return processMockKey()
 }
+
+// AttemptedUser returns the user name of the client's first message, ""
+// before it was read.
+func (s *scramSession) AttemptedUser() string { return s.user }

@@ -339,12 +339,27 @@ func (c *conn) authenticated() error {
 // which Kafka sends as the error message. "" keeps the generic message.
 type failureMessenger interface{ FailureMessage() string }
 
+// attemptedUser is implemented by a SASLSession that knows the user name
+// the client asked to authenticate as (PLAIN, SCRAM), logged on failure.
+type attemptedUser interface{ AttemptedUser() string }
+
+// logAuthFailure logs a failed authentication at WARN, with the user the
+// client named when the mechanism tells it (never the password).
+func (c *conn) logAuthFailure(err error) {
+	attrs := []any{"listener", c.lc.Name, "remote", c.pub.Remote, "mechanism", c.auth.mechanism}
+	if au, ok := c.auth.session.(attemptedUser); ok {
+		if u := au.AttemptedUser(); u != "" {
+			attrs = append(attrs, "user", u)
+		}
+	}
+	c.s.log.Warn("server: authentication failed", append(attrs, "err", err)...)
+}
+
 // authFailed answers a failed exchange with SASL_AUTHENTICATION_FAILED
 // after connection.failed.authentication.delay.ms, then closes.
 func (c *conn) authFailed(resp *kmsg.SASLAuthenticateResponse, err error) (Reply, bool, closeAfter, error) {
 	c.s.authFailures.Add(1)
-	c.s.log.Warn("server: authentication failed", "listener", c.lc.Name, "remote", c.pub.Remote,
-		"mechanism", c.auth.mechanism, "err", err)
+	c.logAuthFailure(err)
 	resp.ErrorCode = kerr.SaslAuthenticationFailed.Code
 	msg := fmt.Sprintf("Authentication failed during authentication due to invalid credentials with SASL mechanism %s", c.auth.mechanism)
 	if fm, ok := c.auth.session.(failureMessenger); ok {
@@ -368,8 +383,7 @@ func (c *conn) serveRawToken(frame []byte) (reply Reply, after closeAfter) {
 	}
 	if err != nil {
 		c.s.authFailures.Add(1)
-		c.s.log.Warn("server: authentication failed", "listener", c.lc.Name, "remote", c.pub.Remote,
-			"mechanism", a.mechanism, "err", err)
+		c.logAuthFailure(err)
 		return Reply{None: true}, closeAfter{close: true, delay: c.lc.FailedAuthDelay}
 	}
 	if out == nil {

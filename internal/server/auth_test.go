@@ -2,13 +2,18 @@ package server
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"fmt"
+	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -68,9 +73,14 @@ func (a plainAuth) NewSession(m string) (SASLSession, bool) {
 // startListener serves lc on a loopback listener.
 func startListener(t *testing.T, lc ListenerConfig) (*saslHandler, string) {
 	t.Helper()
+	return startListenerWith(t, Config{}, lc)
+}
+
+func startListenerWith(t *testing.T, cfg Config, lc ListenerConfig) (*saslHandler, string) {
+	t.Helper()
 	h := &saslHandler{testHandler: newTestHandler()}
 	ln := listen(t)
-	s := New(Config{}, h)
+	s := New(cfg, h)
 	served := make(chan error, 1)
 	go func() { served <- s.ServeListener(ln, lc) }()
 	t.Cleanup(func() {
@@ -222,6 +232,57 @@ func TestFailedAuthenticationIsDelayedAndCloses(t *testing.T) {
 		t.Errorf("error message %v: want one that does not echo the secret", resp.ErrorMessage)
 	}
 	c.expectClosed(5 * time.Second)
+}
+
+// A failed authentication is logged at WARN with the listener, the
+// mechanism and the user the client named, never the password.
+func TestFailedAuthenticationLogNamesUserNotPassword(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var buf bytes.Buffer
+	log := slog.New(slog.NewJSONHandler(lockedWriter{&mu, &buf}, nil))
+	_, addr := startListenerWith(t, Config{Logger: log}, saslListener(0))
+	c := dial(t, addr)
+	c.write(encode(1, handshake("PLAIN"), 1))
+	if resp := c.readSASLHandshake(); resp.ErrorCode != 0 {
+		t.Fatalf("handshake: %v", kerr.ErrorForCode(resp.ErrorCode))
+	}
+	c.write(encode(2, authenticate([]byte("\x00alice\x00not-the-secret")), 2))
+	if resp := c.readSASLAuthenticate(2); resp.ErrorCode != kerr.SaslAuthenticationFailed.Code {
+		t.Fatalf("wrong password: %v", kerr.ErrorForCode(resp.ErrorCode))
+	}
+	c.expectClosed(5 * time.Second)
+	mu.Lock()
+	out := buf.String()
+	mu.Unlock()
+	var line map[string]any
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+		var m map[string]any
+		if json.Unmarshal([]byte(l), &m) == nil && m["msg"] == "server: authentication failed" {
+			line = m
+		}
+	}
+	if line == nil {
+		t.Fatalf("no authentication failure logged: %s", out)
+	}
+	if line["level"] != "WARN" || line["user"] != "alice" || line["mechanism"] != "PLAIN" || line["listener"] != "SASL_PLAINTEXT" {
+		t.Errorf("logged %v, want WARN with user alice, mechanism PLAIN, listener SASL_PLAINTEXT", line)
+	}
+	if strings.Contains(out, "not-the-secret") {
+		t.Errorf("the password reached the log: %s", out)
+	}
+}
+
+// lockedWriter serialises writes to w under mu.
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
 
 // with connections.max.reauth.ms, the session lifetime is
