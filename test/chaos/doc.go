@@ -98,7 +98,8 @@
 //	                                     | checkpoint passes it within 20 s and no aborted record is
 //	                                     | left below the checkpoint at read_uncommitted
 //	TestS21ExactlyOncePipeline...        | GroupTransactSession pipeline in -> out; kill and pause the
-//	                                     | group coordinator: every input once in the output
+//	                                     | group coordinator (long: again and again for 5 min):
+//	                                     | every input once in the output
 //	TestS22GroupCoordinatorFaults        | consumer group members as processes: kill and isolate the
 //	                                     | coordinator, kill members in a rebalance, paused zombies
 //	TestS02KillLeaderLoopSASLSSL,        | S-02 and S-03 with the secure profile (below)

@@ -19,9 +19,10 @@ import (
 // consume-transform-produce pipeline of three franz-go
 // GroupTransactSession workers (read_committed, offsets committed in the
 // transactions) copies an input topic to an output topic while the
-// coordinator of its consumer group is killed and restarted, then paused.
-// When the group's committed offsets reach the input's end, every input
-// record is in the output exactly once at read_committed.
+// coordinator of its consumer group is killed and restarted, then paused
+// (the long profile repeats the two faults for 5 minutes). When the
+// group's committed offsets reach the input's end, every input record is
+// in the output exactly once at read_committed.
 func TestS21ExactlyOncePipelineGroupCoordinatorFaults(t *testing.T) {
 	const (
 		in, out, groupID = "s21-in", "s21-out", "s21-etl"
@@ -71,7 +72,8 @@ func TestS21ExactlyOncePipelineGroupCoordinatorFaults(t *testing.T) {
 				}
 			}
 			inMu.Unlock()
-			time.Sleep(50 * time.Millisecond)
+			// About 1,500 records/s (short) or 500 (long: 5 minutes).
+			time.Sleep(pick(50*time.Millisecond, 200*time.Millisecond))
 		}
 	}()
 
@@ -171,17 +173,24 @@ func TestS21ExactlyOncePipelineGroupCoordinatorFaults(t *testing.T) {
 
 	part := group.Partition(groupID, offsetsPartitions)
 	coord := func() *broker { return c.brokers[c.mustState(offsetsTopicName, part).Leader] }
-	b := coord()
-	t.Logf("kill the group coordinator, broker %d", b.id)
-	b.kill()
-	time.Sleep(pick(3*time.Second, 8*time.Second))
-	c.restart(b)
-	waitCommits(3)
-	b = coord()
-	t.Logf("pause the group coordinator, broker %d, for %s", b.id, 2*sessionTimeout)
-	b.signal(syscall.SIGSTOP)
-	time.Sleep(2 * sessionTimeout)
-	b.signal(syscall.SIGCONT)
+	faultsEnd := time.Now().Add(pick(0, 5*time.Minute))
+	rounds := 0
+	for ; rounds == 0 || time.Now().Before(faultsEnd); rounds++ {
+		if rounds > 0 {
+			waitCommits(3)
+		}
+		b := coord()
+		t.Logf("round %d: kill the group coordinator, broker %d", rounds, b.id)
+		b.kill()
+		time.Sleep(pick(3*time.Second, 8*time.Second))
+		c.restart(b)
+		waitCommits(3)
+		b = coord()
+		t.Logf("round %d: pause the group coordinator, broker %d, for %s", rounds, b.id, 2*sessionTimeout)
+		b.signal(syscall.SIGSTOP)
+		time.Sleep(2 * sessionTimeout)
+		b.signal(syscall.SIGCONT)
+	}
 
 	stopInput()
 	inWG.Wait()
@@ -259,8 +268,8 @@ func TestS21ExactlyOncePipelineGroupCoordinatorFaults(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	t.Logf("S-21: %d input records acknowledged (%d unknown), %d output records read, %d pipeline commits in %d sessions, %d worker errors",
-		len(want), len(maybe), got, commits, sessions, len(errs))
+	t.Logf("S-21: %d rounds of faults; %d input records acknowledged (%d unknown), %d output records read, %d pipeline commits in %d sessions, %d worker errors",
+		rounds, len(want), len(maybe), got, commits, sessions, len(errs))
 	if lost+dups+unexpected > 0 {
 		t.Fatalf("S-21 anomalies: lost %d, duplicate %d, unexpected %d: %v", lost, dups, unexpected, examples)
 	}
