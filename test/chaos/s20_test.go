@@ -38,7 +38,8 @@ const compactBound = 20 * time.Second
 // TestS20ProducerKilledMidTransaction is TESTPLAN S-20: a librdkafka
 // transactional producer is killed with SIGKILL while its transaction is
 // open on every partition of a compacted topic, beside producers that
-// keep committing. The open transaction holds every partition's last
+// keep committing; twice, or (long profile) one producer after another
+// for 5 minutes. The open transaction holds every partition's last
 // stable offset back until the coordinator aborts it: that must happen
 // within the transaction timeout plus 10 s of the kill. Meanwhile the
 // cleaner must not clean past the transaction's first offset; once it is
@@ -54,7 +55,6 @@ func TestS20ProducerKilledMidTransaction(t *testing.T) {
 		partitions = 5
 	)
 	python := requireLibrdkafka(t)
-	kills := int(pick(2, 6))
 	c := startCluster(t)
 	c.createTopicWith(topic, partitions, s20TopicConfigs)
 	w := startTxnWorkload(t, c, topic, partitions, "s20-a")
@@ -62,7 +62,11 @@ func TestS20ProducerKilledMidTransaction(t *testing.T) {
 
 	bound := txnTimeout + 10*time.Second
 	var hangValues []string
-	for i := range kills {
+	// Two kills (short), or kills one after another for 5 minutes (long).
+	faultsEnd := time.Now().Add(pick(0, 5*time.Minute))
+	kills := 0
+	for i := 0; i < 2 || time.Now().Before(faultsEnd); i++ {
+		kills++
 		id := "s20-hang-" + strconv.Itoa(i)
 		ctx, cancel := context.WithCancel(context.Background())
 		cmd := exec.CommandContext(ctx, python, "testdata/txn_hang.py", strings.Join(c.addrs(), ","), topic,
