@@ -130,6 +130,8 @@
 // the process they hit, with a timestamp.
 //
 // Set SAMSA_BIN to test a prebuilt binary instead of building one.
+// SAMSA_CHAOS_KEEP=<dir> copies the whole log of every process of a
+// failing test to <dir>.
 // SAMSA_CHAOS_SECURE=1 runs every scenario with the secure profile.
 // SAMSA_CHAOS_CLIENTS=franz-go runs without librdkafka; otherwise a
 // scenario without python3 and confluent_kafka is skipped, or fails under

@@ -3,7 +3,9 @@ package chaos
 import (
 	"context"
 	"fmt"
+	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -244,16 +246,20 @@ func TestS21ExactlyOncePipelineGroupCoordinatorFaults(t *testing.T) {
 		}
 	}
 	var lost, dups, unexpected int
-	var examples []string
+	var examples, lostValues []string
 	inMu.Lock()
 	defer inMu.Unlock()
 	for v := range want {
 		if seen[v] == 0 {
 			lost++
+			lostValues = append(lostValues, v)
 			if len(examples) < 5 {
 				examples = append(examples, "lost "+v)
 			}
 		}
+	}
+	if lost > 0 {
+		explainLost(t, c, in, out, lostValues)
 	}
 	for v, k := range seen {
 		if k > 1 {
@@ -272,5 +278,58 @@ func TestS21ExactlyOncePipelineGroupCoordinatorFaults(t *testing.T) {
 		rounds, len(want), len(maybe), got, commits, sessions, len(errs))
 	if lost+dups+unexpected > 0 {
 		t.Fatalf("S-21 anomalies: lost %d, duplicate %d, unexpected %d: %v", lost, dups, unexpected, examples)
+	}
+}
+
+// explainLost logs, for each input value whose output is not visible at
+// read_committed, where the input record is and every copy of its output
+// at read_uncommitted (partition, offset, producer id and epoch), so that
+// a lost input (replication), an aborted output (transactions) and an
+// output never written (offsets committed past unprocessed records) can
+// be told apart.
+func explainLost(t *testing.T, c *testCluster, in, out string, lost []string) {
+	t.Helper()
+	sort.Strings(lost)
+	where := func(topic string) map[string][]string {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(c.addrs()...), kgo.ConsumeTopics(topic),
+			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(kgo.ReadUncommitted()),
+			kgo.FetchMaxWait(200*time.Millisecond))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cl.Close()
+		got := make(map[string][]string)
+		idle := 0
+		for idle < 6 {
+			ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+			fs := cl.PollFetches(ctx)
+			cancel()
+			if fs.NumRecords() == 0 {
+				idle++
+				continue
+			}
+			idle = 0
+			fs.EachRecord(func(r *kgo.Record) {
+				got[string(r.Value)] = append(got[string(r.Value)], fmt.Sprintf("%s-%d@%d (producer %d epoch %d, %s)",
+					r.Topic, r.Partition, r.Offset, r.ProducerID, r.ProducerEpoch, r.Timestamp.Format("15:04:05.000")))
+			})
+		}
+		return got
+	}
+	inputs, outputs := where(in), where(out)
+	for _, v := range lost {
+		src := strings.TrimPrefix(v, "out-")
+		t.Logf("lost %s: input %v; output at read_uncommitted %v", v, inputs[src], outputs[v])
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.addrs()...))
+	if err != nil {
+		return
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	adm := kadm.NewClient(cl)
+	if offs, err := adm.FetchOffsets(ctx, "s21-etl"); err == nil {
+		offs.Each(func(o kadm.OffsetResponse) { t.Logf("committed %s-%d: %d", o.Topic, o.Partition, o.At) })
 	}
 }
