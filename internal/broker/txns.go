@@ -368,7 +368,7 @@ func (b *Broker) writeMarker(ctx context.Context, topic string, partition int32,
 		return err
 	}
 	if topic == offsetsTopic {
-		b.onOffsetsMarker(partition, pid, commit)
+		b.onOffsetsMarker(partition, pid, commit, res.LastOffset)
 	}
 	return nil
 }
