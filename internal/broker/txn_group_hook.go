@@ -2,7 +2,7 @@ package broker
 
 // onOffsetsMarker tells the group coordinator that producer pid's
 // transaction has ended in __consumer_offsets partition: its COMMIT
-// (commit true) or ABORT marker is durable there. The groups of that
+// (commit true) or ABORT marker is durable there, at log offset marker. The groups of that
 // partition make the producer's pending transactional offsets committed,
 // or drop them. The marker writer calls it, on the leader of the
 // partition, after the marker is committed; a marker for a producer
@@ -18,8 +18,8 @@ package broker
 //
 // Reference: Kafka GroupCoordinator.onTransactionCompleted
 // (GroupMetadataManager.scheduleHandleTxnCompletion).
-func (b *Broker) onOffsetsMarker(partition int32, pid int64, commit bool) {
-	n, err := b.groups.CompleteTxn(b.ctx, partition, pid, commit)
+func (b *Broker) onOffsetsMarker(partition int32, pid int64, commit bool, marker int64) {
+	n, err := b.groups.CompleteTxn(b.ctx, partition, pid, commit, marker)
 	if err != nil {
 		b.log.Warn("complete transactional offsets", "partition", partition, "producer", pid, "commit", commit, "err", err)
 		return

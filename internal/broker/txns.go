@@ -378,7 +378,7 @@ func (b *Broker) writeMarkers(ctx context.Context, tps []txn.TopicPartition, pid
 			continue
 		}
 		if w.tp.Topic == offsetsTopic {
-			b.onOffsetsMarker(w.tp.Partition, pid, commit)
+			b.onOffsetsMarker(w.tp.Partition, pid, commit, w.res.LastOffset)
 		}
 	}
 	return errs

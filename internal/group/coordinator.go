@@ -714,6 +714,12 @@ func (c *Coordinator) TxnOffsetCommit(ctx context.Context, req TxnOffsetCommitRe
 	if len(recs) == 0 {
 		return res, nil
 	}
+	// NB: noted before the append, so that a marker of the producer
+	// written while the append waits for the high watermark (the
+	// transaction coordinator aborting the transaction) finds this group
+	// and waits for e.mu; it then ends the offsets if their record is
+	// before it in the log, as a reload would.
+	c.noteTxn(e.part, req.ProducerID, req.Group)
 	base, err := c.appendTxnRecords(ctx, e.log, req.ProducerID, req.ProducerEpoch, recs)
 	if err != nil {
 		if errors.Is(err, ErrInvalidProducerEpoch) {
@@ -749,14 +755,15 @@ func (c *Coordinator) noteTxn(partition int32, pid int64, group string) {
 
 // CompleteTxn applies the end of producer pid's transaction to the groups
 // of __consumer_offsets partition: called once its COMMIT (commit true)
-// or ABORT marker is durable in the partition, it makes the producer's
-// pending offsets committed or drops them (Group.CompleteTxn). It does
+// or ABORT marker is durable in the partition at log offset marker, it
+// makes the producer's pending offsets before the marker committed or
+// drops them (Group.CompleteTxn). It does
 // nothing for a partition not loaded here, and waits for a partition
 // still loading, since the marker may be past the end the load read. It
 // visits only the groups the producer has pending offsets in, and blocks
 // while one of them writes to its log. It reports the number of groups
 // that had pending offsets of pid.
-func (c *Coordinator) CompleteTxn(ctx context.Context, partition int32, pid int64, commit bool) (int, error) {
+func (c *Coordinator) CompleteTxn(ctx context.Context, partition int32, pid int64, commit bool, marker int64) (int, error) {
 	if err := c.waitLoaded(ctx, partition); err != nil {
 		return 0, err
 	}
@@ -764,8 +771,10 @@ func (c *Coordinator) CompleteTxn(ctx context.Context, partition int32, pid int6
 	ids := c.txns.open[partition][pid]
 	delete(c.txns.open[partition], pid)
 	c.txns.Unlock()
-	// NB: a TxnOffsetCommit of pid that adds offsets after this point
-	// notes the producer again, so a later marker still finds them.
+	// NB: a TxnOffsetCommit of pid noted after this point appends after
+	// the marker; one noted before holds its group's e.mu until its
+	// offsets are added. Offsets left pending past the marker are noted
+	// again below, so the next marker finds them.
 	var entries []*entry
 	c.mu.Lock()
 	for id := range ids {
@@ -777,8 +786,11 @@ func (c *Coordinator) CompleteTxn(ctx context.Context, partition int32, pid int6
 	n := 0
 	for _, e := range entries {
 		e.mu.Lock()
-		if !e.removed && e.g.CompleteTxn(pid, commit) {
+		if !e.removed && e.g.CompleteTxn(pid, commit, marker) {
 			n++
+		}
+		if !e.removed && e.g.HasTxn(pid) {
+			c.noteTxn(partition, pid, e.g.id)
 		}
 		e.mu.Unlock()
 	}
@@ -1030,7 +1042,7 @@ func (c *Coordinator) replay(ctx context.Context, log Log) (map[string]*Group, e
 	err := log.Replay(ctx, func(r Entry) error {
 		if r.Marker {
 			for id := range open[r.ProducerID] {
-				groups[id].CompleteTxn(r.ProducerID, r.Commit)
+				groups[id].CompleteTxn(r.ProducerID, r.Commit, r.Offset)
 			}
 			delete(open, r.ProducerID)
 			return nil

@@ -55,11 +55,13 @@ func (l *memLog) append(pid int64, recs []KV) (int64, error) {
 	return base, nil
 }
 
-// marker appends an end-transaction marker of pid.
-func (l *memLog) marker(pid int64, commit bool) {
+// marker appends an end-transaction marker of pid and returns its offset.
+func (l *memLog) marker(pid int64, commit bool) int64 {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.entries = append(l.entries, Entry{Offset: int64(len(l.entries)), ProducerID: pid, Marker: true, Commit: commit})
+	off := int64(len(l.entries))
+	l.entries = append(l.entries, Entry{Offset: off, ProducerID: pid, Marker: true, Commit: commit})
+	return off
 }
 
 func (l *memLog) Replay(ctx context.Context, fn func(Entry) error) error {

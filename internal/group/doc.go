@@ -98,7 +98,10 @@
 // partitions when the request asks for stable offsets (RequireStable,
 // KIP-447), so that a consumer taking over the partitions waits for the
 // transaction to end. The producer's COMMIT marker in the partition makes
-// them committed, its ABORT marker drops them:
+// them committed, its ABORT marker drops them, each only the offsets
+// whose records are before it in the log (as a reload replays them), also
+// when the marker is written while the TxnOffsetCommit's append still
+// waits for the high watermark:
 //
 //	TxnOffsetCommit(pid)        plain OffsetCommit
 //	        |                          |

@@ -225,8 +225,9 @@ func (e *groupEnv) handle(t *testing.T, d *datadriven.TestData) string {
 		var pid int64
 		d.ScanArgs(t, "pid", &pid)
 		commit := d.HasArg("commit")
+		marker := e.logEnd
 		e.logEnd++ // the marker
-		return fmt.Sprintf("end -> had-pending=%t\n", e.g.CompleteTxn(pid, commit))
+		return fmt.Sprintf("end -> had-pending=%t\n", e.g.CompleteTxn(pid, commit, marker))
 	case "delete-offset":
 		var partition int32
 		d.MaybeScanArgs(t, "partition", &partition)

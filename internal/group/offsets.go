@@ -109,30 +109,41 @@ func (g *Group) HasTxn(pid int64) bool {
 func (g *Group) HasOpenTxns() bool { return len(g.txnOffsets) > 0 }
 
 // CompleteTxn ends producer pid's transaction in this group, as its
-// COMMIT or ABORT marker in the group's __consumer_offsets partition does.
-// A commit makes each pending offset the committed one unless the
-// committed one's record is later in the log (a plain OffsetCommit made
-// after the TxnOffsetCommit); an abort drops them. It reports whether the
-// producer had pending offsets; a marker of a producer without any
-// changes nothing.
+// COMMIT or ABORT marker at log offset marker in the group's
+// __consumer_offsets partition does: only the pending offsets whose
+// records are before the marker belong to that transaction; later ones
+// (a TxnOffsetCommit appended after the marker) stay pending for the
+// producer's next marker. A commit makes each of them the committed one
+// unless the committed one's record is later in the log (a plain
+// OffsetCommit made after the TxnOffsetCommit); an abort drops them. It
+// reports whether the producer had a transaction open here before the
+// marker; a marker of a producer without one changes nothing.
 //
 // Reference: Kafka OffsetMetadataManager.replayEndTransactionMarker and
 // GroupMetadata.completePendingTxnOffsetCommit.
-func (g *Group) CompleteTxn(pid int64, commit bool) bool {
+func (g *Group) CompleteTxn(pid int64, commit bool, marker int64) bool {
 	offs, ok := g.txnOffsets[pid]
 	if !ok {
 		return false
 	}
-	delete(g.txnOffsets, pid)
-	if !commit {
-		return true
-	}
+	ended := len(offs) == 0 // its offsets were deleted (a tombstone)
 	for tp, o := range offs {
+		if o.RecordOffset > marker {
+			continue
+		}
+		ended = true
+		delete(offs, tp)
+		if !commit {
+			continue
+		}
 		if cur, ok := g.offsets[tp]; !ok || o.RecordOffset > cur.RecordOffset {
 			g.offsets[tp] = o
 		}
 	}
-	return true
+	if len(offs) == 0 {
+		delete(g.txnOffsets, pid)
+	}
+	return ended
 }
 
 // pendingOnlyTombstones returns tombstones for the partitions that only

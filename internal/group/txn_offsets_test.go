@@ -44,8 +44,8 @@ func mustTxnCommit(t *testing.T, c *Coordinator, req TxnOffsetCommitRequest) {
 // broker's marker writer does.
 func endTxn(t *testing.T, c *Coordinator, log *memLog, pid int64, commit bool) int {
 	t.Helper()
-	log.marker(pid, commit)
-	n, err := c.CompleteTxn(context.Background(), 0, pid, commit)
+	off := log.marker(pid, commit)
+	n, err := c.CompleteTxn(context.Background(), 0, pid, commit, off)
 	if err != nil {
 		t.Fatalf("complete txn: %v", err)
 	}
@@ -332,8 +332,8 @@ func TestTxnOffsetsConcurrentProducers(t *testing.T) {
 					return
 				}
 				// Every other round aborts.
-				log.marker(pid, r%2 == 0)
-				if _, err := c.CompleteTxn(context.Background(), 0, pid, r%2 == 0); err != nil {
+				off := log.marker(pid, r%2 == 0)
+				if _, err := c.CompleteTxn(context.Background(), 0, pid, r%2 == 0, off); err != nil {
 					errs <- err
 					return
 				}
@@ -397,10 +397,10 @@ func TestTxnOffsetsMarkerDuringLoad(t *testing.T) {
 	go func() { loaded <- c2.Load(ctx, 0, held) }()
 	recv(t, held.read, 5*time.Second, "replay")
 
-	log.marker(1, true)
+	off := log.marker(1, true)
 	completed := make(chan int, 1)
 	go func() {
-		n, err := c2.CompleteTxn(ctx, 0, 1, true)
+		n, err := c2.CompleteTxn(ctx, 0, 1, true, off)
 		if err != nil {
 			t.Error(err)
 		}

@@ -386,9 +386,12 @@ func (m TxnMetadata) endV2(req EndRequest, newPID func() int64, now int64) (TxnM
 		return m, ErrInvalidProducerIDMapping
 	case !retry && m.ProducerEpoch != req.Epoch:
 		return m, ErrProducerFenced
-	case retry && m.State == TxnOngoing:
-		// A new transaction began under the bumped epoch; the old
-		// epoch's end must not end it.
+	case retry && (m.State == TxnOngoing || m.State == TxnEmpty):
+		// A new transaction began under the bumped epoch, or the producer
+		// initialised again since (KIP-360 recovery): the old epoch's end
+		// is no retry of this state's end and must not end or bump it
+		// (Reference: Kafka TransactionCoordinator.handleEndTransaction,
+		// which asks Ongoing and Empty for the current epoch).
 		return m, ErrProducerFenced
 	}
 	return m.end(req, retry, newPID, now)

@@ -228,6 +228,18 @@ func TestCoordinatorErrors(t *testing.T) {
 			_, err := base.EndTxn(EndRequest{ProducerID: 7, Epoch: 2, Commit: true, V2: true}, noPID, 1)
 			return err
 		}, ErrProducerFenced},
+		// A recovering InitProducerId bumps the epoch and remembers the
+		// old one; a late v2 EndTxn at the old epoch must not abort the
+		// empty state and bump again, which would fence the producer.
+		{"end v2 at the last epoch after a recovering init", func() error {
+			m := inState(base, TxnCompleteCommit)
+			m, err := InitProducerID(&m, "t", InitRequest{TimeoutMs: 1000, ExpectedProducerID: 7, ExpectedEpoch: 3}, cfg, noPID, 1)
+			if err != nil || m.State != TxnEmpty || m.ProducerEpoch != 4 || m.LastProducerEpoch != 3 {
+				return fmt.Errorf("init: %+v, %v", m, err)
+			}
+			_, err = m.EndTxn(EndRequest{ProducerID: 7, Epoch: 3, V2: true}, noPID, 2)
+			return err
+		}, ErrProducerFenced},
 		{"add with old epoch", func() error {
 			_, err := base.AddPartitions(7, 2, []TopicPartition{{"b", 0}}, 1)
 			return err

@@ -32,6 +32,8 @@
 //	transaction.abort.timed.out.    | 5000  | a dead producer's transaction is aborted
 //	  transaction.cleanup.interval.ms|      | within 5 s of its timeout, well inside
 //	                                |       | S-20's bound of timeout + 10 s
+//	log.cleaner.backoff.ms          | 500   | S-20's compacted topic is cleaned
+//	                                |       | soon after a hanging transaction ends
 //
 // What the checker counts (TESTPLAN anomaly vocabulary); every count must
 // be zero:
@@ -49,8 +51,9 @@
 //	read-mismatch        | the librdkafka consumer read other records than
 //	                     | franz-go's
 //
-// The transactional scenarios (S-18, S-20, S-21; txnworkload_test.go)
-// check transactions instead: a transaction whose commit the producer
+// The transactional scenarios (S-18, S-19, S-20; txnworkload_test.go)
+// check transactions instead (each record keyed by its unique value, so
+// that compaction removes none of them): a transaction whose commit the producer
 // saw succeed must be wholly visible at read_committed (else lost), one
 // it aborted must be invisible (else aborted-read), one whose end failed
 // must be all or nothing (else torn), and no value may be visible twice
@@ -89,10 +92,14 @@
 //	                                     | EndTxn requests 1-10 s and delivers them after the client
 //	                                     | gave up: the late requests must not change a later transaction
 //	TestS20ProducerKilledMidTransaction  | kill -9 a librdkafka producer with its transaction open on
-//	                                     | every partition: last stable offsets move within
-//	                                     | transaction timeout + 10 s
+//	                                     | every partition of a compacted topic: last stable offsets
+//	                                     | move within transaction timeout + 10 s, the cleaner stays
+//	                                     | below the open transaction, then each leader's cleaner
+//	                                     | checkpoint passes it within 20 s and no aborted record is
+//	                                     | left below the checkpoint at read_uncommitted
 //	TestS21ExactlyOncePipeline...        | GroupTransactSession pipeline in -> out; kill and pause the
-//	                                     | group coordinator: every input once in the output
+//	                                     | group coordinator (long: again and again for 5 min):
+//	                                     | every input once in the output
 //	TestS22GroupCoordinatorFaults        | consumer group members as processes: kill and isolate the
 //	                                     | coordinator, kill members in a rebalance, paused zombies
 //	TestS02KillLeaderLoopSASLSSL,        | S-02 and S-03 with the secure profile (below)
@@ -123,6 +130,8 @@
 // the process they hit, with a timestamp.
 //
 // Set SAMSA_BIN to test a prebuilt binary instead of building one.
+// SAMSA_CHAOS_KEEP=<dir> copies the whole log of every process of a
+// failing test to <dir>.
 // SAMSA_CHAOS_SECURE=1 runs every scenario with the secure profile.
 // SAMSA_CHAOS_CLIENTS=franz-go runs without librdkafka; otherwise a
 // scenario without python3 and confluent_kafka is skipped, or fails under

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -167,10 +168,22 @@ func (p *proc) firstLine(d time.Duration, prefixes ...string) string {
 	return line
 }
 
-// dumpTail logs the last bytes of the process log.
+// dumpTail logs the last bytes of the process log, and with
+// SAMSA_CHAOS_KEEP=<dir> copies the whole log to
+// <dir>/<test>-<process>.log (the test's temp dir is removed).
 func (p *proc) dumpTail() {
 	const max = 12 << 10
 	s := p.log()
+	if dir := os.Getenv("SAMSA_CHAOS_KEEP"); dir != "" {
+		name := strings.NewReplacer("/", "_", " ", "_").Replace(p.t.Name() + "-" + p.name + ".log")
+		err := os.MkdirAll(dir, 0o755)
+		if err == nil {
+			err = os.WriteFile(filepath.Join(dir, name), []byte(s), 0o644)
+		}
+		if err != nil {
+			p.t.Logf("keep %s log: %v", p.name, err)
+		}
+	}
 	if len(s) > max {
 		s = "...\n" + s[len(s)-max:]
 	}

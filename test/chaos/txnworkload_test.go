@@ -42,7 +42,7 @@ type txnRecord struct {
 
 // txnWorkload runs transactional producers (franz-go) that write
 // transactions of txnRecords records spread over every partition of a
-// topic, committing three in four and aborting the fourth, and records
+// topic, each record keyed by its own unique value, committing three in four and aborting the fourth, and records
 // each transaction's outcome. A producer whose transaction fails aborts
 // it, and when that fails too starts over with a new client (a new
 // InitProducerId, which fences and aborts what the old one left open).
@@ -159,7 +159,9 @@ func (w *txnWorkload) one(ctx context.Context, cl *kgo.Client, id string, n int)
 		v := fmt.Sprintf("%s-t%06d-%02d", id, n, i)
 		rec.values = append(rec.values, v)
 		pwg.Add(1)
-		cl.Produce(opCtx, &kgo.Record{Partition: int32(i) % w.partitions, Value: []byte(v)}, func(_ *kgo.Record, err error) {
+		// Each record's key is its value: unique, so compaction (S-20's
+		// topic is compacted) removes no committed record.
+		cl.Produce(opCtx, &kgo.Record{Partition: int32(i) % w.partitions, Key: []byte(v), Value: []byte(v)}, func(_ *kgo.Record, err error) {
 			defer pwg.Done()
 			if err != nil {
 				pmu.Lock()
@@ -207,6 +209,19 @@ func (w *txnWorkload) counts() map[string]int {
 	out := make(map[string]int)
 	for _, r := range w.mu.txns {
 		out[r.outcome]++
+	}
+	return out
+}
+
+// values returns the values of every transaction that ended with outcome.
+func (w *txnWorkload) values(outcome string) []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var out []string
+	for _, r := range w.mu.txns {
+		if r.outcome == outcome {
+			out = append(out, r.values...)
+		}
 	}
 	return out
 }
@@ -282,7 +297,7 @@ func (w *txnWorkload) check() *txnResult {
 	for p := range w.partitions {
 		v := fmt.Sprintf("end-%s-%d", w.topic, p)
 		ends[v] = true
-		if err := endCl.ProduceSync(ctx, &kgo.Record{Partition: p, Value: []byte(v)}).FirstErr(); err != nil {
+		if err := endCl.ProduceSync(ctx, &kgo.Record{Partition: p, Key: []byte(v), Value: []byte(v)}).FirstErr(); err != nil {
 			w.t.Fatalf("end record to %s-%d: %v", w.topic, p, err)
 		}
 	}
