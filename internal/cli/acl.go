@@ -196,6 +196,29 @@ func printACLRows(w io.Writer, rows []aclRow) error {
 	return tw.Flush()
 }
 
+// writeACLJSON writes rows, sorted as printACLRows sorts them, as one JSON
+// document.
+func writeACLJSON(w io.Writer, rows []aclRow) error {
+	type aclJSON struct {
+		Principal    string `json:"principal"`
+		Host         string `json:"host"`
+		ResourceType string `json:"resource_type"`
+		ResourceName string `json:"resource_name"`
+		PatternType  string `json:"pattern_type"`
+		Operation    string `json:"operation"`
+		Permission   string `json:"permission"`
+	}
+	slices.SortFunc(rows, aclRow.compare)
+	rows = slices.Compact(rows)
+	out := make([]aclJSON, 0, len(rows))
+	for _, r := range rows {
+		out = append(out, aclJSON{r.principal, r.host, r.resourceType, r.resource, r.pattern, r.operation, r.permission})
+	}
+	return writeJSON(w, struct {
+		ACLs []aclJSON `json:"acls"`
+	}{out})
+}
+
 func newACLCreateCmd(g *globals, e env) *cobra.Command {
 	var f aclFlags
 	cmd := &cobra.Command{
@@ -250,7 +273,10 @@ created.`,
 }
 
 func newACLListCmd(g *globals, e env) *cobra.Command {
-	var f aclFlags
+	var (
+		f      aclFlags
+		format outputFormat
+	)
 	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List ACLs",
@@ -262,9 +288,10 @@ permission; without hosts or operations, every one.
 and prefixed match ACLs of that type with exactly that name, any matches
 both, and match finds every ACL that applies to the named resource: the
 literal name, the literal wildcard * and every prefix of it (KIP-290).
-Without a resource flag the pattern type is not filtered unless given.`,
+Without a resource flag the pattern type is not filtered unless given.
+--format json prints the same ACLs as one document.`,
 		Example: `  samsa acl list
-  samsa acl list --allow-principal User:alice
+  samsa acl list --allow-principal User:alice --format json
   samsa acl list --topic orders-eu --resource-pattern-type match`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -293,11 +320,15 @@ Without a resource flag the pattern type is not filtered unless given.`,
 					rows = append(rows, newACLRow(d.Principal, d.Host, d.Type, d.Name, d.Pattern, d.Operation, d.Permission))
 				}
 			}
+			if format.json() {
+				return writeACLJSON(e.stdout, rows)
+			}
 			return printACLRows(e.stdout, rows)
 		},
 	}
 	f.register(cmd, "list")
 	cmd.Flags().StringVar(&f.patternType, "resource-pattern-type", "literal", "literal, prefixed, any or match")
+	addFormatFlag(cmd, &format)
 	return cmd
 }
 

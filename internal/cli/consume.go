@@ -163,6 +163,7 @@ func newConsumeCmd(g *globals, e env) *cobra.Command {
 		format    string
 		asJSON    bool
 		group     string
+		prog      progressFlag
 	)
 	cmd := &cobra.Command{
 		Use:   "consume TOPIC",
@@ -199,7 +200,12 @@ arrived for that long. Without either, consume runs until interrupted.
   %K key length     %S value length (-1 when null)
   %% percent sign   \n \t \r \\ escapes
 --json prints one JSON object per record instead; keys and values that are
-not UTF-8 appear base64-encoded in key_b64 / value_b64.`,
+not UTF-8 appear base64-encoded in key_b64 / value_b64.
+
+While it runs, a line on stderr every second gives the records/s and MB/s
+of the last second, when stderr is a terminal and stdout is not (the
+records go to a file or a pipe), or --progress is given
+(--progress=false: never).`,
 		Example: `  samsa consume orders --from beginning --count 10
   samsa consume orders --partition 0 --from 999 --reset error
   samsa consume orders --partition 2 --from 1500 --format '%o %k=%v\n'
@@ -229,7 +235,8 @@ not UTF-8 appear base64-encoded in key_b64 / value_b64.`,
 			ctx := cmd.Context()
 			if group != "" {
 				return consumeGroup(ctx, g, e, topic, group, from, start, policy,
-					consumer{e: e, count: count, timeout: timeout, format: f, json: asJSON, commit: true},
+					consumer{e: e, count: count, timeout: timeout, format: f, json: asJSON, commit: true,
+						progress: prog.enabled(cmd, e.stderr, e.stdout), topic: topic},
 					cmd.Flags().Changed("partition"))
 			}
 			parts, err := topicPartitions(ctx, g, topic, partition)
@@ -254,7 +261,8 @@ not UTF-8 appear base64-encoded in key_b64 / value_b64.`,
 				return err
 			}
 			defer cl.Close()
-			c := consumer{cl: cl, e: e, count: count, timeout: timeout, format: f, json: asJSON}
+			c := consumer{cl: cl, e: e, count: count, timeout: timeout, format: f, json: asJSON,
+				progress: prog.enabled(cmd, e.stderr, e.stdout), topic: topic}
 			return c.run(ctx)
 		},
 	}
@@ -266,6 +274,7 @@ not UTF-8 appear base64-encoded in key_b64 / value_b64.`,
 	cmd.Flags().StringVarP(&format, "format", "f", `%v\n`, "output template, see above")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object per record")
 	cmd.Flags().StringVarP(&group, "group", "g", "", "consume as a member of this consumer group, committing each record printed")
+	prog.register(cmd)
 	return cmd
 }
 
@@ -309,6 +318,9 @@ type consumer struct {
 	format  recordFormat
 	json    bool
 	commit  bool // consume --group: commit each record once it is written
+	// progress turns on the progress line of topic.
+	progress bool
+	topic    string
 }
 
 // writeAndCommit writes buf, r's output, and then commits r's offset, so a
@@ -331,6 +343,8 @@ func (c *consumer) run(ctx context.Context) error {
 		seen int
 		buf  []byte
 	)
+	prog := startProgress(c.progress, c.e.stderr, "consume "+c.topic, false)
+	defer prog.close()
 	for c.count == 0 || seen < c.count {
 		pctx, cancel := ctx, context.CancelFunc(func() {})
 		if c.timeout > 0 {
@@ -360,6 +374,7 @@ func (c *consumer) run(ctx context.Context) error {
 		var err error
 		fs.EachRecord(func(r *kgo.Record) {
 			seen++
+			prog.add(1, int64(len(r.Key)+len(r.Value)))
 			if err != nil {
 				return
 			}

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"samsa/internal/record"
+	"samsa/internal/txn"
 )
 
 // maxDumpBatch bounds one batch read by dump-log, so a corrupt length field
@@ -22,8 +23,10 @@ const maxDumpBatch = 256 << 20
 
 func newDumpLogCmd(e env) *cobra.Command {
 	var (
-		printData bool
-		maxDecomp int
+		printData  bool
+		maxDecomp  int
+		offsetsDec bool
+		txnDec     bool
 	)
 	cmd := &cobra.Command{
 		Use:   "dump-log FILE...",
@@ -36,26 +39,51 @@ transactional and control flags, the stored CRC and whether the batch
 passes full validation (CRC, lengths, record framing).
 
 With --print-data each record follows its batch: offset, timestamp, key,
-value and headers, quoted as Go strings.
+value and headers, quoted as Go strings. --offsets-decoder decodes the
+records as those of __consumer_offsets (offset commits and group
+metadata, with a consumer group's subscriptions and assignments), and
+--transaction-log-decoder as those of __transaction_state (transaction
+metadata); either implies --print-data. A control batch's records print
+as their marker (COMMIT or ABORT) with a decoder.
 
 A .index file prints one line per entry (absolute offset, file
 position) and a .timeindex file one per entry (timestamp, absolute
 offset), the base offset taken from the file name; entries must increase.
+A .snapshot file (a partition's producer state) prints its version and
+offset, one line per producer (id, epoch, last update, coordinator epoch,
+first offset of its open transaction, "-" when none) and one per batch it
+remembers (sequences, offsets, timestamp).
 
 The command fails if any batch or entry is invalid or the file ends
 inside one.`,
 		Example: `  samsa dump-log samsa-data/orders-0/00000000000000000000.log
   samsa dump-log --print-data samsa-data/orders-0/00000000000000000000.log
-  samsa dump-log samsa-data/orders-0/00000000000000000000.index`,
+  samsa dump-log samsa-data/orders-0/00000000000000000000.index
+  samsa dump-log samsa-data/orders-0/00000000000000001200.snapshot
+  samsa dump-log --offsets-decoder samsa-data/__consumer_offsets-7/00000000000000000000.log
+  samsa dump-log --transaction-log-decoder samsa-data/__transaction_state-3/00000000000000000000.log`,
 		Args: minArgs(1),
-		RunE: func(_ *cobra.Command, args []string) error {
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if offsetsDec && txnDec {
+				return usageIn(cmd, fmt.Errorf("give --offsets-decoder or --transaction-log-decoder, not both"))
+			}
+			var dec recordDecoder
+			switch {
+			case offsetsDec:
+				dec = decodeOffsetsRecord
+			case txnDec:
+				dec = decodeTxnRecord
+			}
 			w := bufio.NewWriter(e.stdout)
 			defer w.Flush()
 			var errs []error
 			for _, path := range args {
-				dump := func() error { return dumpLogFile(w, path, printData, maxDecomp) }
-				if strings.HasSuffix(path, ".index") || strings.HasSuffix(path, ".timeindex") {
+				dump := func() error { return dumpLogFile(w, path, printData || dec != nil, maxDecomp, dec) }
+				switch {
+				case strings.HasSuffix(path, ".index") || strings.HasSuffix(path, ".timeindex"):
 					dump = func() error { return dumpIndexFile(w, path) }
+				case strings.HasSuffix(path, txn.SnapshotSuffix):
+					dump = func() error { return dumpSnapshotFile(w, path) }
 				}
 				if err := dump(); err != nil {
 					errs = append(errs, err)
@@ -66,19 +94,21 @@ inside one.`,
 	}
 	cmd.Flags().BoolVarP(&printData, "print-data", "d", false, "print every record")
 	cmd.Flags().IntVar(&maxDecomp, "max-decompressed-bytes", 64<<20, "cap on one batch's decompressed size")
+	cmd.Flags().BoolVar(&offsetsDec, "offsets-decoder", false, "decode records as __consumer_offsets records (implies --print-data)")
+	cmd.Flags().BoolVar(&txnDec, "transaction-log-decoder", false, "decode records as __transaction_state records (implies --print-data)")
 	return cmd
 }
 
 // dumpLogFile prints the batches of one segment file. Its errors name the
 // file.
-func dumpLogFile(w *bufio.Writer, path string, printData bool, maxDecomp int) error {
+func dumpLogFile(w *bufio.Writer, path string, printData bool, maxDecomp int, dec recordDecoder) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return fmt.Errorf("dump-log: %w", err)
 	}
 	defer f.Close()
 	fmt.Fprintf(w, "Dumping %s\n", path)
-	if err := dumpLog(w, bufio.NewReaderSize(f, 1<<20), printData, maxDecomp); err != nil {
+	if err := dumpLog(w, bufio.NewReaderSize(f, 1<<20), printData, maxDecomp, dec); err != nil {
 		return fmt.Errorf("dump-log: %s: %w", path, err)
 	}
 	return nil
@@ -88,7 +118,8 @@ func dumpLogFile(w *bufio.Writer, path string, printData bool, maxDecomp int) er
 // length is impossible or that the input ends inside of; that one counts
 // as invalid, and the summary names it, so that the summary and the error
 // agree.
-func dumpLog(w io.Writer, r io.Reader, printData bool, maxDecomp int) error {
+// dec, when not nil, prints the records decoded.
+func dumpLog(w io.Writer, r io.Reader, printData bool, maxDecomp int, dec recordDecoder) error {
 	var (
 		pos     int64
 		batches int
@@ -154,7 +185,11 @@ func dumpLog(w io.Writer, r io.Reader, printData bool, maxDecomp int) error {
 				fmt.Fprintf(w, "  records: %v\n", err)
 			}
 			for i := range recs {
-				writeRecord(w, b, &recs[i])
+				if dec != nil {
+					writeDecodedRecord(w, b, &recs[i], dec)
+				} else {
+					writeRecord(w, b, &recs[i])
+				}
 			}
 		}
 		pos += int64(total)

@@ -25,7 +25,10 @@ func newPerfCmd(g *globals, e env) *cobra.Command {
 		Short: "Measure produce, consume and end-to-end performance",
 		Long: `Load tests against a running cluster (samsa or any Kafka-compatible
 broker). Each subcommand prints a human-readable summary, or with --json
-one JSON object that scripts can compare across runs.`,
+one JSON object that scripts can compare across runs. While one runs, a
+line on stderr every second gives the records/s and MB/s of the last
+second, and for producers the p50/p99 acknowledgement latency, when
+stderr is a terminal or --progress is given (--progress=false: never).`,
 		Example: `  samsa perf produce --topic perf --records 1000000 --record-size 1024
   samsa perf consume --topic perf --records 1000000
   samsa perf e2e --rate 10000 --record-size 1024 --duration 30s`,
@@ -178,6 +181,7 @@ type perfProducer struct {
 	partitions int32
 	rf         int16
 	asJSON     bool
+	prog       progressFlag
 }
 
 func (p *perfProducer) register(cmd *cobra.Command) {
@@ -189,6 +193,7 @@ func (p *perfProducer) register(cmd *cobra.Command) {
 	cmd.Flags().DurationVar(&p.linger, "linger", 0, "producer linger before sending a batch")
 	cmd.Flags().Int32Var(&p.batchMax, "batch-max-bytes", 0, "maximum bytes per batch (0: client default, 1 MB)")
 	cmd.Flags().BoolVar(&p.asJSON, "json", false, "print the result as one JSON object")
+	p.prog.register(cmd)
 }
 
 func newPerfProduceCmd(g *globals, e env) *cobra.Command {
@@ -223,7 +228,8 @@ of each record, measured from the produce call to its acknowledgement.`,
 				return err
 			}
 			defer cl.Close()
-			res, err := perfProduce(ctx, cl, p.topic, records, p.size)
+			prog := startProgress(p.prog.enabled(cmd, e.stderr, nil), e.stderr, "produce "+p.topic, true)
+			res, err := perfProduce(ctx, cl, p.topic, records, p.size, prog)
 			if err != nil {
 				return err
 			}
@@ -260,8 +266,10 @@ func (l *latencyLog) fail(err error) {
 	l.errOne.CompareAndSwap(nil, &err)
 }
 
-// perfProduce produces n records of size bytes and waits for all of them.
-func perfProduce(ctx context.Context, cl *kgo.Client, topic string, n int64, size int) (*perfResult, error) {
+// perfProduce produces n records of size bytes and waits for all of them,
+// counting them in prog (which may be nil), which it closes.
+func perfProduce(ctx context.Context, cl *kgo.Client, topic string, n int64, size int, prog *progress) (*perfResult, error) {
+	defer prog.close()
 	value := make([]byte, size)
 	if _, err := rand.Read(value); err != nil {
 		return nil, fmt.Errorf("random payload: %w", err)
@@ -274,7 +282,9 @@ func perfProduce(ctx context.Context, cl *kgo.Client, topic string, n int64, siz
 			lat.fail(err)
 			return
 		}
-		lat.add(time.Since(r.Timestamp))
+		d := time.Since(r.Timestamp)
+		lat.add(d)
+		prog.ack(int64(size), d)
 	}
 	start := time.Now()
 	for i := int64(0); i < n && ctx.Err() == nil; i++ {
@@ -303,6 +313,7 @@ func newPerfConsumeCmd(g *globals, e env) *cobra.Command {
 		records int64
 		timeout time.Duration
 		asJSON  bool
+		prog    progressFlag
 	)
 	cmd := &cobra.Command{
 		Use:   "consume",
@@ -334,7 +345,8 @@ keys and values). Fails if --timeout passes without a record before
 				return err
 			}
 			defer cl.Close()
-			res, err := perfConsume(ctx, cl, topic, records, timeout)
+			p := startProgress(prog.enabled(cmd, e.stderr, nil), e.stderr, "consume "+topic, false)
+			res, err := perfConsume(ctx, cl, topic, records, timeout, p)
 			if res != nil {
 				if werr := res.write(e.stdout, asJSON); werr != nil {
 					return werr
@@ -347,12 +359,15 @@ keys and values). Fails if --timeout passes without a record before
 	cmd.Flags().Int64VarP(&records, "records", "n", 100000, "number of records to consume")
 	cmd.Flags().DurationVar(&timeout, "timeout", 10*time.Second, "fail when no record arrives for this long")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as one JSON object")
+	prog.register(cmd)
 	return cmd
 }
 
 // perfConsume polls until n records arrived. The clock starts before the
 // first poll, so connection setup counts, as it does for a real consumer.
-func perfConsume(ctx context.Context, cl *kgo.Client, topic string, n int64, idle time.Duration) (*perfResult, error) {
+// prog (which may be nil) counts the records; perfConsume closes it.
+func perfConsume(ctx context.Context, cl *kgo.Client, topic string, n int64, idle time.Duration, prog *progress) (*perfResult, error) {
+	defer prog.close()
 	res := &perfResult{Mode: "consume", Topic: topic}
 	start := time.Now()
 	var err error
@@ -369,6 +384,7 @@ func perfConsume(ctx context.Context, cl *kgo.Client, topic string, n int64, idl
 		fs.EachRecord(func(r *kgo.Record) {
 			res.Records++
 			res.Bytes += int64(len(r.Key) + len(r.Value))
+			prog.add(1, int64(len(r.Key)+len(r.Value)))
 		})
 		if err != nil {
 			break
@@ -422,7 +438,8 @@ producing stops are counted as missing and fail the run.`,
 			if err := ensureTopic(ctx, g, p.topic, p.partitions, p.rf); err != nil {
 				return err
 			}
-			res, err := perfE2E(ctx, g, &p, opts, rate, duration, grace)
+			prog := startProgress(p.prog.enabled(cmd, e.stderr, nil), e.stderr, "e2e "+p.topic, true)
+			res, err := perfE2E(ctx, g, &p, opts, rate, duration, grace, prog)
 			if res != nil {
 				if werr := res.write(e.stdout, p.asJSON); werr != nil {
 					return werr
@@ -440,8 +457,10 @@ producing stops are counted as missing and fail the run.`,
 }
 
 // perfE2E runs the e2e measurement. The consumer goroutine is started and
-// waited for here.
-func perfE2E(ctx context.Context, g *globals, p *perfProducer, opts []kgo.Opt, rate int, duration, grace time.Duration) (*perfResult, error) {
+// waited for here. prog (which may be nil) counts the acknowledged
+// records; perfE2E closes it.
+func perfE2E(ctx context.Context, g *globals, p *perfProducer, opts []kgo.Opt, rate int, duration, grace time.Duration, prog *progress) (*perfResult, error) {
+	defer prog.close()
 	adm, err := newAdmin(g)
 	if err != nil {
 		return nil, err
@@ -536,7 +555,9 @@ func perfE2E(ctx context.Context, g *globals, p *perfProducer, opts []kgo.Opt, r
 			return
 		}
 		produced.Add(1)
-		lat.add(time.Since(r.Timestamp))
+		d := time.Since(r.Timestamp)
+		lat.add(d)
+		prog.ack(int64(p.size), d)
 	}
 	payload := make([]byte, p.size)
 	if _, err := rand.Read(payload); err != nil {

@@ -108,6 +108,7 @@ func newProduceCmd(g *globals, e env) *cobra.Command {
 		keySep    string
 		headers   []string
 		partition int32
+		prog      progressFlag
 	)
 	cmd := &cobra.Command{
 		Use:   "produce TOPIC",
@@ -129,7 +130,11 @@ A topic that does not exist is created by the broker if its
 auto.create.topics.enable is true (the default), as for kcat; otherwise
 produce fails before reading stdin.
 
-The idempotent producer is off unless --idempotent is given.`,
+The idempotent producer is off unless --idempotent is given.
+
+While it runs, a line on stderr every second gives the records/s, MB/s
+and the p50/p99 acknowledgement latency of the last second, when stderr
+is a terminal or --progress is given (--progress=false: never).`,
 		Example: `  printf 'hello\nworld\n' | samsa produce orders
   printf 'k1:v1\nk2:v2\n' | samsa produce orders --key-separator : --header source=cli
   samsa produce orders --partition 0 --acks 1 --compression zstd < records.txt`,
@@ -170,13 +175,15 @@ The idempotent producer is off unless --idempotent is given.`,
 			if err := checkProduceTopic(cmd.Context(), cl, topic); err != nil {
 				return err
 			}
-			return produceLines(cmd.Context(), cl, e, topic, keySep, hdrs, partition)
+			p := startProgress(prog.enabled(cmd, e.stderr, nil), e.stderr, "produce "+topic, true)
+			return produceLines(cmd.Context(), cl, e, topic, keySep, hdrs, partition, p)
 		},
 	}
 	pf.register(cmd, "acknowledgement required: all, 1 or 0")
 	cmd.Flags().StringVarP(&keySep, "key-separator", "K", "", "split each line into key and value at the first SEP")
 	cmd.Flags().StringArrayVarP(&headers, "header", "H", nil, "header key=value added to every record (repeatable)")
 	cmd.Flags().Int32VarP(&partition, "partition", "p", -1, "partition to produce to (-1: partitioner decides)")
+	prog.register(cmd)
 	return cmd
 }
 
@@ -219,6 +226,7 @@ type produceTally struct {
 	failed   int64
 	bytes    int64
 	firstErr []error
+	prog     *progress // may be nil
 }
 
 func (t *produceTally) promise(r *kgo.Record, err error) {
@@ -233,6 +241,7 @@ func (t *produceTally) promise(r *kgo.Record, err error) {
 	}
 	t.ok++
 	t.bytes += int64(len(r.Key) + len(r.Value))
+	t.prog.ack(int64(len(r.Key)+len(r.Value)), time.Since(r.Timestamp))
 }
 
 func truncate(b []byte, n int) string {
@@ -242,10 +251,11 @@ func truncate(b []byte, n int) string {
 	return string(b[:n]) + "..."
 }
 
-// produceLines produces every line of e.stdin and waits for all results.
-func produceLines(ctx context.Context, cl *kgo.Client, e env, topic, keySep string, hdrs []kgo.RecordHeader, partition int32) error {
+// produceLines produces every line of e.stdin and waits for all results,
+// counting them in prog (which may be nil), which it closes.
+func produceLines(ctx context.Context, cl *kgo.Client, e env, topic, keySep string, hdrs []kgo.RecordHeader, partition int32, prog *progress) error {
 	start := time.Now()
-	var tally produceTally
+	tally := produceTally{prog: prog}
 	sc := bufio.NewScanner(e.stdin)
 	sc.Buffer(make([]byte, 64<<10), maxLineBytes)
 	var sent int64
@@ -265,11 +275,15 @@ func produceLines(ctx context.Context, cl *kgo.Client, e env, topic, keySep stri
 			r.Partition = partition
 		}
 		sent++
+		// The send time, which the acknowledgement latency is
+		// measured from (kgo would set the same).
+		r.Timestamp = time.Now()
 		cl.Produce(ctx, r, tally.promise)
 	}
 	scanErr := sc.Err()
 	// Flush waits for every promise; a cancelled context abandons the rest.
 	flushErr := cl.Flush(ctx)
+	prog.close()
 
 	tally.mu.Lock()
 	defer tally.mu.Unlock()

@@ -131,7 +131,10 @@ func entityString(e kadm.ClientQuotaEntity) string {
 }
 
 func newQuotaDescribeCmd(g *globals, e env) *cobra.Command {
-	var ents entityFlags
+	var (
+		ents   entityFlags
+		format outputFormat
+	)
 	cmd := &cobra.Command{
 		Use:   "describe",
 		Short: "List client quotas",
@@ -139,8 +142,11 @@ func newQuotaDescribeCmd(g *globals, e env) *cobra.Command {
 and quota. An --entity-type without a name lists every entity of that type
 (names and the default); with two types, every user and client-id pair.
 Only entities with exactly the types given are listed, as kafka-configs.sh
-lists them; without any --entity-type every entity is.`,
+lists them; without any --entity-type every entity is. --format json
+prints one document: per quota the entity's components (a null name is
+the default entity), the quota and its value as a number.`,
 		Example: `  samsa quota describe
+  samsa quota describe --format json
   samsa quota describe --entity-type users --entity-name alice
   samsa quota describe --entity-type users --entity-name alice --entity-type clients
   samsa quota describe --entity-type ips --entity-default`,
@@ -170,11 +176,23 @@ lists them; without any --entity-type every entity is.`,
 			if err != nil {
 				return fmt.Errorf("describe quotas: %w", err)
 			}
-			type row struct{ entity, key, value string }
+			type componentJSON struct {
+				Type string  `json:"type"`
+				Name *string `json:"name"`
+			}
+			type row struct {
+				entity, key, value string
+				components         []componentJSON
+				v                  float64
+			}
 			var rs []row
 			for _, q := range qs {
+				comps := []componentJSON{}
+				for _, c := range q.Entity {
+					comps = append(comps, componentJSON{c.Type, c.Name})
+				}
 				for _, v := range q.Values {
-					rs = append(rs, row{entityString(q.Entity), v.Key, strconv.FormatFloat(v.Value, 'f', -1, 64)})
+					rs = append(rs, row{entityString(q.Entity), v.Key, strconv.FormatFloat(v.Value, 'f', -1, 64), comps, v.Value})
 				}
 			}
 			sort.Slice(rs, func(i, j int) bool {
@@ -183,6 +201,20 @@ lists them; without any --entity-type every entity is.`,
 				}
 				return rs[i].key < rs[j].key
 			})
+			if format.json() {
+				type quotaJSON struct {
+					Entity []componentJSON `json:"entity"`
+					Quota  string          `json:"quota"`
+					Value  float64         `json:"value"`
+				}
+				out := make([]quotaJSON, 0, len(rs))
+				for _, r := range rs {
+					out = append(out, quotaJSON{r.components, r.key, r.v})
+				}
+				return writeJSON(e.stdout, struct {
+					Quotas []quotaJSON `json:"quotas"`
+				}{out})
+			}
 			tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "ENTITY\tQUOTA\tVALUE")
 			for _, r := range rs {
@@ -192,6 +224,7 @@ lists them; without any --entity-type every entity is.`,
 		},
 	}
 	ents.add(cmd.Flags())
+	addFormatFlag(cmd, &format)
 	return cmd
 }
 

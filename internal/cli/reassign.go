@@ -109,15 +109,16 @@ original replicas. --wait waits until the reassignment has finished.`,
 }
 
 func newTopicReassignmentsCmd(g *globals, e env) *cobra.Command {
-	return &cobra.Command{
+	var format outputFormat
+	cmd := &cobra.Command{
 		Use:   "reassignments [TOPIC...]",
 		Short: "List partition reassignments in progress",
 		Long: `List the partition reassignments in progress (ListPartitionReassignments),
 of every topic or of the named ones: per partition the current replicas
 (original and target together), the replicas being added and those being
-removed.`,
+removed. --format json prints them as one document.`,
 		Example: `  samsa topic reassignments
-  samsa topic reassignments orders`,
+  samsa topic reassignments orders --format json`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cl, err := newClient(g, kgo.MetadataMinAge(50*time.Millisecond))
@@ -152,6 +153,25 @@ removed.`,
 			if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
 				return fmt.Errorf("list reassignments: %w", err)
 			}
+			if format.json() {
+				type reassignmentJSON struct {
+					Topic     string  `json:"topic"`
+					Partition int32   `json:"partition"`
+					Replicas  []int32 `json:"replicas"`
+					Adding    []int32 `json:"adding"`
+					Removing  []int32 `json:"removing"`
+				}
+				out := []reassignmentJSON{}
+				for _, rt := range resp.Topics {
+					for _, rp := range rt.Partitions {
+						out = append(out, reassignmentJSON{rt.Topic, rp.Partition,
+							nonNil(rp.Replicas), nonNil(rp.AddingReplicas), nonNil(rp.RemovingReplicas)})
+					}
+				}
+				return writeJSON(e.stdout, struct {
+					Reassignments []reassignmentJSON `json:"reassignments"`
+				}{out})
+			}
 			tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "TOPIC\tPARTITION\tREPLICAS\tADDING\tREMOVING")
 			for _, rt := range resp.Topics {
@@ -163,6 +183,8 @@ removed.`,
 			return tw.Flush()
 		},
 	}
+	addFormatFlag(cmd, &format)
+	return cmd
 }
 
 // dash stands in for an empty table cell.

@@ -43,6 +43,9 @@ func TestTopicReassignAgainstCluster(t *testing.T) {
 	if out := mustSamsa(t, addr, "topic", "reassignments", topic); out != "TOPIC  PARTITION  REPLICAS  ADDING  REMOVING\n" {
 		t.Fatalf("reassignments %s: %q", topic, out)
 	}
+	if out := mustSamsa(t, addr, "topic", "reassignments", "--format", "json"); out != "{\n  \"reassignments\": []\n}\n" {
+		t.Fatalf("reassignments --format json: %q", out)
+	}
 
 	for _, tc := range []struct {
 		args   []string

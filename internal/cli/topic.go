@@ -170,7 +170,10 @@ partition count.`,
 }
 
 func newTopicDescribeCmd(g *globals, e env) *cobra.Command {
-	var producers bool
+	var (
+		producers bool
+		format    outputFormat
+	)
 	cmd := &cobra.Command{
 		Use:   "describe NAME...",
 		Short: "Show partitions, leaders, replicas, ISR, offsets and configs of topics",
@@ -180,10 +183,13 @@ replicas (those on brokers that are not registered, "-" when none) and log
 start/end offsets, and the topic configs that are set on the topic (not
 inherited defaults; "(none)" when there are none). With --producers, also
 each partition's active idempotent producers (DescribeProducers): producer
-id, epoch, last sequence and last timestamp.`,
+id, epoch, last sequence and last timestamp. --format json prints one
+document with the same fields, a topic that could not be described
+carrying its error.`,
 		Example: `  samsa topic describe orders
   samsa topic describe orders payments
-  samsa topic describe orders --producers`,
+  samsa topic describe orders --producers
+  samsa topic describe orders --format json`,
 		Args: minArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
@@ -219,6 +225,26 @@ id, epoch, last sequence and last timestamp.`,
 				// partition view; the config section is then left out.
 				cfgs, _ = adm.DescribeTopicConfigs(ctx, live...)
 			}
+			if format.json() {
+				out := make([]topicDescJSON, 0, len(args))
+				for _, name := range args {
+					out = append(out, collectTopic(name, td, starts, ends, cfgs))
+				}
+				if producers && len(live) > 0 {
+					if err := collectProducers(ctx, adm, live, out); err != nil {
+						return err
+					}
+				}
+				if err := writeJSON(e.stdout, struct {
+					Topics []topicDescJSON `json:"topics"`
+				}{out}); err != nil {
+					return err
+				}
+				if failed > 0 {
+					return fmt.Errorf("%d of %d topics could not be described", failed, len(args))
+				}
+				return nil
+			}
 			for i, name := range args {
 				if i > 0 {
 					fmt.Fprintln(e.stdout)
@@ -246,7 +272,126 @@ id, epoch, last sequence and last timestamp.`,
 		},
 	}
 	cmd.Flags().BoolVar(&producers, "producers", false, "also list each partition's active idempotent producers")
+	addFormatFlag(cmd, &format)
 	return cmd
+}
+
+// topicDescJSON is one topic of `topic describe --format json`.
+type topicDescJSON struct {
+	Topic             string              `json:"topic"`
+	ID                string              `json:"id,omitempty"`
+	ReplicationFactor int                 `json:"replication_factor"`
+	Configs           map[string]string   `json:"configs,omitempty"`
+	Partitions        []partitionDescJSON `json:"partitions"`
+	Error             string              `json:"error,omitempty"`
+}
+
+type partitionDescJSON struct {
+	Partition       int32          `json:"partition"`
+	Leader          int32          `json:"leader"`
+	LeaderEpoch     int32          `json:"leader_epoch"`
+	Replicas        []int32        `json:"replicas"`
+	ISR             []int32        `json:"isr"`
+	OfflineReplicas []int32        `json:"offline_replicas"`
+	LogStart        *int64         `json:"log_start"`
+	LogEnd          *int64         `json:"log_end"`
+	Producers       []producerJSON `json:"producers,omitempty"`
+	Error           string         `json:"error,omitempty"`
+}
+
+type producerJSON struct {
+	ProducerID    int64 `json:"producer_id"`
+	ProducerEpoch int16 `json:"producer_epoch"`
+	LastSequence  int32 `json:"last_sequence"`
+	LastTimestamp int64 `json:"last_timestamp"`
+}
+
+// collectTopic gathers one topic of `topic describe` for JSON.
+func collectTopic(name string, td kadm.TopicDetails, starts, ends kadm.ListedOffsets, cfgs kadm.ResourceConfigs) topicDescJSON {
+	t, ok := td[name]
+	if !ok {
+		return topicDescJSON{Topic: name, Partitions: []partitionDescJSON{}, Error: "not returned by the broker"}
+	}
+	if t.Err != nil {
+		return topicDescJSON{Topic: name, Partitions: []partitionDescJSON{}, Error: t.Err.Error()}
+	}
+	out := topicDescJSON{Topic: name, ID: topicIDString(t.ID), Partitions: []partitionDescJSON{}}
+	if rc, err := cfgs.On(t.Topic, nil); err == nil && rc.Err == nil {
+		out.Configs = map[string]string{}
+		for _, c := range rc.Configs {
+			if c.Source == kmsg.ConfigSourceDynamicTopicConfig {
+				v := c.MaybeValue()
+				if c.Sensitive {
+					v = "(sensitive)"
+				}
+				out.Configs[c.Key] = v
+			}
+		}
+	}
+	offset := func(l kadm.ListedOffsets, p int32) *int64 {
+		o, ok := l.Lookup(t.Topic, p)
+		if !ok || o.Err != nil {
+			return nil
+		}
+		return &o.Offset
+	}
+	for _, p := range t.Partitions.Sorted() {
+		out.ReplicationFactor = max(out.ReplicationFactor, len(p.Replicas))
+		out.Partitions = append(out.Partitions, partitionDescJSON{
+			Partition:       p.Partition,
+			Leader:          p.Leader,
+			LeaderEpoch:     p.LeaderEpoch,
+			Replicas:        nonNil(p.Replicas),
+			ISR:             nonNil(p.ISR),
+			OfflineReplicas: nonNil(p.OfflineReplicas),
+			LogStart:        offset(starts, p.Partition),
+			LogEnd:          offset(ends, p.Partition),
+			Error:           errString(p.Err),
+		})
+	}
+	return out
+}
+
+// collectProducers adds the active producers of the topics' partitions to
+// out.
+func collectProducers(ctx context.Context, adm *kadm.Client, topics []string, out []topicDescJSON) error {
+	set := make(kadm.TopicsSet)
+	for _, t := range topics {
+		set.Add(t)
+	}
+	described, err := adm.DescribeProducers(ctx, set)
+	if err != nil {
+		return fmt.Errorf("describe producers: %w", err)
+	}
+	for _, p := range described.SortedPartitions() {
+		for i := range out {
+			if out[i].Topic != p.Topic {
+				continue
+			}
+			for j := range out[i].Partitions {
+				pj := &out[i].Partitions[j]
+				if pj.Partition != p.Partition {
+					continue
+				}
+				if p.Err != nil {
+					pj.Error = p.Err.Error()
+					continue
+				}
+				for _, pr := range p.ActiveProducers.Sorted() {
+					pj.Producers = append(pj.Producers, producerJSON{pr.ProducerID, pr.ProducerEpoch, pr.LastSequence, pr.LastTimestamp})
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// nonNil returns v, or an empty slice for nil, so JSON shows [] not null.
+func nonNil[T any](v []T) []T {
+	if v == nil {
+		return []T{}
+	}
+	return v
 }
 
 // writeProducers prints the active producers of the topics' partitions.

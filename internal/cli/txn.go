@@ -54,6 +54,7 @@ func newTxnListCmd(g *globals, e env) *cobra.Command {
 		states      []string
 		producerIDs []int64
 		minDuration time.Duration
+		format      outputFormat
 	)
 	cmd := &cobra.Command{
 		Use:   "list",
@@ -63,9 +64,9 @@ the coordinator's broker id, the producer id and the transaction state
 (Empty, Ongoing, PrepareCommit, PrepareAbort, CompleteCommit,
 CompleteAbort, PrepareEpochFence, Dead). --state and --producer-id filter
 at the coordinators; --min-duration keeps transactions running at least
-that long (KIP-994).`,
+that long (KIP-994). --format json prints them as one document.`,
 		Example: `  samsa txn list
-  samsa txn list --state Ongoing --min-duration 5m`,
+  samsa txn list --state Ongoing --min-duration 5m --format json`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			adm, err := newAdmin(g)
@@ -76,6 +77,21 @@ that long (KIP-994).`,
 			listed, err := listTransactions(cmd.Context(), adm, producerIDs, states, minDuration)
 			if err != nil {
 				return fmt.Errorf("list transactions: %w", err)
+			}
+			if format.json() {
+				type txnJSON struct {
+					TransactionalID string `json:"transactional_id"`
+					Coordinator     int32  `json:"coordinator"`
+					ProducerID      int64  `json:"producer_id"`
+					State           string `json:"state"`
+				}
+				out := []txnJSON{}
+				for _, l := range listed.Sorted() {
+					out = append(out, txnJSON{l.TxnID, l.Coordinator, l.ProducerID, l.State})
+				}
+				return writeJSON(e.stdout, struct {
+					Transactions []txnJSON `json:"transactions"`
+				}{out})
 			}
 			tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "TRANSACTIONAL-ID\tCOORDINATOR\tPRODUCER-ID\tSTATE")
@@ -88,6 +104,7 @@ that long (KIP-994).`,
 	cmd.Flags().StringSliceVar(&states, "state", nil, "only transactions in these states (comma-separated)")
 	cmd.Flags().Int64SliceVar(&producerIDs, "producer-id", nil, "only these producer ids (comma-separated)")
 	cmd.Flags().DurationVar(&minDuration, "min-duration", 0, "only transactions running at least this long")
+	addFormatFlag(cmd, &format)
 	return cmd
 }
 
@@ -114,14 +131,17 @@ func listTransactions(ctx context.Context, adm *kadm.Client, producerIDs []int64
 }
 
 func newTxnDescribeCmd(g *globals, e env) *cobra.Command {
-	return &cobra.Command{
+	var format outputFormat
+	cmd := &cobra.Command{
 		Use:   "describe TRANSACTIONAL-ID...",
 		Short: "Describe transactional ids: state, producer, timeout and partitions",
 		Long: `Describe transactional ids at their coordinators: the coordinator, the
 state, the producer id and epoch, the transaction timeout, when the
-current transaction started and the partitions in it.`,
-		Example: `  samsa txn describe payments-writer`,
-		Args:    minArgs(1),
+current transaction started and the partitions in it. --format json prints
+one document, an id that could not be described carrying its error.`,
+		Example: `  samsa txn describe payments-writer
+  samsa txn describe payments-writer --format json`,
+		Args: minArgs(1),
 		RunE: func(cmd *cobra.Command, ids []string) error {
 			adm, err := newAdmin(g)
 			if err != nil {
@@ -132,14 +152,40 @@ current transaction started and the partitions in it.`,
 			if err != nil {
 				return fmt.Errorf("describe transactions: %w", err)
 			}
+			type txnDescJSON struct {
+				TransactionalID string             `json:"transactional_id"`
+				Coordinator     int32              `json:"coordinator"`
+				State           string             `json:"state,omitempty"`
+				ProducerID      int64              `json:"producer_id"`
+				ProducerEpoch   int16              `json:"producer_epoch"`
+				TimeoutMs       int32              `json:"timeout_ms"`
+				StartTimestamp  *int64             `json:"start_timestamp"`
+				Partitions      map[string][]int32 `json:"partitions"`
+				Error           string             `json:"error,omitempty"`
+			}
+			out := []txnDescJSON{}
 			tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "TRANSACTIONAL-ID\tCOORDINATOR\tSTATE\tPRODUCER-ID\tEPOCH\tTIMEOUT-MS\tSTARTED\tPARTITIONS")
 			var failed []string
 			for _, d := range described.Sorted() {
 				if d.Err != nil {
 					failed = append(failed, fmt.Sprintf("%s: %v", d.TxnID, d.Err))
+					out = append(out, txnDescJSON{TransactionalID: d.TxnID, Coordinator: d.Coordinator, Partitions: map[string][]int32{}, Error: d.Err.Error()})
 					continue
 				}
+				dj := txnDescJSON{TransactionalID: d.TxnID, Coordinator: d.Coordinator, State: d.State,
+					ProducerID: d.ProducerID, ProducerEpoch: d.ProducerEpoch, TimeoutMs: d.TimeoutMillis,
+					Partitions: map[string][]int32{}}
+				if d.StartTimestamp >= 0 {
+					dj.StartTimestamp = &d.StartTimestamp
+				}
+				for t, ps := range d.Topics {
+					for p := range ps {
+						dj.Partitions[t] = append(dj.Partitions[t], p)
+					}
+					slices.Sort(dj.Partitions[t])
+				}
+				out = append(out, dj)
 				started := "-"
 				if d.StartTimestamp >= 0 {
 					started = time.UnixMilli(d.StartTimestamp).UTC().Format(time.RFC3339)
@@ -147,7 +193,13 @@ current transaction started and the partitions in it.`,
 				fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%d\t%d\t%s\t%s\n", d.TxnID, d.Coordinator, d.State,
 					d.ProducerID, d.ProducerEpoch, d.TimeoutMillis, started, formatTopicsSet(d.Topics))
 			}
-			if err := tw.Flush(); err != nil {
+			if format.json() {
+				if err := writeJSON(e.stdout, struct {
+					Transactions []txnDescJSON `json:"transactions"`
+				}{out}); err != nil {
+					return err
+				}
+			} else if err := tw.Flush(); err != nil {
 				return err
 			}
 			if len(failed) > 0 {
@@ -156,6 +208,8 @@ current transaction started and the partitions in it.`,
 			return nil
 		},
 	}
+	addFormatFlag(cmd, &format)
+	return cmd
 }
 
 // formatTopicsSet renders a topic set as "topic[0,1] other[3]".
@@ -198,16 +252,20 @@ func (f *partitionFlags) set() kadm.TopicsSet {
 }
 
 func newTxnProducersCmd(g *globals, e env) *cobra.Command {
-	var pf partitionFlags
+	var (
+		pf     partitionFlags
+		format outputFormat
+	)
 	cmd := &cobra.Command{
 		Use:   "producers",
 		Short: "Show the producers of partitions and their open transactions",
 		Long: `Show, for each partition, the idempotent and transactional producers its
 leader knows: producer id and epoch, last sequence, last write, the
 coordinator epoch of its last marker, and the first offset of its open
-transaction ("-" when none is open).`,
-		Example: `  samsa txn producers --topic orders --partition 3`,
-		Args:    exactArgs(0),
+transaction ("-" when none is open; null in --format json).`,
+		Example: `  samsa txn producers --topic orders --partition 3
+  samsa txn producers --topic orders --format json`,
+		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			adm, err := newAdmin(g)
 			if err != nil {
@@ -217,6 +275,30 @@ transaction ("-" when none is open).`,
 			prods, err := describeProducers(cmd.Context(), adm, pf.set())
 			if err != nil {
 				return err
+			}
+			if format.json() {
+				type txnProducerJSON struct {
+					Topic            string `json:"topic"`
+					Partition        int32  `json:"partition"`
+					ProducerID       int64  `json:"producer_id"`
+					ProducerEpoch    int16  `json:"producer_epoch"`
+					LastSequence     int32  `json:"last_sequence"`
+					LastTimestamp    int64  `json:"last_timestamp"`
+					CoordinatorEpoch int32  `json:"coordinator_epoch"`
+					TxnStartOffset   *int64 `json:"txn_start_offset"`
+				}
+				out := []txnProducerJSON{}
+				for _, p := range prods {
+					pj := txnProducerJSON{p.Topic, p.Partition, p.ProducerID, p.ProducerEpoch,
+						p.LastSequence, p.LastTimestamp, p.CoordinatorEpoch, nil}
+					if p.CurrentTxnStartOffset >= 0 {
+						pj.TxnStartOffset = &p.CurrentTxnStartOffset
+					}
+					out = append(out, pj)
+				}
+				return writeJSON(e.stdout, struct {
+					Producers []txnProducerJSON `json:"producers"`
+				}{out})
 			}
 			tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "TOPIC\tPARTITION\tPRODUCER-ID\tEPOCH\tLAST-SEQUENCE\tLAST-WRITE\tCOORDINATOR-EPOCH\tTXN-START-OFFSET")
@@ -232,6 +314,7 @@ transaction ("-" when none is open).`,
 		},
 	}
 	pf.add(cmd, false)
+	addFormatFlag(cmd, &format)
 	return cmd
 }
 

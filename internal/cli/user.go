@@ -172,15 +172,17 @@ NAME has. Deleting a credential that does not exist fails.`,
 }
 
 func newUserListCmd(g *globals, e env) *cobra.Command {
+	var format outputFormat
 	cmd := &cobra.Command{
 		Use:   "list [NAME...]",
 		Short: "List SCRAM users",
 		Long: `List every SCRAM user, or the users named, one credential per line,
 sorted by user and mechanism, with the iteration count. Salts and keys are
 never shown. A named user without credentials fails the command after the
-others are printed.`,
+others are printed. --format json prints one document, a user without
+credentials carrying its error.`,
 		Example: `  samsa user list
-  samsa user list alice bob`,
+  samsa user list alice bob --format json`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			adm, err := newAdmin(g)
@@ -192,27 +194,48 @@ others are printed.`,
 			if err != nil {
 				return fmt.Errorf("list users: %w", err)
 			}
+			type credJSON struct {
+				Mechanism  string `json:"mechanism"`
+				Iterations int32  `json:"iterations"`
+			}
+			type userJSON struct {
+				User        string     `json:"user"`
+				Credentials []credJSON `json:"credentials"`
+				Error       string     `json:"error,omitempty"`
+			}
+			users := []userJSON{}
 			tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "USER\tMECHANISM\tITERATIONS")
 			var errs []error
 			for _, d := range ds.Sorted() {
 				if d.Err != nil {
+					err := fmt.Errorf("user %s: %w", d.User, withMessage(d.Err, d.ErrMessage))
 					if errors.Is(d.Err, kerr.ResourceNotFound) {
-						errs = append(errs, fmt.Errorf("user %s: no SCRAM credentials", d.User))
-					} else {
-						errs = append(errs, fmt.Errorf("user %s: %w", d.User, withMessage(d.Err, d.ErrMessage)))
+						err = fmt.Errorf("user %s: no SCRAM credentials", d.User)
 					}
+					errs = append(errs, err)
+					users = append(users, userJSON{User: d.User, Credentials: []credJSON{}, Error: err.Error()})
 					continue
 				}
+				uj := userJSON{User: d.User, Credentials: []credJSON{}}
 				for _, ci := range d.CredInfos {
 					fmt.Fprintf(tw, "%s\t%s\t%d\n", d.User, ci.Mechanism, ci.Iterations)
+					uj.Credentials = append(uj.Credentials, credJSON{ci.Mechanism.String(), ci.Iterations})
 				}
+				users = append(users, uj)
 			}
-			if err := tw.Flush(); err != nil {
+			if format.json() {
+				if err := writeJSON(e.stdout, struct {
+					Users []userJSON `json:"users"`
+				}{users}); err != nil {
+					return err
+				}
+			} else if err := tw.Flush(); err != nil {
 				return err
 			}
 			return errors.Join(errs...)
 		},
 	}
+	addFormatFlag(cmd, &format)
 	return cmd
 }

@@ -17,7 +17,7 @@ import (
 var allowed = map[string][]string{
 	"cmd/samsa":          {"cli"},
 	"cmd/samsa-dev":      {"cli"},
-	"internal/cli":       {"server", "broker", "cluster", "admin", "config", "storage", "vfs", "record", "sasl", "tlsconfig", "acl", "quota"},
+	"internal/cli":       {"server", "broker", "cluster", "admin", "config", "storage", "vfs", "record", "txn", "sasl", "tlsconfig", "acl", "quota"},
 	"internal/server":    {"config"},
 	"internal/broker":    {"cluster", "replica", "group", "txn", "record", "config", "server", "storage", "vfs", "sasl", "acl", "quota"},
 	"internal/group":     {"replica", "record", "config", "storage"},
