@@ -25,11 +25,17 @@ package broker
 //   fenced epoch INVALID_PRODUCER_EPOCH, an unknown producer
 //   INVALID_PRODUCER_ID_MAPPING, on every partition.
 //
-// Differences from Kafka: for v0-4, Kafka 3.6+ coordinators first ask the
-// transaction coordinator whether the group's partition is part of the
-// producer's ongoing transaction (KIP-890 verification) and refuse the
-// commit otherwise. samsa does not; a commit sent without AddOffsetsToTxn
-// stays pending until a marker of that producer reaches the partition. A
+// v0-4 with transaction.partition.verification.enable (KIP-890 part 1):
+// the transaction coordinator is first asked whether the group's partition
+// is in the producer's ongoing transaction (verifyOffsetsPartition); one
+// that is not (no AddOffsetsToTxn, or a commit arriving after its
+// transaction ended) gets INVALID_TXN_STATE, TRANSACTION_ABORTABLE from v4,
+// and nothing is written (Reference: Kafka
+// AddPartitionsToTxnManager, txnOffsetCommitRequestVersionToTransactionSupportedOperation).
+// Unlike Kafka no verification guard covers the append that follows: a
+// marker of the producer landing between the two leaves the offsets after
+// it, pending, for that producer's next marker (the window is the
+// verification's round trip). A
 // request without a producer id (-1) gets INVALID_PRODUCER_ID_MAPPING and
 // one without an epoch INVALID_PRODUCER_EPOCH, on every partition.
 //
@@ -106,8 +112,11 @@ func (b *Broker) handleTxnOffsetCommit(req *kmsg.TxnOffsetCommitRequest) server.
 	return server.Reply{Wait: func(ctx context.Context) server.Reply {
 		var res group.OffsetCommitResult
 		var err error
-		if req.Version >= 5 {
+		switch {
+		case req.Version >= 5:
 			err = b.addOffsetsPartition(ctx, req)
+		case b.cfg.TransactionPartitionVerificationEnable:
+			err = b.verifyOffsetsPartition(ctx, req)
 		}
 		if err == nil {
 			res, err = b.groups.TxnOffsetCommit(ctx, gr)
@@ -134,6 +143,25 @@ func (b *Broker) handleTxnOffsetCommit(req *kmsg.TxnOffsetCommitRequest) server.
 		}
 		return server.Reply{Msg: resp}
 	}}
+}
+
+// verifyOffsetsPartition checks with the transaction coordinator that the
+// __consumer_offsets partition of req's group is in the producer's ongoing
+// transaction (TxnOffsetCommit v0-4, KIP-890 part 1).
+func (b *Broker) verifyOffsetsPartition(ctx context.Context, req *kmsg.TxnOffsetCommitRequest) error {
+	err := b.verifyOrAdd(ctx, req.TransactionalID, req.ProducerID, req.ProducerEpoch, b.offsetsPartition(req.Group), false)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, errNotInTxn):
+		if req.Version >= 4 {
+			return errTxnAbortable
+		}
+		return err
+	case errors.Is(err, txn.ErrInvalidProducerEpoch), errors.Is(err, txn.ErrInvalidProducerIDMapping):
+		return err
+	}
+	return fmt.Errorf("%w: %w", group.ErrCoordinatorNotAvailable, err)
 }
 
 // offsetsPartition returns the __consumer_offsets partition of a group,

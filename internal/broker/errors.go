@@ -28,6 +28,10 @@ var (
 	errMessageTooLarge = errors.New("broker: record batch larger than max.message.bytes")
 	errTransactional   = errors.New("broker: transactional batch without a transaction")
 	errUnknownProducer = errors.New("broker: producer id was not issued by this cluster")
+	// errTxnAbortable is a transactional request whose partition is not
+	// in the producer's transaction, answered TRANSACTION_ABORTABLE
+	// where the version knows it (KIP-890): the client aborts and goes on.
+	errTxnAbortable = errors.New("broker: the partition is not in the transaction; abort it")
 	// errNoKeyOnCompactedTopic maps to INVALID_RECORD, as in Kafka.
 	errNoKeyOnCompactedTopic = fmt.Errorf("%w: a compacted topic cannot accept a record without a key", record.ErrInvalidRecord)
 )
@@ -92,6 +96,8 @@ func errCode(err error) *kerr.Error {
 		return kerr.MessageTooLarge
 	case errors.Is(err, errTransactional):
 		return kerr.InvalidTxnState
+	case errors.Is(err, errTxnAbortable):
+		return kerr.TransactionAbortable
 	case errors.Is(err, errUnknownProducer), errors.Is(err, txn.ErrUnknownProducerID):
 		return kerr.UnknownProducerID
 	case errors.Is(err, txn.ErrOutOfOrderSequence):

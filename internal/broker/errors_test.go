@@ -86,6 +86,8 @@ func TestErrCodeMapsEverySentinel(t *testing.T) {
 		{sasl.ErrInvalidCredential, kerr.UnacceptableCredential},
 		{errEmptyUser, kerr.UnacceptableCredential},
 		{errUnknownProducer, kerr.UnknownProducerID},
+		{errTxnAbortable, kerr.TransactionAbortable},
+		{errNotInTxn, kerr.InvalidTxnState},
 		{context.DeadlineExceeded, kerr.RequestTimedOut},
 		{errors.New("anything else"), kerr.UnknownServerError},
 	}

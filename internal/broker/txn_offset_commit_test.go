@@ -2,6 +2,7 @@ package broker_test
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -23,6 +24,12 @@ type txnOffsets struct {
 	// part is the group's __consumer_offsets partition.
 	part int32
 }
+
+// unverifiedOffsetsConfig is groupBrokerConfig without KIP-890
+// verification: these tests commit offsets of producer ids that no
+// transactional id holds (the markers come from WriteTxnMarkers), which a
+// verifying coordinator refuses (TestTxnOffsetCommitVerifiedWithCoordinator).
+var unverifiedOffsetsConfig = append(slices.Clone(groupBrokerConfig), "transaction.partition.verification.enable=false")
 
 func newTxnOffsets(t *testing.T, b *testutil.Broker, groupID, topic string) *txnOffsets {
 	t.Helper()
@@ -194,7 +201,7 @@ const unstable = -2
 // Reference: KIP-98 (transactional offsets), KIP-447 (require_stable).
 func TestTxnOffsetCommitVisibleOnlyAfterCommitMarker(t *testing.T) {
 	t.Parallel()
-	b := testutil.StartBroker(t, groupBrokerConfig...)
+	b := testutil.StartBroker(t, unverifiedOffsetsConfig...)
 	x := newTxnOffsets(t, b, "txo-group", "txo")
 	const pid = 4000
 
@@ -232,7 +239,7 @@ func TestTxnOffsetCommitVisibleOnlyAfterCommitMarker(t *testing.T) {
 // TestTxnOffsetCommitErrorCodes covers the request-level answers.
 func TestTxnOffsetCommitErrorCodes(t *testing.T) {
 	t.Parallel()
-	b := testutil.StartBroker(t, groupBrokerConfig...)
+	b := testutil.StartBroker(t, unverifiedOffsetsConfig...)
 	x := newTxnOffsets(t, b, "txo-codes", "txo-codes")
 
 	// A partition the metadata does not know (Kafka checks it before the
@@ -283,7 +290,7 @@ func TestTxnOffsetCommitErrorCodes(t *testing.T) {
 // Reference: Kafka ClassicGroup.validateOffsetCommit, isTransactional.
 func TestTxnOffsetCommitV2IgnoresMembership(t *testing.T) {
 	t.Parallel()
-	b := testutil.StartBroker(t, groupBrokerConfig...)
+	b := testutil.StartBroker(t, unverifiedOffsetsConfig...)
 	x := newTxnOffsets(t, b, "txo-v2", "txo-v2")
 	member := b.Client(kgo.ConsumerGroup(x.group), kgo.ConsumeTopics(x.topic), kgo.DisableAutoCommit(), kgo.SessionTimeout(6*time.Second),
 		kgo.HeartbeatInterval(200*time.Millisecond), kgo.FetchMaxWait(100*time.Millisecond))
@@ -323,4 +330,78 @@ func TestTxnOffsetCommitV2IgnoresMembership(t *testing.T) {
 	}
 	x.marker(5, 0, true)
 	x.expect("after the v2 commit's marker", true, map[int32]int64{0: 3})
+}
+
+// Reference: KIP-890 part 1 (Kafka verifies TxnOffsetCommit v0-4 with the
+// transaction coordinator): a commit whose group partition is not in the
+// producer's ongoing transaction, never added or added by a transaction
+// that has ended, is refused, TRANSACTION_ABORTABLE from v4 and
+// INVALID_TXN_STATE before, and writes nothing; after AddOffsetsToTxn it
+// is accepted and counts once the transaction commits.
+func TestTxnOffsetCommitVerifiedWithCoordinator(t *testing.T) {
+	t.Parallel()
+	b := testutil.StartBroker(t, groupBrokerConfig...)
+	testutil.CreateTopic(t, b.Admin(), "txv-in", 1)
+	cl := pinned(t, b, 28, 4, 26, 4)
+	const id, groupID = "txv-id", "txv-group"
+	pid, epoch := initTxnID(t, cl, id, 60000)
+	commit := func(c *kgo.Client, offset int64) int16 {
+		t.Helper()
+		req := kmsg.NewPtrTxnOffsetCommitRequest()
+		req.TransactionalID, req.Group, req.ProducerID, req.ProducerEpoch, req.Generation = id, groupID, pid, epoch, -1
+		rt := kmsg.NewTxnOffsetCommitRequestTopic()
+		rt.Topic = "txv-in"
+		rp := kmsg.NewTxnOffsetCommitRequestTopicPartition()
+		rp.Partition, rp.Offset, rp.LeaderEpoch = 0, offset, -1
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		var code int16
+		testutil.Eventually(t, 30*time.Second, func() error {
+			resp, err := req.RequestWith(ctxT(t, 10*time.Second), c)
+			if err != nil {
+				return err
+			}
+			code = resp.Topics[0].Partitions[0].ErrorCode
+			if code == kerr.CoordinatorLoadInProgress.Code || code == kerr.CoordinatorNotAvailable.Code || code == kerr.NotCoordinator.Code {
+				return kerr.ErrorForCode(code)
+			}
+			return nil
+		})
+		return code
+	}
+	addOffsets := func() {
+		t.Helper()
+		req := kmsg.NewPtrAddOffsetsToTxnRequest()
+		req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Group = id, pid, epoch, groupID
+		if c := request[*kmsg.AddOffsetsToTxnResponse](t, cl, req).ErrorCode; c != 0 {
+			t.Fatalf("AddOffsetsToTxn: %v", kerr.ErrorForCode(c))
+		}
+	}
+	if c := commit(cl, 5); c != kerr.TransactionAbortable.Code {
+		t.Errorf("v4 commit without AddOffsetsToTxn: %v, want TRANSACTION_ABORTABLE", kerr.ErrorForCode(c))
+	}
+	if c := commit(pinned(t, b, 28, 3), 5); c != kerr.InvalidTxnState.Code {
+		t.Errorf("v3 commit without AddOffsetsToTxn: %v, want INVALID_TXN_STATE", kerr.ErrorForCode(c))
+	}
+	addOffsets()
+	if c := commit(cl, 7); c != 0 {
+		t.Fatalf("commit after AddOffsetsToTxn: %v", kerr.ErrorForCode(c))
+	}
+	retryConcurrent(t, "commit", func() int16 { return endTxn(t, cl, id, pid, epoch, true) })
+	waitTxnState(t, cl, id, "CompleteCommit")
+	// The transaction ended: a late commit of it is refused and changes
+	// nothing.
+	if c := commit(cl, 99); c != kerr.TransactionAbortable.Code {
+		t.Errorf("v4 commit after the transaction committed: %v, want TRANSACTION_ABORTABLE", kerr.ErrorForCode(c))
+	}
+	testutil.Eventually(t, 10*time.Second, func() error {
+		offs, err := b.Admin().FetchOffsets(ctxT(t, 5*time.Second), groupID)
+		if err != nil {
+			return err
+		}
+		if o, ok := offs.Lookup("txv-in", 0); !ok || o.At != 7 {
+			return testutil.Errorf("committed offset %+v, want 7", o)
+		}
+		return nil
+	})
 }

@@ -22,7 +22,7 @@ import (
 func TestTxnOffsetsSurviveCoordinatorFailover(t *testing.T) {
 	t.Parallel()
 	const topic, groupID = "tfo", "tfo-group"
-	c := faultCluster(t)
+	c := faultCluster(t, "transaction.partition.verification.enable=false") // commits of producer ids with no transactional id
 	createReplicated(t, c, topic, 2)
 	part := group.Partition(groupID, 3) // offsets.topic.num.partitions=3
 	// TxnOffsetCommit v4: the commits are of a producer id with no
