@@ -97,6 +97,22 @@ func configTypeName(t kmsg.ConfigType) string {
 
 // resolveBroker is --broker, or when it is -1 the lowest broker id the
 // cluster lists.
+// brokerConfigClient returns a client for the config commands and the id
+// of the broker they describe (resolveBroker). The caller closes the
+// client.
+func brokerConfigClient(ctx context.Context, g *globals, broker int32) (*kgo.Client, int32, error) {
+	cl, err := newClient(g, kgo.MetadataMinAge(50*time.Millisecond))
+	if err != nil {
+		return nil, 0, err
+	}
+	id, err := resolveBroker(ctx, kadm.NewClient(cl), broker)
+	if err != nil {
+		cl.Close()
+		return nil, 0, err
+	}
+	return cl, id, nil
+}
+
 func resolveBroker(ctx context.Context, adm *kadm.Client, broker int32) (int32, error) {
 	if broker >= 0 {
 		return broker, nil
@@ -225,16 +241,11 @@ order).`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
-			cl, err := newClient(g, kgo.MetadataMinAge(50*time.Millisecond))
+			cl, id, err := brokerConfigClient(ctx, g, broker)
 			if err != nil {
 				return err
 			}
 			defer cl.Close()
-			adm := kadm.NewClient(cl)
-			id, err := resolveBroker(ctx, adm, broker)
-			if err != nil {
-				return err
-			}
 			configs, err := describeBrokerConfigs(ctx, cl, id, nil)
 			if err != nil {
 				return err
@@ -273,16 +284,11 @@ is closest to.`,
 		Args: minArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			cl, err := newClient(g, kgo.MetadataMinAge(50*time.Millisecond))
+			cl, id, err := brokerConfigClient(ctx, g, broker)
 			if err != nil {
 				return err
 			}
 			defer cl.Close()
-			adm := kadm.NewClient(cl)
-			id, err := resolveBroker(ctx, adm, broker)
-			if err != nil {
-				return err
-			}
 			// All of them, so that an unknown name gets a suggestion.
 			all, err := describeBrokerConfigs(ctx, cl, id, nil)
 			if err != nil {
