@@ -32,10 +32,17 @@ package broker
 // transaction ended) gets INVALID_TXN_STATE, TRANSACTION_ABORTABLE from v4,
 // and nothing is written (Reference: Kafka
 // AddPartitionsToTxnManager, txnOffsetCommitRequestVersionToTransactionSupportedOperation).
-// Unlike Kafka no verification guard covers the append that follows: a
-// marker of the producer landing between the two leaves the offsets after
-// it, pending, for that producer's next marker (the window is the
-// verification's round trip). A
+//
+// Every version takes a verification guard from the group's partition
+// before the coordinator is asked (txnOffsetsGuard), and the append
+// checks it, as a produce's does: a marker of the producer written in
+// between (its transaction aborted while the commit was verified or
+// queued, at the same epoch under transaction version 1) refuses the
+// append with COORDINATOR_NOT_AVAILABLE, whose retry is verified again
+// and refused. Without the guard those offsets would land after the
+// marker, pending, and the producer's next COMMIT there would commit
+// them: the offsets of an aborted transaction, past input whose output
+// was aborted (Reference: Kafka VerificationGuard). A
 // request without a producer id (-1) gets INVALID_PRODUCER_ID_MAPPING and
 // one without an epoch INVALID_PRODUCER_EPOCH, on every partition.
 //
@@ -45,12 +52,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"samsa/internal/group"
 	"samsa/internal/server"
+	"samsa/internal/storage"
 	"samsa/internal/txn"
 )
 
@@ -112,6 +121,7 @@ func (b *Broker) handleTxnOffsetCommit(req *kmsg.TxnOffsetCommitRequest) server.
 	return server.Reply{Wait: func(ctx context.Context) server.Reply {
 		var res group.OffsetCommitResult
 		var err error
+		gr.Guard = b.txnOffsetsGuard(req)
 		switch {
 		case req.Version >= 5:
 			err = b.addOffsetsPartition(ctx, req)
@@ -119,6 +129,9 @@ func (b *Broker) handleTxnOffsetCommit(req *kmsg.TxnOffsetCommitRequest) server.
 			err = b.verifyOffsetsPartition(ctx, req)
 		}
 		if err == nil {
+			if h := txnOffsetsVerifiedHook.Load(); h != nil {
+				(*h)(req.Group)
+			}
 			res, err = b.groups.TxnOffsetCommit(ctx, gr)
 		}
 		for i, t := range gr.Topics {
@@ -143,6 +156,25 @@ func (b *Broker) handleTxnOffsetCommit(req *kmsg.TxnOffsetCommitRequest) server.
 		}
 		return server.Reply{Msg: resp}
 	}}
+}
+
+// txnOffsetsVerifiedHook, set by tests only (export_test.go), is called
+// by every TxnOffsetCommit between its verification and its append, with
+// the request's group.
+var txnOffsetsVerifiedHook atomic.Pointer[func(group string)]
+
+// txnOffsetsGuard returns the verification guard of the producer of req
+// in its group's __consumer_offsets partition, or nil when this broker
+// does not lead that partition (the coordinator then answers
+// NOT_COORDINATOR).
+func (b *Broker) txnOffsetsGuard(req *kmsg.TxnOffsetCommitRequest) any {
+	tp := b.offsetsPartition(req.Group)
+	p, err := b.replicas.Leader(storage.TopicPartition{Topic: tp.Topic, Partition: tp.Partition})
+	if err != nil {
+		return nil
+	}
+	g, _ := p.BeginVerification(req.ProducerID, req.ProducerEpoch)
+	return g
 }
 
 // verifyOffsetsPartition checks with the transaction coordinator that the

@@ -52,14 +52,21 @@ func (l offsetsLog) Append(ctx context.Context, recs []group.KV) (int64, error) 
 // set, base sequence -1, transactional attribute), and waits until it is
 // committed, as Append does. The partition tracks the transaction it
 // opens, and refuses an epoch older than the producer's: that comes back
-// as group.ErrInvalidProducerEpoch wrapping the cause.
+// as group.ErrInvalidProducerEpoch wrapping the cause. guard, when it is
+// a replica.VerificationGuard (txnOffsetsGuard), refuses the batch if a
+// marker of pid reached the partition since it was taken; that error
+// (replica.ErrVerificationGuard) reaches the client as the retriable
+// COORDINATOR_NOT_AVAILABLE, and its retry is verified anew.
 //
 // Reference: Kafka GroupMetadataManager.storeOffsets (transactional
 // records) and CoordinatorPartitionWriter.append.
-func (l offsetsLog) AppendTxn(ctx context.Context, pid int64, epoch int16, recs []group.KV) (int64, error) {
+func (l offsetsLog) AppendTxn(ctx context.Context, pid int64, epoch int16, guard any, recs []group.KV) (int64, error) {
 	bb := record.NewBuilder(record.CodecNone, l.b.now().UnixMilli())
 	bb.ProducerID, bb.ProducerEpoch, bb.Transactional = pid, epoch, true
-	off, err := l.append(ctx, bb, recs, l.p.AppendFromCoordinator)
+	g, _ := guard.(replica.VerificationGuard)
+	off, err := l.append(ctx, bb, recs, func(b record.Batch, nowMs int64) (replica.AppendResult, error) {
+		return l.p.AppendFromCoordinator(b, g, nowMs)
+	})
 	if errors.Is(err, txn.ErrInvalidProducerEpoch) {
 		return 0, fmt.Errorf("%w: %w", group.ErrInvalidProducerEpoch, err)
 	}

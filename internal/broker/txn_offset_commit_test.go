@@ -3,6 +3,7 @@ package broker_test
 import (
 	"fmt"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/kversion"
 
+	"samsa/internal/broker"
 	"samsa/internal/group"
 	"samsa/internal/testutil"
 )
@@ -401,6 +403,96 @@ func TestTxnOffsetCommitVerifiedWithCoordinator(t *testing.T) {
 		}
 		if o, ok := offs.Lookup("txv-in", 0); !ok || o.At != 7 {
 			return testutil.Errorf("committed offset %+v, want 7", o)
+		}
+		return nil
+	})
+}
+
+// TestTxnOffsetCommitAbortedWhileVerified: a transaction (version 1, so
+// its abort keeps the epoch) is aborted between the verification of its
+// TxnOffsetCommit and the commit's append. The append is refused
+// (COORDINATOR_NOT_AVAILABLE, and the retry TRANSACTION_ABORTABLE), and
+// the producer's next transaction, committing another partition's offset,
+// does not commit the aborted one's: appended after the ABORT marker,
+// those offsets would have stayed pending for the next COMMIT, and a
+// consumer taking over the partition would skip input whose output was
+// aborted.
+func TestTxnOffsetCommitAbortedWhileVerified(t *testing.T) {
+	t.Parallel()
+	b := testutil.StartBroker(t, groupBrokerConfig...)
+	testutil.CreateTopic(t, b.Admin(), "txa-in", 2)
+	cl := pinned(t, b, 28, 4, 26, 4)
+	const id, groupID = "txa-id", "txa-group"
+	pid, epoch := initTxnID(t, cl, id, 60000)
+	addOffsets := func() {
+		t.Helper()
+		req := kmsg.NewPtrAddOffsetsToTxnRequest()
+		req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Group = id, pid, epoch, groupID
+		testutil.Eventually(t, 30*time.Second, func() error {
+			return kerr.ErrorForCode(request[*kmsg.AddOffsetsToTxnResponse](t, cl, req).ErrorCode)
+		})
+	}
+	commit := func(partition int32, offset int64) int16 {
+		t.Helper()
+		req := kmsg.NewPtrTxnOffsetCommitRequest()
+		req.TransactionalID, req.Group, req.ProducerID, req.ProducerEpoch, req.Generation = id, groupID, pid, epoch, -1
+		rt := kmsg.NewTxnOffsetCommitRequestTopic()
+		rt.Topic = "txa-in"
+		rp := kmsg.NewTxnOffsetCommitRequestTopicPartition()
+		rp.Partition, rp.Offset, rp.LeaderEpoch = partition, offset, -1
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		resp, err := req.RequestWith(ctxT(t, 20*time.Second), cl)
+		if err != nil {
+			t.Fatalf("TxnOffsetCommit: %v", err)
+		}
+		return resp.Topics[0].Partitions[0].ErrorCode
+	}
+	// The group's coordinator is loaded before the hook is set.
+	addOffsets()
+	if c := commit(1, 1); c != 0 {
+		t.Fatalf("first commit: %v", kerr.ErrorForCode(c))
+	}
+	retryConcurrent(t, "commit", func() int16 { return endTxn(t, cl, id, pid, epoch, true) })
+	waitTxnState(t, cl, id, "CompleteCommit")
+
+	addOffsets()
+	var once sync.Once
+	restore := broker.SetTxnOffsetsVerifiedHook(func(g string) {
+		if g != groupID {
+			return
+		}
+		once.Do(func() {
+			ab := pinned(t, b, 26, 4)
+			retryConcurrent(t, "abort", func() int16 { return endTxn(t, ab, id, pid, epoch, false) })
+			waitTxnState(t, ab, id, "CompleteAbort")
+		})
+	})
+	defer restore()
+	if c := commit(0, 10); c != kerr.CoordinatorNotAvailable.Code {
+		t.Fatalf("commit whose transaction was aborted after its verification: %v, want COORDINATOR_NOT_AVAILABLE", kerr.ErrorForCode(c))
+	}
+	if c := commit(0, 10); c != kerr.TransactionAbortable.Code {
+		t.Fatalf("its retry: %v, want TRANSACTION_ABORTABLE", kerr.ErrorForCode(c))
+	}
+	restore()
+
+	addOffsets()
+	if c := commit(1, 3); c != 0 {
+		t.Fatalf("next transaction's commit: %v", kerr.ErrorForCode(c))
+	}
+	retryConcurrent(t, "commit", func() int16 { return endTxn(t, cl, id, pid, epoch, true) })
+	waitTxnState(t, cl, id, "CompleteCommit")
+	testutil.Eventually(t, 10*time.Second, func() error {
+		offs, err := b.Admin().FetchOffsets(ctxT(t, 5*time.Second), groupID)
+		if err != nil {
+			return err
+		}
+		if o, ok := offs.Lookup("txa-in", 1); !ok || o.At != 3 {
+			return testutil.Errorf("txa-in-1 committed %+v, want 3", o)
+		}
+		if o, ok := offs.Lookup("txa-in", 0); ok && o.At >= 0 {
+			t.Fatalf("txa-in-0 committed at %d: the aborted transaction's offset", o.At)
 		}
 		return nil
 	})

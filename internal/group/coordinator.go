@@ -238,11 +238,11 @@ func (c *Coordinator) appendRecords(ctx context.Context, log Log, recs []KV) (in
 
 // appendTxnRecords is appendRecords for a transactional batch of producer
 // pid at epoch.
-func (c *Coordinator) appendTxnRecords(ctx context.Context, log Log, pid int64, epoch int16, recs []KV) (int64, error) {
+func (c *Coordinator) appendTxnRecords(ctx context.Context, log Log, pid int64, epoch int16, guard any, recs []KV) (int64, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.OffsetsCommitTimeout)
 	defer cancel()
 	defer context.AfterFunc(c.lifetime, cancel)()
-	return log.AppendTxn(ctx, pid, epoch, recs)
+	return log.AppendTxn(ctx, pid, epoch, guard, recs)
 }
 
 // maybeKick wakes the timer goroutine when d is before its planned wake-up.
@@ -684,11 +684,12 @@ func (r OffsetCommitResult) failRest(err error) {
 // the result; otherwise partitions may fail alone
 // (ErrOffsetMetadataTooLarge, or the append's error).
 //
-// NB: Kafka 3.x+ coordinators first ask the transaction coordinator to
-// confirm that the group's partition is in the producer's transaction
-// (KIP-890 verification); this one does not, so a TxnOffsetCommit sent
-// without AddOffsetsToTxn is stored and stays pending until a marker of
-// that producer reaches the partition.
+// NB: the coordinator does not ask the transaction coordinator whether
+// the group's partition is in the producer's transaction (KIP-890
+// verification): the broker does before calling it, and passes the
+// partition's guard in req.Guard for the append. Called without, a
+// TxnOffsetCommit sent without AddOffsetsToTxn is stored and stays
+// pending until a marker of that producer reaches the partition.
 //
 // Reference: Kafka OffsetMetadataManager.commitTransactionalOffset.
 func (c *Coordinator) TxnOffsetCommit(ctx context.Context, req TxnOffsetCommitRequest) (OffsetCommitResult, error) {
@@ -720,7 +721,7 @@ func (c *Coordinator) TxnOffsetCommit(ctx context.Context, req TxnOffsetCommitRe
 	// and waits for e.mu; it then ends the offsets if their record is
 	// before it in the log, as a reload would.
 	c.noteTxn(e.part, req.ProducerID, req.Group)
-	base, err := c.appendTxnRecords(ctx, e.log, req.ProducerID, req.ProducerEpoch, recs)
+	base, err := c.appendTxnRecords(ctx, e.log, req.ProducerID, req.ProducerEpoch, req.Guard, recs)
 	if err != nil {
 		if errors.Is(err, ErrInvalidProducerEpoch) {
 			res.failRest(ErrInvalidProducerEpoch)

@@ -26,7 +26,7 @@ func (l *memLog) Append(ctx context.Context, recs []KV) (int64, error) {
 	return l.append(-1, recs)
 }
 
-func (l *memLog) AppendTxn(ctx context.Context, pid int64, epoch int16, recs []KV) (int64, error) {
+func (l *memLog) AppendTxn(ctx context.Context, pid int64, epoch int16, _ any, recs []KV) (int64, error) {
 	l.mu.Lock()
 	if l.epochs == nil {
 		l.epochs = map[int64]int16{}

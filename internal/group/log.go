@@ -15,8 +15,10 @@ type Log interface {
 	// AppendTxn is Append for a TxnOffsetCommit: one transactional batch
 	// of producer pid at epoch (Kafka's format: base sequence -1). A
 	// partition that knows a newer epoch of the producer refuses it with
-	// an error wrapping ErrInvalidProducerEpoch.
-	AppendTxn(ctx context.Context, pid int64, epoch int16, recs []KV) (int64, error)
+	// an error wrapping ErrInvalidProducerEpoch. guard is the request's
+	// TxnOffsetCommitRequest.Guard: the log refuses the batch when a
+	// marker of pid reached it since the guard was taken.
+	AppendTxn(ctx context.Context, pid int64, epoch int16, guard any, recs []KV) (int64, error)
 	// Replay calls fn for every record and every end-transaction marker in
 	// the partition from the start, in log order.
 	Replay(ctx context.Context, fn func(Entry) error) error

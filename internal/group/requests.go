@@ -138,6 +138,10 @@ type TxnOffsetCommitRequest struct {
 	InstanceID    *string // v3+
 	Generation    int32   // v3+; -1 when absent
 	Topics        []OffsetCommitTopic
+	// Guard is what the broker took from the group's __consumer_offsets
+	// partition before it verified the commit with the transaction
+	// coordinator; opaque here, it is passed to Log.AppendTxn.
+	Guard any
 }
 
 // PartitionError is a per-partition outcome; Err nil is success.

@@ -15,8 +15,8 @@ type slowTxnLog struct {
 	release  chan struct{}
 }
 
-func (l *slowTxnLog) AppendTxn(ctx context.Context, pid int64, epoch int16, recs []KV) (int64, error) {
-	base, err := l.memLog.AppendTxn(ctx, pid, epoch, recs)
+func (l *slowTxnLog) AppendTxn(ctx context.Context, pid int64, epoch int16, guard any, recs []KV) (int64, error) {
+	base, err := l.memLog.AppendTxn(ctx, pid, epoch, guard, recs)
 	close(l.appended)
 	<-l.release
 	return base, err

@@ -80,10 +80,15 @@ func (p *Partition) AppendMarker(pid int64, epoch int16, commit bool, coordinato
 // the transactional attribute (Reference: Kafka AppendOrigin.COORDINATOR).
 // Sequence numbers are not checked, but an epoch older than the producer's
 // is refused (txn.ErrInvalidProducerEpoch), and a transactional batch opens
-// the producer's transaction here like a client's. A control batch is
-// refused with ErrControlBatch. Errors: ErrNotLeader, those above, storage
-// errors. b is modified in place (offsets, leader epoch).
-func (p *Partition) AppendFromCoordinator(b record.Batch, nowMs int64) (AppendResult, error) {
+// the producer's transaction here like a client's. g is the guard taken
+// before the coordinator verified the batch with the transaction
+// coordinator (BeginVerification; the zero guard checks nothing): a
+// marker of the producer applied since refuses the batch with
+// ErrVerificationGuard, as AppendVerified does, so that offsets verified
+// for a transaction that then ended never open a new one here. A control
+// batch is refused with ErrControlBatch. Errors: ErrNotLeader, those
+// above, storage errors. b is modified in place (offsets, leader epoch).
+func (p *Partition) AppendFromCoordinator(b record.Batch, g VerificationGuard, nowMs int64) (AppendResult, error) {
 	if b.Control() {
 		return AppendResult{}, ErrControlBatch
 	}
@@ -100,6 +105,9 @@ func (p *Partition) AppendFromCoordinator(b record.Batch, nowMs int64) (AppendRe
 	tb := txn.BatchOf(b)
 	tb.BaseSequence = -1
 	if err := p.producers.CheckCoordinator(tb); err != nil {
+		return AppendResult{}, err
+	}
+	if err := p.checkGuardLocked(b, g); err != nil {
 		return AppendResult{}, err
 	}
 	res, err := p.Log.Append(b, leaderEpoch, false, nowMs)

@@ -221,7 +221,7 @@ func TestClientCannotAppendControlBatch(t *testing.T) {
 	if _, err := tp.p.Append(mk, false, time.Now().UnixMilli()); !errors.Is(err, record.ErrInvalidRecord) {
 		t.Fatalf("client control batch: %v, want ErrInvalidRecord", err)
 	}
-	if _, err := tp.p.AppendFromCoordinator(mk, time.Now().UnixMilli()); !errors.Is(err, record.ErrInvalidRecord) {
+	if _, err := tp.p.AppendFromCoordinator(mk, VerificationGuard{}, time.Now().UnixMilli()); !errors.Is(err, record.ErrInvalidRecord) {
 		t.Fatalf("coordinator control batch: %v, want ErrInvalidRecord", err)
 	}
 	if leo := tp.p.Log.LogEndOffset(); leo != 0 {
@@ -238,13 +238,13 @@ func TestAppendFromCoordinatorOpensTransaction(t *testing.T) {
 	m, _ := openManagerAt(t, t.TempDir())
 	tp := leadTxn(t, m)
 	p := tp.p
-	tp.commit(p.AppendFromCoordinator(producerBatch(t, 20, 2, -1, 1, true), time.Now().UnixMilli()))
+	tp.commit(p.AppendFromCoordinator(producerBatch(t, 20, 2, -1, 1, true), VerificationGuard{}, time.Now().UnixMilli()))
 	if first, epoch, ok := p.OngoingTxn(20); !ok || first != 0 || epoch != 2 {
 		t.Fatalf("OngoingTxn(20) = %d, %d, %v; want 0, 2, true", first, epoch, ok)
 	}
 	tp.wantLSO(0)
-	tp.commit(p.AppendFromCoordinator(producerBatch(t, 20, 2, -1, 2, true), time.Now().UnixMilli()))
-	if _, err := p.AppendFromCoordinator(producerBatch(t, 20, 1, -1, 1, true), time.Now().UnixMilli()); !errors.Is(err, txn.ErrInvalidProducerEpoch) {
+	tp.commit(p.AppendFromCoordinator(producerBatch(t, 20, 2, -1, 2, true), VerificationGuard{}, time.Now().UnixMilli()))
+	if _, err := p.AppendFromCoordinator(producerBatch(t, 20, 1, -1, 1, true), VerificationGuard{}, time.Now().UnixMilli()); !errors.Is(err, txn.ErrInvalidProducerEpoch) {
 		t.Fatalf("older epoch: %v, want ErrInvalidProducerEpoch", err)
 	}
 	if _, err := p.Append(producerBatch(t, 20, 2, 0, 1, false), false, time.Now().UnixMilli()); !errors.Is(err, txn.ErrInvalidTxnState) {
@@ -253,6 +253,41 @@ func TestAppendFromCoordinatorOpensTransaction(t *testing.T) {
 	tp.marker(20, 2, true)
 	tp.wantLSO(4)
 	tp.wantAborted(0, 4)
+}
+
+// TestAppendFromCoordinatorGuard: offsets a group coordinator verified
+// for a producer's transaction are refused when a marker of that producer
+// was applied between the verification and the append (the transaction
+// was aborted meanwhile, at the same epoch as transaction version 1
+// aborts): appended, they would open a transaction that the producer's
+// next COMMIT would end, committing the aborted transaction's offsets. A
+// guard taken after the marker lets them in.
+func TestAppendFromCoordinatorGuard(t *testing.T) {
+	t.Parallel()
+	m, _ := openManagerAt(t, t.TempDir())
+	tp := leadTxn(t, m)
+	p := tp.p
+	tp.commit(p.AppendFromCoordinator(producerBatch(t, 30, 1, -1, 1, true), VerificationGuard{}, time.Now().UnixMilli()))
+	g, ongoing := p.BeginVerification(30, 1)
+	if !ongoing {
+		t.Fatal("BeginVerification: no transaction ongoing after the coordinator's batch")
+	}
+	tp.marker(30, 1, false)
+	leo := p.Log.LogEndOffset()
+	if _, err := p.AppendFromCoordinator(producerBatch(t, 30, 1, -1, 1, true), g, time.Now().UnixMilli()); !errors.Is(err, ErrVerificationGuard) || !errors.Is(err, txn.ErrInvalidTxnState) {
+		t.Fatalf("append after the marker with the guard from before: %v, want ErrVerificationGuard", err)
+	}
+	if got := p.Log.LogEndOffset(); got != leo {
+		t.Fatalf("log end moved from %d to %d on a refused append", leo, got)
+	}
+	if _, _, open := p.OngoingTxn(30); open {
+		t.Fatal("a refused append opened a transaction")
+	}
+	g, _ = p.BeginVerification(30, 1)
+	tp.commit(p.AppendFromCoordinator(producerBatch(t, 30, 1, -1, 1, true), g, time.Now().UnixMilli()))
+	if first, _, open := p.OngoingTxn(30); !open || first != leo {
+		t.Fatalf("OngoingTxn(30) = %d, %v; want %d, true", first, open, leo)
+	}
 }
 
 // TestUndecodableMarkerDoesNotStopLoad: a control batch whose marker does
