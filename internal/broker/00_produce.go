@@ -242,24 +242,20 @@ func (b *Broker) appendBatch(p *replica.Partition, guard replica.VerificationGua
 	if len(rest) != 0 {
 		return replica.AppendResult{}, errMultipleBatches
 	}
+	// NB: max.message.bytes limits the batch as sent, as in Kafka; its
+	// records, decompressed, are streamed through a fixed buffer up to
+	// record.DefaultMaxDecompressedBytes (a ceiling against compression
+	// bombs, far above what a real batch of that size holds). A
+	// compacted topic keeps the latest record per key, so a record
+	// without one has no meaning there (Kafka rejects it the same way).
 	if _, err := batch.Validate(record.ValidateOptions{
-		MaxDecompressedBytes: 2 * maxMessageBytes,
-		FromClient:           true,
+		FromClient:  true,
+		RequireKeys: compacted,
 	}); err != nil {
+		if errors.Is(err, record.ErrMissingKey) {
+			return replica.AppendResult{}, errNoKeyOnCompactedTopic
+		}
 		return replica.AppendResult{}, err
-	}
-	if compacted {
-		// A compacted topic keeps the latest record per key, so a record
-		// without one has no meaning there (Kafka rejects it the same way).
-		recs, err := batch.Records(2 * maxMessageBytes)
-		if err != nil {
-			return replica.AppendResult{}, err
-		}
-		for i := range recs {
-			if recs[i].Key == nil {
-				return replica.AppendResult{}, errNoKeyOnCompactedTopic
-			}
-		}
 	}
 	switch pid := batch.ProducerID(); {
 	case batch.Control():

@@ -2,10 +2,13 @@ package broker_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
+	"errors"
 	"io"
 	"runtime"
 	"testing"
+	"time"
 
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zstd"
@@ -259,7 +262,8 @@ func codeNames(codes []int16) []string {
 }
 
 // TestProduceCompressionBombRejectedWithBoundedMemory (B-13): a small
-// batch that decompresses far past 2 x max.message.bytes is refused with
+// batch whose records decompress past the ceiling
+// (record.DefaultMaxDecompressedBytes, 64 MiB) is refused with
 // INVALID_RECORD, and the broker (in this process) does not allocate
 // anywhere near the decompressed size while refusing it.
 // Reference: CVE-2023-34455.
@@ -298,4 +302,62 @@ func TestProduceCompressionBombRejectedWithBoundedMemory(t *testing.T) {
 		t.Fatalf("log end offset %d (error %d) after bombs, want 0", leo, code)
 	}
 	produceSync(t, producer(t, b), &kgo.Record{Topic: topic, Value: []byte("ok")})
+}
+
+// TestProduceHighRatioBatchStored: max.message.bytes limits a batch as
+// sent, not decompressed (as in Kafka): three 1 MiB records of zeros
+// gzip'd into one batch of a few KiB are stored and read back whole by a
+// consumer; one whose MaxDecompressBatchBytes is below their 3 MiB reports
+// ErrDecompressTooLarge itself.
+func TestProduceHighRatioBatchStored(t *testing.T) {
+	t.Parallel()
+	b := testutil.StartBroker(t)
+	const topic = "high-ratio"
+	testutil.CreateTopic(t, b.Admin(), topic, 1)
+	bb := record.NewBuilder(record.CodecGzip, time.Now().UnixMilli())
+	for i := range 3 {
+		bb.Add(record.Record{Key: []byte{'k', byte('0' + i)}, Value: make([]byte, 1<<20)})
+	}
+	batch, err := bb.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(batch) > 64<<10 {
+		t.Fatalf("batch is %d bytes; want a few KiB", len(batch))
+	}
+	if sp := produceRaw(t, b.Client(), -1, topic, 0, batch); sp.ErrorCode != 0 {
+		t.Fatalf("produce of a %d byte batch holding 3 MiB: %v", len(batch), kerr.ErrorForCode(sp.ErrorCode))
+	}
+	cl := b.Client(kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	var got []*kgo.Record
+	testutil.Eventually(t, 20*time.Second, func() error {
+		fs := cl.PollFetches(ctxT(t, 2*time.Second))
+		if err := fs.Err0(); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("consume: %v", err)
+		}
+		got = append(got, fs.Records()...)
+		if len(got) < 3 {
+			return testutil.Errorf("%d of 3 records", len(got))
+		}
+		return nil
+	})
+	for i, r := range got {
+		if want := []byte{'k', byte('0' + i)}; !bytes.Equal(r.Key, want) || len(r.Value) != 1<<20 || r.Offset != int64(i) {
+			t.Fatalf("record %d: key %q, %d byte value, offset %d", i, r.Key, len(r.Value), r.Offset)
+		}
+		if bytes.ContainsFunc(r.Value, func(c rune) bool { return c != 0 }) {
+			t.Fatalf("record %d: value is not zeros", i)
+		}
+	}
+	small := b.Client(kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.MaxDecompressBatchBytes(2<<20))
+	testutil.Eventually(t, 20*time.Second, func() error {
+		fs := small.PollFetches(ctxT(t, 2*time.Second))
+		if n := fs.NumRecords(); n != 0 {
+			t.Fatalf("a consumer capped at 2 MiB got %d records", n)
+		}
+		if _, ok := errors.AsType[*kgo.ErrDecompressTooLarge](fs.Err0()); !ok {
+			return testutil.Errorf("consumer capped at 2 MiB: %v, want ErrDecompressTooLarge", fs.Err0())
+		}
+		return nil
+	})
 }

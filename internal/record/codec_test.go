@@ -141,12 +141,18 @@ func TestDecompressionBombStaysUnderCap(t *testing.T) {
 			if _, err := Decompress(tt.c, src, capBytes); !errors.Is(err, ErrDecompressedTooLarge) {
 				t.Fatalf("Decompress: %v", err)
 			}
-			// Batch-level too: the bomb as a batch's records section.
+			// Batch-level too: the zeros as a batch's records section are
+			// corrupt at once (a record of length 0); as one record's
+			// value they are valid records, refused at the cap.
 			b := assemble(t, CodecNone, 1, 0, src)
 			b[22] |= byte(tt.c)
 			b.UpdateCRC()
-			if _, err := b.Validate(ValidateOptions{MaxDecompressedBytes: capBytes}); !errors.Is(err, ErrDecompressedTooLarge) {
-				t.Fatalf("Validate: %v", err)
+			if _, err := b.Validate(ValidateOptions{MaxDecompressedBytes: capBytes}); !IsCorrupt(err) {
+				t.Fatalf("Validate of zeros: %v, want corrupt", err)
+			}
+			vb := assemble(t, tt.c, 1, 0, rawRecords(Record{Value: make([]byte, tt.size)}))
+			if _, err := vb.Validate(ValidateOptions{MaxDecompressedBytes: capBytes}); !errors.Is(err, ErrDecompressedTooLarge) {
+				t.Fatalf("Validate of a record of zeros: %v", err)
 			}
 			const runs = 4
 			var before, after runtime.MemStats
@@ -161,6 +167,103 @@ func TestDecompressionBombStaysUnderCap(t *testing.T) {
 			if per > tt.bound {
 				t.Fatalf("allocated %d bytes per call, cap %d, bound %d", per, capBytes, tt.bound)
 			}
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			for range runs {
+				vb.Validate(ValidateOptions{MaxDecompressedBytes: capBytes})
+			}
+			runtime.ReadMemStats(&after)
+			if per := (after.TotalAlloc - before.TotalAlloc) / runs; per > tt.bound {
+				t.Fatalf("Validate allocated %d bytes per call, cap %d, bound %d", per, capBytes, tt.bound)
+			}
 		})
+	}
+}
+
+// TestValidateStreamsCompressedRecords: a batch whose records decompress
+// to far more than it holds (three 1 MiB records of zeros, a few KiB
+// compressed) is valid, and Validate reads it without holding the
+// decompressed records: per call it allocates far less than their size.
+// Past the cap the same batch is refused.
+func TestValidateStreamsCompressedRecords(t *testing.T) {
+	t.Parallel()
+	const recSize = 1 << 20
+	for _, c := range []Codec{CodecGzip, CodecSnappy, CodecLZ4, CodecZstd} {
+		t.Run("codec="+c.String(), func(t *testing.T) {
+			raw := rawRecords(
+				Record{OffsetDelta: 0, Key: []byte("a"), Value: make([]byte, recSize)},
+				Record{OffsetDelta: 1, Key: []byte("b"), Value: make([]byte, recSize)},
+				Record{OffsetDelta: 2, Key: []byte("c"), Value: make([]byte, recSize), Headers: []Header{{Key: "h", Value: []byte("v")}}},
+			)
+			b := assemble(t, c, 3, 2, raw)
+			info, err := b.Validate(ValidateOptions{FromClient: true, RequireKeys: true})
+			if err != nil {
+				t.Fatalf("Validate of %d bytes (%d decompressed): %v", len(b), len(raw), err)
+			}
+			if info.NumRecords != 3 {
+				t.Fatalf("NumRecords %d, want 3", info.NumRecords)
+			}
+			if _, err := b.Validate(ValidateOptions{MaxDecompressedBytes: len(raw) - 1}); !errors.Is(err, ErrDecompressedTooLarge) {
+				t.Fatalf("Validate with a cap one byte short: %v, want ErrDecompressedTooLarge", err)
+			}
+			b.Validate(ValidateOptions{}) // warm the pools
+			const runs = 8
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			for range runs {
+				b.Validate(ValidateOptions{})
+			}
+			runtime.ReadMemStats(&after)
+			per := (after.TotalAlloc - before.TotalAlloc) / runs
+			t.Logf("%s: %d byte batch, %d bytes of records, %d bytes allocated per Validate", c, len(b), len(raw), per)
+			if per > uint64(len(raw))/4 {
+				t.Fatalf("Validate allocated %d bytes per call for %d bytes of records", per, len(raw))
+			}
+		})
+	}
+}
+
+// TestValidateCompressedMatchesUncompressed: the streaming check of a
+// compressed batch refuses what the check of the same records uncompressed
+// refuses, with the same kind of error.
+func TestValidateCompressedMatchesUncompressed(t *testing.T) {
+	t.Parallel()
+	good := rawRecords(Record{OffsetDelta: 0, Key: []byte("k"), Value: []byte("v")}, Record{OffsetDelta: 1, Value: []byte("w")})
+	tests := []struct {
+		name  string
+		raw   []byte
+		count int32
+		last  int32
+		opts  ValidateOptions
+	}{
+		{"valid", good, 2, 1, ValidateOptions{}},
+		{"missing key", good, 2, 1, ValidateOptions{RequireKeys: true}},
+		{"one record short", good, 3, 2, ValidateOptions{}},
+		{"trailing bytes", append(append([]byte{}, good...), 0), 2, 1, ValidateOptions{}},
+		{"truncated", good[:len(good)-2], 2, 1, ValidateOptions{}},
+		{"offset delta out of order", rawRecords(Record{OffsetDelta: 1}, Record{OffsetDelta: 0}), 2, 1, ValidateOptions{}},
+		{"length past the end", append([]byte{0x7e}, good...), 2, 1, ValidateOptions{}},
+	}
+	kind := func(err error) string {
+		switch {
+		case err == nil:
+			return "ok"
+		case IsCorrupt(err):
+			return "corrupt"
+		case errors.Is(err, ErrMissingKey):
+			return "missing key"
+		case errors.Is(err, ErrInvalidRecord):
+			return "invalid"
+		}
+		return err.Error()
+	}
+	for _, tt := range tests {
+		_, plainErr := assemble(t, CodecNone, tt.count, tt.last, tt.raw).Validate(tt.opts)
+		for _, c := range []Codec{CodecGzip, CodecSnappy, CodecLZ4, CodecZstd} {
+			_, err := assemble(t, c, tt.count, tt.last, tt.raw).Validate(tt.opts)
+			if kind(err) != kind(plainErr) {
+				t.Errorf("%s, %s: %v; uncompressed: %v", tt.name, c, err, plainErr)
+			}
+		}
 	}
 }

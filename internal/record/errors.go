@@ -14,6 +14,10 @@ var (
 	ErrInvalidRecord        = errors.New("record: invalid record")
 	ErrUnsupportedCodec     = errors.New("record: unsupported compression codec")
 	ErrDecompressedTooLarge = errors.New("record: decompressed batch exceeds the limit")
+	// ErrMissingKey is a record without a key where
+	// ValidateOptions.RequireKeys asks for one (a compacted topic); it
+	// wraps ErrInvalidRecord.
+	ErrMissingKey = fmt.Errorf("%w: record without a key", ErrInvalidRecord)
 )
 
 // corruptMark is the marker that MarkCorrupt puts around an error. It is a

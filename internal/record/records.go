@@ -63,7 +63,7 @@ func (b Batch) Records(maxDecompressed int) ([]Record, error) {
 		return nil, corruptf("%d records cannot fit in %d bytes", n, len(data))
 	}
 	out := make([]Record, n)
-	if _, err := scanRecords(data, n, false, b.LastOffsetDelta(), out); err != nil {
+	if _, err := scanRecords(data, n, false, b.LastOffsetDelta(), false, out); err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -103,10 +103,11 @@ func (b Batch) recordsData(maxDecompressed int) ([]byte, error) {
 
 // scanRecords walks the n records encoded in data without allocating.
 // With strict, offset deltas must be 0..n-1; otherwise they must increase
-// and not exceed lastDelta (a compacted batch). When out is non-nil (len n)
+// and not exceed lastDelta (a compacted batch). With requireKeys a record
+// without a key fails with ErrMissingKey. When out is non-nil (len n)
 // the records are decoded into it, aliasing data. It returns the largest
 // timestampDelta. The caller has checked n*minRecordSize <= len(data).
-func scanRecords(data []byte, n int32, strict bool, lastDelta int32, out []Record) (maxTsDelta int64, err error) {
+func scanRecords(data []byte, n int32, strict bool, lastDelta int32, requireKeys bool, out []Record) (maxTsDelta int64, err error) {
 	pos := 0
 	prev := int32(-1)
 	for i := int32(0); i < n; i++ {
@@ -147,6 +148,9 @@ func scanRecords(data []byte, n int32, strict bool, lastDelta int32, out []Recor
 		var key, value []byte
 		if p, key, err = readBytes(rec, p, i, "key"); err != nil {
 			return 0, err
+		}
+		if requireKeys && key == nil {
+			return 0, fmt.Errorf("%w: record %d", ErrMissingKey, i)
 		}
 		if p, value, err = readBytes(rec, p, i, "value"); err != nil {
 			return 0, err

@@ -4,10 +4,15 @@ import "fmt"
 
 // ValidateOptions bound what Validate accepts.
 type ValidateOptions struct {
-	// MaxDecompressedBytes caps the output of decompressing a compressed
-	// batch; beyond it Validate fails with ErrDecompressedTooLarge. When
-	// <= 0, DefaultMaxDecompressedBytes applies.
+	// MaxDecompressedBytes caps the decompressed size of a compressed
+	// batch's records; beyond it Validate fails with
+	// ErrDecompressedTooLarge. Validate streams the records through a
+	// fixed buffer, so the cap bounds the CPU a batch costs, not the
+	// memory. When <= 0, DefaultMaxDecompressedBytes applies.
 	MaxDecompressedBytes int
+	// RequireKeys refuses a record without a key with ErrMissingKey (a
+	// compacted topic's batch).
+	RequireKeys bool
 	// FromClient requires baseOffset == 0 (a producer never sets it) and
 	// refuses control batches (only coordinators write them).
 	FromClient bool
@@ -26,8 +31,9 @@ type ValidationInfo struct {
 
 // Validate checks b completely: magic 2, batchLength equal to len(b)-12, CRC,
 // record count, record lengths, offset deltas 0..n-1 in order with the last
-// equal to lastOffsetDelta, and varint encodings. A compressed batch is
-// decompressed with opts.MaxDecompressedBytes as a hard cap. A CRC mismatch
+// equal to lastOffsetDelta, and varint encodings. A compressed batch's
+// records are read through the decompressor and a fixed buffer, never held
+// whole, with opts.MaxDecompressedBytes as a hard cap. A CRC mismatch
 // or an impossible length is marked corrupt; other inconsistencies wrap
 // ErrInvalidRecord.
 //
@@ -37,12 +43,14 @@ type ValidationInfo struct {
 //     malformed varint, length or trailing byte in the records;
 //   - ErrUnsupportedCodec: attributes name a codec above zstd;
 //   - ErrInvalidRecord: zero records, lastOffsetDelta != count-1, offset
-//     deltas out of order, and with FromClient a non-zero baseOffset or a
-//     control batch;
+//     deltas out of order, with FromClient a non-zero baseOffset or a
+//     control batch, with RequireKeys a record without a key
+//     (ErrMissingKey);
 //   - ErrDecompressedTooLarge: the cap was reached.
 //
-// For an uncompressed batch Validate does not allocate. It only reads b and
-// is safe for concurrent use on the same bytes.
+// For an uncompressed batch Validate does not allocate; for a compressed
+// one it holds a pooled buffer and decompressor. It only reads b and is
+// safe for concurrent use on the same bytes.
 func (b Batch) Validate(opts ValidateOptions) (ValidationInfo, error) {
 	if err := b.checkFraming(); err != nil {
 		return ValidationInfo{}, err
@@ -78,20 +86,25 @@ func (b Batch) Validate(opts ValidateOptions) (ValidationInfo, error) {
 		return ValidationInfo{}, fmt.Errorf("%w: attributes name codec %d", ErrUnsupportedCodec, int8(c))
 	}
 	data := []byte(b[HeaderSize:])
-	// NB: a compressed section can legitimately be far smaller than n
-	// records, so the count is bounded after decompression (which the cap
-	// bounds) and before anything is allocated per record.
+	var maxDelta int64
+	var err error
 	if c != CodecNone {
-		var err error
-		if data, err = Decompress(c, data, opts.MaxDecompressedBytes); err != nil {
-			return ValidationInfo{}, fmt.Errorf("record: decompress %s batch: %w", c, err)
+		// NB: a compressed section can legitimately be far smaller than
+		// n records; the stream ends (corrupt) or reaches the cap first,
+		// and nothing is allocated per record.
+		max := int64(opts.MaxDecompressedBytes)
+		if max <= 0 {
+			max = DefaultMaxDecompressedBytes
 		}
+		if maxDelta, err = validateCompressed(c, data, n, !opts.AllowCompacted, last, opts.RequireKeys, max); err != nil {
+			return ValidationInfo{}, fmt.Errorf("record: %s batch: %w", c, err)
+		}
+		return ValidationInfo{MaxTimestamp: b.BaseTimestamp() + maxDelta, NumRecords: n}, nil
 	}
 	if int64(n)*minRecordSize > int64(len(data)) {
 		return ValidationInfo{}, corruptf("%d records cannot fit in %d bytes", n, len(data))
 	}
-	maxDelta, err := scanRecords(data, n, !opts.AllowCompacted, last, nil)
-	if err != nil {
+	if maxDelta, err = scanRecords(data, n, !opts.AllowCompacted, last, opts.RequireKeys, nil); err != nil {
 		return ValidationInfo{}, err
 	}
 	return ValidationInfo{MaxTimestamp: b.BaseTimestamp() + maxDelta, NumRecords: n}, nil
