@@ -1,6 +1,6 @@
 package broker
 
-// Produce: v3-12
+// Produce: v3-12 (v0-2 refused, refusedBelow)
 //
 // * v3: record batch v2 only; exactly one batch per partition, as Kafka
 //   requires of v3+ (more is INVALID_RECORD).
@@ -88,6 +88,9 @@ type pendingAck struct {
 
 func (b *Broker) handleProduce(ctx context.Context, c *server.Conn, req *kmsg.ProduceRequest) server.Reply {
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
+	if refused(0, req.Version) {
+		return refuseProduce(req, resp)
+	}
 	var waits []pendingAck
 
 	acksValid := req.Acks == -1 || req.Acks == 0 || req.Acks == 1
@@ -274,4 +277,26 @@ func (b *Broker) appendBatch(p *replica.Partition, guard replica.VerificationGua
 		return replica.AppendResult{}, errUnknownProducer
 	}
 	return p.AppendVerified(batch, guard, logAppendTime, nowMs)
+}
+
+// refuseProduce answers a Produce v0-2 (message formats v0 and v1,
+// refusedBelow) with UNSUPPORTED_VERSION in every partition and writes
+// nothing; one with acks=0 expects no answer, so its connection is closed,
+// as Kafka closes it on an acks=0 produce it refuses.
+func refuseProduce(req *kmsg.ProduceRequest, resp *kmsg.ProduceResponse) server.Reply {
+	if req.Acks == 0 {
+		return server.Reply{None: true, Close: true}
+	}
+	for _, rt := range req.Topics {
+		st := kmsg.NewProduceResponseTopic()
+		st.Topic = rt.Topic
+		for _, rp := range rt.Partitions {
+			sp := kmsg.NewProduceResponseTopicPartition()
+			sp.Partition, sp.ErrorCode = rp.Partition, kerr.UnsupportedVersion.Code
+			sp.BaseOffset, sp.LogAppendTime, sp.LogStartOffset = -1, -1, -1
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return server.Reply{Msg: resp}
 }

@@ -1,6 +1,6 @@
 package broker
 
-// Fetch: v4-16
+// Fetch: v4-16 (v0-3 refused, refusedBelow)
 //
 // * v4: isolation level; LastStableOffset and AbortedTransactions (KIP-98).
 //   A consumer at read_committed (isolation level 1) reads only below the
@@ -65,6 +65,9 @@ import (
 const fetchMaxBytes = 55 << 20
 
 func (b *Broker) handleFetch(ctx context.Context, c *server.Conn, req *kmsg.FetchRequest, clientID *string) server.Reply {
+	if refused(1, req.Version) {
+		return refuseFetch(req)
+	}
 	if req.Version >= 7 && req.SessionID != 0 {
 		resp := req.ResponseKind().(*kmsg.FetchResponse)
 		resp.ErrorCode = kerr.FetchSessionIDNotFound.Code
@@ -530,4 +533,23 @@ func waitAny(ctx context.Context, draining <-chan struct{}, chans []<-chan struc
 		return true // re-check the partitions not waited on
 	}
 	return i >= fixed
+}
+
+// refuseFetch answers a Fetch v0-3 (message formats v0 and v1,
+// refusedBelow) with UNSUPPORTED_VERSION and no records in every
+// partition.
+func refuseFetch(req *kmsg.FetchRequest) server.Reply {
+	resp := req.ResponseKind().(*kmsg.FetchResponse)
+	for _, rt := range req.Topics {
+		st := kmsg.NewFetchResponseTopic()
+		st.Topic = rt.Topic
+		for _, rp := range rt.Partitions {
+			sp := kmsg.NewFetchResponseTopicPartition()
+			sp.Partition, sp.ErrorCode = rp.Partition, kerr.UnsupportedVersion.Code
+			sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = -1, -1, -1
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return server.Reply{Msg: resp}
 }

@@ -1,7 +1,9 @@
 package broker
 
-// ListOffsets: v1-8
+// ListOffsets: v0-8
 //
+// * v0: a list of offsets per partition, at most MaxNumOffsets, newest
+//   first, as Kafka 3.x answered it (legacyOffsets).
 // * v1: one offset per partition; timestamp -1 latest, -2 earliest.
 // * v2: isolation level (KIP-98); at read_committed (1) LATEST is the last
 //   stable offset and a lookup by timestamp (or -3) never returns an offset
@@ -20,6 +22,8 @@ package broker
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"samsa/internal/storage"
 )
 
 func (b *Broker) handleListOffsets(req *kmsg.ListOffsetsRequest) kmsg.Response {
@@ -48,6 +52,11 @@ func (b *Broker) handleListOffsets(req *kmsg.ListOffsetsRequest) kmsg.Response {
 			sp.LeaderEpoch = p.LeaderEpoch()
 			// bound is the first offset the consumer cannot fetch yet.
 			bound := p.HighWatermark()
+			if req.Version == 0 {
+				sp.OldStyleOffsets = legacyOffsets(p.Log.Segments(), p.Log.LogStartOffset(), p.Log.LogEndOffset(), bound, rp.Timestamp, rp.MaxNumOffsets, b.now().UnixMilli())
+				st.Partitions = append(st.Partitions, sp)
+				continue
+			}
 			if req.Version >= 2 && req.IsolationLevel == 1 {
 				bound = p.LastStableOffset()
 			}
@@ -80,4 +89,51 @@ func (b *Broker) handleListOffsets(req *kmsg.ListOffsetsRequest) kmsg.Response {
 		resp.Topics = append(resp.Topics, st)
 	}
 	return resp
+}
+
+// legacyOffsets answers a ListOffsets v0 partition as Kafka 3.x did
+// (UnifiedLog.legacyFetchOffsetsBefore, then the high watermark clamp of
+// Partition.legacyFetchOffsetsForTimestamp): the candidates are each
+// segment's base offset (at least the log start) and, when the last
+// segment holds records, the log end offset; timestamp -1 starts at the
+// newest candidate, -2 at the oldest, any other at the newest whose
+// segment's time is at most it. From there up to maxNum offsets are
+// listed, newest first; offsets above the high watermark hw are replaced
+// by hw. Kafka dates a segment by its file's modification time; samsa by
+// the largest record timestamp in it (the log end by now), which is when
+// the segment's last record was written unless producers set timestamps.
+// The log end is dated nowMs.
+func legacyOffsets(segs []storage.SegmentInfo, logStart, logEnd, hw, ts int64, maxNum int32, nowMs int64) []int64 {
+	type cand struct{ offset, time int64 }
+	cands := make([]cand, 0, len(segs)+1)
+	for _, s := range segs {
+		cands = append(cands, cand{max(s.BaseOffset, logStart), s.MaxTimestamp})
+	}
+	if n := len(segs); n > 0 && segs[n-1].Size > 0 {
+		cands = append(cands, cand{max(logEnd, logStart), nowMs})
+	}
+	start := len(cands) - 1
+	switch ts {
+	case -1:
+	case -2:
+		start = min(start, 0)
+	default:
+		for start >= 0 && cands[start].time > ts {
+			start--
+		}
+	}
+	out := make([]int64, 0, max(0, min(int(maxNum), start+1)))
+	for i := start; i >= 0 && len(out) < int(maxNum); i-- {
+		out = append(out, cands[i].offset)
+	}
+	// Reference: Kafka Partition.legacyFetchOffsetsForTimestamp: a
+	// consumer is never told of an offset above the high watermark.
+	if len(out) > 0 && out[0] > hw {
+		i := 0
+		for i < len(out) && out[i] > hw {
+			i++
+		}
+		out = append([]int64{hw}, out[i:]...)
+	}
+	return out
 }

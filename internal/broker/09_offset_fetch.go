@@ -1,7 +1,10 @@
 package broker
 
-// OffsetFetch: v1-9
+// OffsetFetch: v0-9
 //
+// * v0: as v1. Kafka 3.x read v0's offsets from ZooKeeper (clients of
+//   Kafka 0.8.1); there is none here, so v0 reads the offsets the group
+//   coordinator stores, as v1 does.
 // * v2: a null topic list fetches every committed partition; top-level
 //   ErrorCode.
 // * v5: LeaderEpoch per partition (KIP-320).

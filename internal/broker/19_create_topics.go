@@ -1,7 +1,8 @@
 package broker
 
-// CreateTopics: v2-7
+// CreateTopics: v0-7
 //
+// * v0: topics, partitions, replication factor, configs.
 // * v1: ValidateOnly and ErrorMessage.
 // * v4: NumPartitions and ReplicationFactor may be -1: the broker defaults
 //   (num.partitions, default.replication.factor). (KIP-464)

@@ -1,7 +1,8 @@
 package broker
 
-// DeleteTopics: v1-6
+// DeleteTopics: v0-6
 //
+// * v0: as v1, without a throttle time in the response.
 // * v4: flexible versions.
 // * v5: ErrorMessage; THROTTLING_QUOTA_EXCEEDED per topic once the
 //   client's controller_mutation_rate is spent (KIP-599), one token per

@@ -1,7 +1,8 @@
 package broker
 
-// DescribeConfigs: v1-4
+// DescribeConfigs: v0-4
 //
+// * v0: IsDefault per config in place of Source.
 // * v1: IncludeSynonyms; Source per config (KIP-226).
 // * v3: IncludeDocumentation and ConfigType (KIP-569).
 // * v4: flexible versions.
@@ -99,6 +100,7 @@ func (b *Broker) handleDescribeConfigs(req *kmsg.DescribeConfigsRequest) kmsg.Re
 			}
 			c := kmsg.NewDescribeConfigsResponseResourceConfig()
 			c.Name, c.Value, c.ReadOnly, c.Source, c.IsSensitive = e.name, e.value, e.readOnly, e.source, e.sensitive
+			c.IsDefault = e.source == sourceDefault // v0's field in place of Source
 			if req.Version >= 3 {
 				c.ConfigType = e.typ
 				if req.IncludeDocumentation {

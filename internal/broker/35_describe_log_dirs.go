@@ -1,7 +1,8 @@
 package broker
 
-// DescribeLogDirs: v1-4
+// DescribeLogDirs: v0-4
 //
+// * v0: as v1, without a throttle time in the response.
 // * v2: flexible versions.
 // * v3: ErrorCode at the top level.
 // * v4: TotalBytes and UsableBytes of the log dir's file system (KIP-827).

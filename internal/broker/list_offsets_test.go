@@ -1,11 +1,16 @@
 package broker_test
 
 import (
+	"bytes"
+	"cmp"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"samsa/internal/record"
 	"samsa/internal/testutil"
@@ -142,5 +147,51 @@ func TestLogAppendTimeTopicStampsBrokerTime(t *testing.T) {
 	}
 	if off, mts, code := listOffset(t, cl, topic, 0, -3); code != 0 || mts != sp2.LogAppendTime || off != wantOff {
 		t.Fatalf("max timestamp: offset %d ts %d (error %d), want %d at %d", off, mts, code, wantOff, sp2.LogAppendTime)
+	}
+}
+
+// TestListOffsetsV0 (a client of Kafka 0.10.0 or older, or a monitoring
+// tool that still sends v0): the old-style list of offsets, newest first,
+// bounded by MaxNumOffsets.
+func TestListOffsetsV0(t *testing.T) {
+	t.Parallel()
+	b := testutil.StartBroker(t, "log.segment.bytes=1024")
+	topic := "lo-v0"
+	testutil.CreateTopic(t, b.Admin(), topic, 1)
+	cl := producer(t, b, kgo.ProducerLinger(0))
+	for i := range 20 {
+		produceSync(t, cl, &kgo.Record{Topic: topic, Value: bytes.Repeat([]byte{byte(i)}, 200)})
+	}
+	v0 := pinned(t, b, 2, 0)
+	list := func(topic string, ts int64, maxNum int32) kmsg.ListOffsetsResponseTopicPartition {
+		t.Helper()
+		req := kmsg.NewPtrListOffsetsRequest()
+		req.ReplicaID = -1
+		rt := kmsg.NewListOffsetsRequestTopic()
+		rt.Topic = topic
+		rp := kmsg.NewListOffsetsRequestTopicPartition()
+		rp.Partition, rp.Timestamp, rp.MaxNumOffsets = 0, ts, maxNum
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		resp := request[*kmsg.ListOffsetsResponse](t, v0, req)
+		if resp.Version != 0 {
+			t.Fatalf("answered at v%d, want v0", resp.Version)
+		}
+		return resp.Topics[0].Partitions[0]
+	}
+	if p := list(topic, -1, 1); p.ErrorCode != 0 || !slices.Equal(p.OldStyleOffsets, []int64{20}) {
+		t.Fatalf("latest, 1 offset: %v %v, want [20]", kerr.ErrorForCode(p.ErrorCode), p.OldStyleOffsets)
+	}
+	if p := list(topic, -2, 1); p.ErrorCode != 0 || !slices.Equal(p.OldStyleOffsets, []int64{0}) {
+		t.Fatalf("earliest: %v %v, want [0]", kerr.ErrorForCode(p.ErrorCode), p.OldStyleOffsets)
+	}
+	// With 1 KiB segments the list holds the log end, then each
+	// segment's base offset down to 0.
+	all := list(topic, -1, 100).OldStyleOffsets
+	if len(all) < 3 || all[0] != 20 || all[len(all)-1] != 0 || !slices.IsSortedFunc(all, func(a, b int64) int { return cmp.Compare(b, a) }) {
+		t.Fatalf("latest, 100 offsets: %v, want 20, the segments' bases descending, 0", all)
+	}
+	if p := list(topic, -1, 2); !slices.Equal(p.OldStyleOffsets, all[:2]) {
+		t.Fatalf("latest, 2 offsets: %v, want %v", p.OldStyleOffsets, all[:2])
 	}
 }

@@ -10,10 +10,10 @@ type apiRange struct{ min, max int16 }
 var versions = map[int16]apiRange{
 	0:  {3, 12}, // Produce
 	1:  {4, 16}, // Fetch
-	2:  {1, 8},  // ListOffsets
+	2:  {0, 8},  // ListOffsets
 	3:  {0, 12}, // Metadata
 	8:  {0, 9},  // OffsetCommit
-	9:  {1, 9},  // OffsetFetch
+	9:  {0, 9},  // OffsetFetch
 	10: {0, 4},  // FindCoordinator
 	11: {0, 9},  // JoinGroup
 	12: {0, 4},  // Heartbeat
@@ -23,8 +23,8 @@ var versions = map[int16]apiRange{
 	16: {0, 5},  // ListGroups
 	17: {0, 1},  // SaslHandshake (answered by the server's connection layer)
 	18: {0, 3},  // ApiVersions
-	19: {2, 7},  // CreateTopics
-	20: {1, 6},  // DeleteTopics
+	19: {0, 7},  // CreateTopics
+	20: {0, 6},  // DeleteTopics
 	21: {0, 2},  // DeleteRecords
 	22: {0, 5},  // InitProducerId
 	23: {0, 4},  // OffsetForLeaderEpoch
@@ -36,9 +36,9 @@ var versions = map[int16]apiRange{
 	29: {0, 3},  // DescribeAcls
 	30: {0, 3},  // CreateAcls
 	31: {0, 3},  // DeleteAcls
-	32: {1, 4},  // DescribeConfigs
+	32: {0, 4},  // DescribeConfigs
 	33: {0, 2},  // AlterConfigs
-	35: {1, 4},  // DescribeLogDirs
+	35: {0, 4},  // DescribeLogDirs
 	36: {0, 2},  // SaslAuthenticate (answered by the server's connection layer)
 	37: {0, 3},  // CreatePartitions
 	42: {0, 2},  // DeleteGroups
@@ -57,10 +57,34 @@ var versions = map[int16]apiRange{
 	66: {0, 1},  // ListTransactions
 }
 
-// Versions implements server.Handler.
+// refusedBelow holds, for Produce and Fetch, the lowest version decoded
+// below the served range: Produce v0-2 and Fetch v0-3 carry the message
+// formats v0 and v1, which samsa neither stores nor converts (Kafka 4
+// removed them too, KIP-896). Such a request is answered with
+// UNSUPPORTED_VERSION in every partition (an acks=0 Produce by closing
+// the connection), so that a client pinned to them (sarama before
+// V0_11_0_0, kafka-python with api_version below (0, 11)) reports an
+// unsupported version instead of a dropped connection. ApiVersions lists
+// only the served ranges.
+var refusedBelow = map[int16]int16{
+	0: 0, // Produce
+	1: 0, // Fetch
+}
+
+// Versions implements server.Handler: the versions decoded, the served
+// ones and those refused in the answer (refusedBelow).
 func (b *Broker) Versions(key int16) (min, max int16, ok bool) {
 	r, ok := versions[key]
+	if low, refused := refusedBelow[key]; refused {
+		r.min = low
+	}
 	return r.min, r.max, ok
+}
+
+// refused reports whether version of key is decoded only to be refused.
+func refused(key, version int16) bool {
+	_, ok := refusedBelow[key]
+	return ok && version < versions[key].min
 }
 
 // apiVersionKeys returns the served ranges sorted by key, as ApiVersions

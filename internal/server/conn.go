@@ -341,6 +341,7 @@ func (c *conn) serve(frame []byte, received time.Time) (ok bool) {
 		p.handled = received
 	}
 	p.reply = reply
+	p.after.close = p.after.close || reply.Close
 	return c.queue(p)
 }
 

@@ -83,6 +83,8 @@
 //   - an API key the Handler does not serve or kmsg does not know;
 //   - a version outside the Handler's range, except for ApiVersions, which
 //     is answered with an ApiVersions v0 response (UnsupportedVersion);
+//   - a Reply with Close, once it is written (the broker's answer to an
+//     acks=0 Produce at a version it refuses);
 //   - a header or body that does not decode (short or overlong lengths,
 //     varints over 5 bytes, tagged fields out of order or past the end);
 //   - no complete request for connections.max.idle.ms while nothing is in

@@ -16,8 +16,9 @@ import (
 // Wait, which the connection's write goroutine calls in request order, while
 // the read goroutine goes on decoding and handling later requests.
 type Handler interface {
-	// Versions reports the version range the handler supports for an API
-	// key; ok is false for an API it does not serve.
+	// Versions reports the version range the handler decodes for an API
+	// key (a version outside it closes the connection); ok is false for
+	// an API it does not serve.
 	Versions(key int16) (min, max int16, ok bool)
 	Handle(ctx context.Context, c *Conn, req *Request) Reply
 }
@@ -35,6 +36,11 @@ type Reply struct {
 	Wait func(ctx context.Context) Reply
 	// None means no response is sent (Produce with acks=0).
 	None bool
+	// Close, in a Reply from Handle (not from Wait), closes the
+	// connection once the reply is written (at once with None) and reads
+	// no further request: how Kafka refuses an acks=0 Produce, whose
+	// client waits for no response.
+	Close bool
 	// Throttle mutes the connection (KIP-219): from when the server gets
 	// this Reply (Handle or Wait returned it), it reads and handles no
 	// further request of the connection until Throttle has passed. It goes

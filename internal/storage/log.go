@@ -142,6 +142,26 @@ func (l *Log) SegmentCount() int {
 	return len(l.segs)
 }
 
+// SegmentInfo describes one segment of a log.
+type SegmentInfo struct {
+	BaseOffset int64
+	// MaxTimestamp is the largest record timestamp in the segment, -1
+	// when it is empty.
+	MaxTimestamp int64
+	Size         int64
+}
+
+// Segments returns the log's segments, oldest first.
+func (l *Log) Segments() []SegmentInfo {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	out := make([]SegmentInfo, len(l.segs))
+	for i, s := range l.segs {
+		out[i] = SegmentInfo{BaseOffset: s.baseOffset, MaxTimestamp: s.maxTimestamp, Size: s.size.Load()}
+	}
+	return out
+}
+
 // Changed returns a channel that is closed the next time LogEndOffset,
 // DurableOffset or LogStartOffset changes (fetch long-poll waits on it).
 func (l *Log) Changed() <-chan struct{} {
