@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the client tools the end-to-end tests drive, when they are
-# missing: kcat, librdkafka through confluent-kafka-python, and Prometheus
+# missing: kcat, librdkafka through confluent-kafka-python, kafka-python
+# (old protocol versions), and Prometheus
 # (promtool and the server, for the metrics tests). On Debian
 # or Ubuntu as root (or with sudo) it installs them with apt-get; anywhere
 # else it says what to install and fails, so that `make test` never runs
@@ -12,14 +13,14 @@ set -euo pipefail
 
 [ "${SAMSA_TEST_DEPS:-}" = skip ] && exit 0
 
-packages=(kcat python3-confluent-kafka prometheus)
+packages=(kcat python3-confluent-kafka python3-kafka prometheus)
 
 # The tests look for a python3 with the module in PATH, then in
 # /usr/bin and /usr/local/bin (Debian's package installs for /usr/bin's).
 have_python() {
 	local py
 	for py in python3 /usr/bin/python3 /usr/local/bin/python3; do
-		if command -v "$py" >/dev/null 2>&1 && "$py" -c 'import confluent_kafka' >/dev/null 2>&1; then
+		if command -v "$py" >/dev/null 2>&1 && "$py" -c 'import confluent_kafka, kafka' >/dev/null 2>&1; then
 			return 0
 		fi
 	done
@@ -44,17 +45,17 @@ if command -v apt-get >/dev/null 2>&1 && { [ "$(id -u)" -eq 0 ] || [ -n "$sudo" 
 	$sudo env DEBIAN_FRONTEND=noninteractive apt-get update -q >&2
 	$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${packages[@]}" >&2
 	have_all && exit 0
-	echo "test-deps: apt-get ran, but kcat, python3's confluent_kafka or prometheus is still missing" >&2
+	echo "test-deps: apt-get ran, but kcat, python3's confluent_kafka or kafka, or prometheus is still missing" >&2
 	exit 1
 fi
 
 cat >&2 <<MSG
 test-deps: the end-to-end tests need kcat, confluent-kafka-python
-(librdkafka) and Prometheus (promtool), and this script can install them only on Debian or Ubuntu
+(librdkafka), kafka-python and Prometheus (promtool), and this script can install them only on Debian or Ubuntu
 as root or with passwordless sudo. Install them, then run make test again:
 
   Debian/Ubuntu:  sudo apt-get install -y ${packages[*]}
-  macOS:          brew install kcat librdkafka prometheus && pip3 install confluent-kafka
+  macOS:          brew install kcat librdkafka prometheus && pip3 install confluent-kafka kafka-python
 
 or run the tests without them: SAMSA_TEST_DEPS=skip make test
 MSG

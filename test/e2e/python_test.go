@@ -122,3 +122,73 @@ func TestConfluentPythonRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// kafkaPythonSummary is what testdata/kafka_python_versions.py prints.
+type kafkaPythonSummary struct {
+	Sent       []int64  `json:"sent"`
+	SendErrors []string `json:"send_errors"`
+	Consumed   [][]any  `json:"consumed"`
+	Committed  *int64   `json:"committed"`
+}
+
+// TestKafkaPythonPinnedVersions: kafka-python (Debian's 2.0.2) pinned to
+// Kafka 2.0 produces, consumes in a group and commits; pinned to 0.10,
+// whose Produce carries message format v1, every send fails with
+// UnsupportedVersionError, reported at once rather than after a timeout
+// on a dropped connection.
+func TestKafkaPythonPinnedVersions(t *testing.T) {
+	python := requireKafkaPython(t)
+	b := newBroker(t)
+	const count = 20
+	run := func(topic, version string) kafkaPythonSummary {
+		t.Helper()
+		createTopic(t, b.addr(), topic, 1, nil)
+		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, python, "testdata/kafka_python_versions.py",
+			b.addr(), topic, topic+"-group", version, strconv.Itoa(count))
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("kafka_python_versions.py %s: %v\nstderr:\n%s", version, err, stderr.String())
+		}
+		var sum kafkaPythonSummary
+		if err := json.Unmarshal(stdout.Bytes(), &sum); err != nil {
+			t.Fatalf("summary: %v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
+		}
+		return sum
+	}
+
+	sum := run("kp-2-0", "2.0.0")
+	if len(sum.SendErrors) > 0 || len(sum.Sent) != count {
+		t.Fatalf("api_version 2.0.0: %d sent, errors %v", len(sum.Sent), sum.SendErrors)
+	}
+	for i, off := range sum.Sent {
+		if off != int64(i) {
+			t.Fatalf("send %d at offset %d", i, off)
+		}
+	}
+	if len(sum.Consumed) != count {
+		t.Fatalf("api_version 2.0.0: consumed %d of %d", len(sum.Consumed), count)
+	}
+	for i, r := range sum.Consumed {
+		if fmt.Sprint(r...) != fmt.Sprint(float64(i), fmt.Sprintf("k%d", i), fmt.Sprintf("v%d", i)) {
+			t.Fatalf("record %d: %v", i, r)
+		}
+	}
+	if sum.Committed == nil || *sum.Committed != count {
+		t.Fatalf("api_version 2.0.0: committed %v, want %d", sum.Committed, count)
+	}
+
+	start := time.Now()
+	old := run("kp-0-10", "0.10.0")
+	if len(old.Sent) != 0 || len(old.SendErrors) != count {
+		t.Fatalf("api_version 0.10.0: %d sent, %d errors, want every send refused", len(old.Sent), len(old.SendErrors))
+	}
+	for _, e := range old.SendErrors {
+		if e != "UnsupportedVersionError" {
+			t.Fatalf("api_version 0.10.0: send failed with %s, want UnsupportedVersionError", e)
+		}
+	}
+	t.Logf("kafka-python 0.10.0: %d sends refused with UnsupportedVersionError in %s", count, time.Since(start).Round(time.Millisecond))
+}

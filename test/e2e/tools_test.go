@@ -49,3 +49,20 @@ func requireConfluentPython(t *testing.T) string {
 	missingTool(t, "no python3 with the confluent_kafka module")
 	return ""
 }
+
+// requireKafkaPython returns a python3 with the kafka-python module
+// (Debian's python3-kafka).
+func requireKafkaPython(t *testing.T) string {
+	t.Helper()
+	for _, name := range []string{"python3", "/usr/bin/python3", "/usr/local/bin/python3"} {
+		p, err := exec.LookPath(name)
+		if err != nil {
+			continue
+		}
+		if exec.Command(p, "-c", "import kafka").Run() == nil {
+			return p
+		}
+	}
+	missingTool(t, "no python3 with the kafka module (kafka-python)")
+	return ""
+}
