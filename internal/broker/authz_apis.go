@@ -16,7 +16,7 @@ import (
 // not use and returns fix, which adds their error entries to the handler's
 // response. Both nil: the request goes through unchanged. These check
 // inside their handlers instead, interleaved with their own work: Produce,
-// Fetch, Metadata, FindCoordinator, DescribeCluster (its authorized
+// Fetch, Metadata, DescribeTopicPartitions, FindCoordinator, DescribeCluster (its authorized
 // operations), the ACL APIs (29-31), the client quota APIs (48, 49) and the
 // SCRAM credential APIs (50, 51).
 func (b *Broker) guard(z authz, body kmsg.Request) (deny kmsg.Response, fix func(kmsg.Response)) {

@@ -1293,6 +1293,23 @@ var mxAPIs = []mxAPI{
 			}
 			return mxCode(mxNoEntry)
 		}},
+	{key: 75, checks: []mxCheck{{index: 0}},
+		ref: "DescribeTopicPartitionsRequestHandler: a named topic the principal may not describe",
+		build: func(e *mxEnv, t *testing.T, topic string) kmsg.Request {
+			req := kmsg.NewPtrDescribeTopicPartitionsRequest()
+			rt := kmsg.NewDescribeTopicPartitionsRequestTopic()
+			rt.Topic = topic
+			req.Topics = append(req.Topics, rt)
+			return req
+		},
+		got: func(m kmsg.Response, topic string) mxGot {
+			for _, rt := range m.(*kmsg.DescribeTopicPartitionsResponse).Topics {
+				if rt.Topic != nil && *rt.Topic == topic {
+					return mxCode(rt.ErrorCode)
+				}
+			}
+			return mxCode(mxNoEntry)
+		}},
 	{key: 65, checks: []mxCheck{{index: 0}}, noTopic: true,
 		ref: "KafkaApis.handleDescribeTransactionsRequest",
 		build: func(e *mxEnv, t *testing.T, _ string) kmsg.Request {

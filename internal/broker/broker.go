@@ -394,6 +394,8 @@ func (b *Broker) dispatch(ctx context.Context, c *server.Conn, req *server.Reque
 		return msg(b.handleIncrementalAlterConfigs(ctx, r))
 	case *kmsg.DescribeClusterRequest:
 		return msg(b.handleDescribeCluster(c, r))
+	case *kmsg.DescribeTopicPartitionsRequest:
+		return msg(b.handleDescribeTopicPartitions(c, r))
 	case *kmsg.OffsetForLeaderEpochRequest:
 		return msg(b.handleOffsetForLeaderEpoch(r))
 	case *kmsg.InitProducerIDRequest:

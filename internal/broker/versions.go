@@ -55,6 +55,7 @@ var versions = map[int16]apiRange{
 	61: {0, 0},  // DescribeProducers
 	65: {0, 0},  // DescribeTransactions
 	66: {0, 1},  // ListTransactions
+	75: {0, 0},  // DescribeTopicPartitions
 }
 
 // refusedBelow holds, for Produce and Fetch, the lowest version decoded
