@@ -3,7 +3,10 @@
 # confluent-kafka-python and prometheus (apt-get, as root or with sudo) when
 # they are missing.
 # test/e2e and test/chaos run with -count=1: they build and run the samsa
-# binary, which go test's result cache does not see change.
+# binary, which go test's result cache does not see change; and with a
+# 20 minute timeout, since the chaos package runs its scenarios one after
+# another and on a loaded 2-core machine comes close to go test's default
+# of 10 minutes.
 .PHONY: build run test race verify fuzz bench e2e ops chaos cluster docker-image docker-up docker-down docker-test docker-test-secure docker-test-all
 
 # build/samsa, static, with its version and commit linked in (samsa version).
@@ -14,7 +17,7 @@ run:
 	go run ./cmd/samsa serve
 
 test:
-	scripts/test-deps.sh && CI=1 go vet ./... && CI=1 go test ./internal/... ./cmd/... && CI=1 go test -count=1 ./test/... && CI=1 go test -race ./internal/...
+	scripts/test-deps.sh && CI=1 go vet ./... && CI=1 go test ./internal/... ./cmd/... && CI=1 go test -count=1 -timeout 20m ./test/... && CI=1 go test -race ./internal/...
 
 race:
 	go test -race ./internal/...
