@@ -38,7 +38,8 @@ package broker
 //
 // max_wait_ms/min_bytes long-poll: the request waits on the write goroutine
 // until min_bytes are available, a partition errors, or max_wait_ms passes,
-// woken by the logs' change notifications (no polling). Records above the
+// as one delayed operation of the replica manager's delay queue watched
+// under each partition (Kafka's DelayedFetch; no polling). Records above the
 // high watermark are never returned. The response holds at most max_bytes
 // (capped at 55 MiB, Kafka's fetch.max.bytes) and each partition at most its
 // partition_max_bytes, except that the first partition with data always
@@ -47,7 +48,6 @@ package broker
 import (
 	"context"
 	"math"
-	"reflect"
 	"slices"
 	"time"
 
@@ -103,7 +103,7 @@ func (b *Broker) handleFetch(ctx context.Context, c *server.Conn, req *kmsg.Fetc
 		var parked time.Duration
 		for {
 			start := time.Now()
-			woken := waitAny(ctx, b.draining, f.wake, deadline.Sub(b.now()))
+			woken := b.waitFetch(ctx, f.watches, deadline)
 			parked += time.Since(start)
 			if !woken {
 				r := q.reply(b, req, q.fetch(b, req, c.Listener, allowed))
@@ -118,6 +118,27 @@ func (b *Broker) handleFetch(ctx context.Context, c *server.Conn, req *kmsg.Fetc
 			}
 		}
 	}}
+}
+
+// waitFetch parks a Fetch as one delayed operation watched under each of
+// its partitions (replica.Manager.Watch) until the first of them has
+// data past what was read (true), a partition changes role or fails
+// (true), or deadline passes, ctx is done or the broker drains (false).
+// min_bytes summed over the partitions is checked by the caller, which
+// reads again and waits again for what is left of max_wait_ms.
+func (b *Broker) waitFetch(ctx context.Context, watches []replica.WatchSpec, deadline time.Time) bool {
+	if !b.now().Before(deadline) {
+		return false
+	}
+	op := b.replicas.Watch(watches, deadline)
+	select {
+	case <-op.Done():
+		return op.Outcome() != replica.Expired
+	case <-ctx.Done():
+	case <-b.draining:
+	}
+	op.Cancel()
+	return false
 }
 
 // fetchQuota applies consumer_byte_rate and request_percentage to one
@@ -224,9 +245,11 @@ type fetchResult struct {
 	resp    *kmsg.FetchResponse
 	regions [][][]storage.Region // per topic, per partition
 	n       int64                // bytes of record batches
-	// wake holds the change channels of the logs read, taken before
-	// reading so that no change is missed.
-	wake []<-chan struct{}
+	// watches are what a long-poll waits for: on each partition read,
+	// the offset past the end it read to (the high watermark, last
+	// stable offset or, for a follower, log end). Registering them
+	// compares with the current offsets, so no change is missed.
+	watches []replica.WatchSpec
 	// done means the response must go out at once (a partition has an
 	// error).
 	done bool
@@ -396,7 +419,6 @@ func (b *Broker) fetchOnce(req *kmsg.FetchRequest, listener string, allowed func
 					f.done = true
 					break
 				}
-				f.wake = append(f.wake, p.Log.Changed(), p.HWChanged())
 				if follower >= 0 && rp.FetchOffset <= p.Log.LogEndOffset() {
 					// The fetch offset is what the follower has
 					// fsynced: it may move the high watermark (the
@@ -405,11 +427,24 @@ func (b *Broker) fetchOnce(req *kmsg.FetchRequest, listener string, allowed func
 				}
 				limit := min(int64(rp.PartitionMaxBytes), budget)
 				committed := follower < 0 && req.Version >= 4 && req.IsolationLevel == 1
-				res, err := readPartition(p, rp.FetchOffset, limit, minOne, follower >= 0, committed, &sp)
+				res, end, err := readPartition(p, rp.FetchOffset, limit, minOne, follower >= 0, committed, &sp)
 				if err != nil {
 					sp.ErrorCode = errCode(err).Code
 					f.done = true
 					break
+				}
+				next := max(rp.FetchOffset, end) + 1
+				switch {
+				case follower >= 0:
+					// The high watermark too: the follower learns it
+					// from the response.
+					f.watches = append(f.watches,
+						replica.WatchSpec{P: p, Kind: replica.WaitLogEnd, At: next},
+						replica.WatchSpec{P: p, Kind: replica.WaitHighWatermark, At: sp.HighWatermark + 1})
+				case committed:
+					f.watches = append(f.watches, replica.WatchSpec{P: p, Kind: replica.WaitLastStable, At: next})
+				default:
+					f.watches = append(f.watches, replica.WatchSpec{P: p, Kind: replica.WaitHighWatermark, At: next})
 				}
 				served := servedPartition{p: p, first: !topicCounted}
 				topicCounted = true
@@ -435,8 +470,9 @@ func (b *Broker) fetchOnce(req *kmsg.FetchRequest, listener string, allowed func
 // readPartition reads from offset up to the high watermark (a consumer at
 // read_uncommitted), the last stable offset (committed: read_committed) or
 // the log end (a follower, which replicates what is not committed yet) and
-// fills the offsets of sp and, when committed, its AbortedTransactions.
-func readPartition(p *replica.Partition, offset, limit int64, minOne, follower, committed bool, sp *kmsg.FetchResponseTopicPartition) (storage.ReadResult, error) {
+// fills the offsets of sp and, when committed, its AbortedTransactions. It
+// returns the end it read to.
+func readPartition(p *replica.Partition, offset, limit int64, minOne, follower, committed bool, sp *kmsg.FetchResponseTopicPartition) (storage.ReadResult, int64, error) {
 	// NB: the last stable offset is read first: it is at most the high
 	// watermark read after it, which can only have grown.
 	lso := p.LastStableOffset()
@@ -446,7 +482,7 @@ func readPartition(p *replica.Partition, offset, limit int64, minOne, follower, 
 	sp.LogStartOffset = p.Log.LogStartOffset()
 	leo := p.Log.LogEndOffset()
 	if offset < sp.LogStartOffset || offset > leo {
-		return storage.ReadResult{}, storage.ErrOffsetOutOfRange
+		return storage.ReadResult{}, 0, storage.ErrOffsetOutOfRange
 	}
 	end := hw
 	switch {
@@ -459,11 +495,11 @@ func readPartition(p *replica.Partition, offset, limit int64, minOne, follower, 
 		sp.AbortedTransactions = []kmsg.FetchResponseTopicPartitionAbortedTransaction{}
 	}
 	if offset >= end {
-		return storage.ReadResult{}, nil
+		return storage.ReadResult{}, end, nil
 	}
 	res, err := p.Log.Read(offset, max(limit, 0), end, minOne)
 	if err != nil || !committed || res.Size == 0 {
-		return res, err
+		return res, end, err
 	}
 	// Reference: Kafka LocalLog.addAbortedTransactions: the aborted
 	// transactions that overlap the records returned, so the consumer can
@@ -473,7 +509,7 @@ func readPartition(p *replica.Partition, offset, limit int64, minOne, follower, 
 		at.ProducerID, at.FirstOffset = a.ProducerID, a.FirstOffset
 		sp.AbortedTransactions = append(sp.AbortedTransactions, at)
 	}
-	return res, nil
+	return res, end, nil
 }
 
 // fetchReplicaID is the broker id of a follower's fetch, or -1 for a
@@ -496,38 +532,4 @@ func checkLeaderEpoch(p *replica.Partition, epoch int32) int16 {
 	default:
 		return kerr.UnknownLeaderEpoch.Code
 	}
-}
-
-// maxWaitChans bounds the channels one long-poll selects on.
-const maxWaitChans = 4096
-
-// waitAny blocks until one of chans is closed (true), or d passes, ctx is
-// done or draining is closed (false).
-func waitAny(ctx context.Context, draining <-chan struct{}, chans []<-chan struct{}, d time.Duration) bool {
-	if d <= 0 {
-		return false
-	}
-	// reflect.Select takes at most 65536 cases; a Fetch naming very many
-	// partitions waits on the first ones and re-checks the rest often.
-	capped := len(chans) > maxWaitChans
-	if capped {
-		chans = chans[:maxWaitChans]
-		d = min(d, 50*time.Millisecond)
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	const fixed = 3
-	cases := make([]reflect.SelectCase, 0, len(chans)+fixed)
-	cases = append(cases,
-		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ctx.Done())},
-		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(draining)},
-		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(t.C)})
-	for _, c := range chans {
-		cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(c)})
-	}
-	i, _, _ := reflect.Select(cases)
-	if i == fixed-1 && capped {
-		return true // re-check the partitions not waited on
-	}
-	return i >= fixed
 }
