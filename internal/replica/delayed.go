@@ -2,6 +2,7 @@ package replica
 
 import (
 	"container/heap"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -126,6 +127,7 @@ type delayQueue struct {
 
 	mu        sync.Mutex
 	deadlines deadlineHeap // guarded by mu
+	closed    bool         // guarded by mu; run has returned
 }
 
 func newDelayQueue(now func() time.Time) *delayQueue {
@@ -151,6 +153,12 @@ func (q *delayQueue) watch(keys []watchKey, deadline time.Time) *DelayedOp {
 	if !deadline.IsZero() {
 		op.deadline = deadline.UnixNano()
 		q.mu.Lock()
+		if q.closed {
+			// No timer goroutine any more to expire it.
+			q.mu.Unlock()
+			q.complete(op, Expired)
+			return op
+		}
 		heap.Push(&q.deadlines, op)
 		first := op.didx == 0
 		q.mu.Unlock()
@@ -302,10 +310,18 @@ func (q *delayQueue) pending() int {
 
 // run is the queue's timer goroutine: it sleeps until the earliest
 // deadline (or a new earlier one) and expires what is due, until stop is
-// closed.
+// closed. Then it expires every operation with a deadline, and so does
+// watch for those registered later: a waiter is never left without its
+// deadline.
 func (q *delayQueue) run(stop <-chan struct{}) {
 	t := time.NewTimer(time.Hour)
 	defer t.Stop()
+	defer func() {
+		q.mu.Lock()
+		q.closed = true
+		q.mu.Unlock()
+		q.expire(time.Unix(0, math.MaxInt64))
+	}()
 	for {
 		next := q.expire(q.now())
 		d := time.Hour

@@ -318,6 +318,36 @@ func TestDelayQueueTimerGoroutineExpires(t *testing.T) {
 	late.Cancel()
 }
 
+// TestDelayQueueStopExpiresWaiters checks that when the timer goroutine
+// stops (Manager.Close) every operation with a deadline expires, and one
+// registered later expires at once: no waiter outlives its deadline.
+func TestDelayQueueStopExpiresWaiters(t *testing.T) {
+	q := newDelayQueue(time.Now)
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() { defer close(done); q.run(stop) }()
+	k := newTestKey(0)
+	before := q.watch([]watchKey{{k.s, 1}}, time.Now().Add(time.Hour))
+	noDeadline := q.watch([]watchKey{{k.s, 1}}, time.Time{})
+	close(stop)
+	<-done
+	if got := outcomeOf(before); got != Expired {
+		t.Fatalf("operation waiting at stop: %v, want Expired", got)
+	}
+	after := q.watch([]watchKey{{k.s, 1}}, time.Now().Add(time.Hour))
+	if got := outcomeOf(after); got != Expired {
+		t.Fatalf("operation registered after stop: %v, want Expired", got)
+	}
+	if got := outcomeOf(noDeadline); got != 0 {
+		t.Fatalf("operation without deadline: %v, want still waiting for its offset", got)
+	}
+	k.set(q, 1)
+	if got := outcomeOf(noDeadline); got != Satisfied {
+		t.Fatalf("operation without deadline after its offset: %v, want Satisfied", got)
+	}
+	checkEmpty(t, q, k)
+}
+
 // TestPartitionEventsWakeTheirWaits checks, on a real log, that each event
 // publishes the offset it moves: an append the log end, the flusher's
 // fsync the durable offset and (on a leader with an ISR of one) the high

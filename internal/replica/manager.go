@@ -44,6 +44,9 @@ type Partition struct {
 	// hw is the high watermark, stored under roleMu by refreshHWLocked
 	// and read without it.
 	hw atomic.Int64
+	// logStart is the log start offset as of the last change hook, to
+	// tell when records were deleted.
+	logStart atomic.Int64
 	// waits are the delay queue's keys on this partition, one per
 	// WaitKind; set at creation.
 	waits [numWaitKinds]*watchSet
@@ -273,6 +276,7 @@ func (m *Manager) Ensure(tp storage.TopicPartition, topicID [16]byte, cfg storag
 		// offset know the open transactions; before that the cleaner
 		// leaves the log alone.
 		l.SetLastStableOffsetFunc(np.LastStableOffset)
+		np.logStart.Store(l.LogStartOffset())
 		l.SetChangeHook(np.logChanged)
 		m.mu.Lock()
 		if m.closed {

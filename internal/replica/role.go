@@ -88,6 +88,13 @@ func (p *Partition) refreshHWLocked(nowMs int64) {
 func (p *Partition) logChanged(durable bool) {
 	q := p.m.delayed
 	q.publish(p.waits[WaitLogEnd])
+	if start := p.Log.LogStartOffset(); p.logStart.Swap(start) < start {
+		// Records were deleted (DeleteRecords, retention): a Fetch
+		// waiting below the new log start answers OFFSET_OUT_OF_RANGE
+		// now rather than at its deadline.
+		q.wakeAll(p.waits[WaitHighWatermark])
+		q.wakeAll(p.waits[WaitLastStable])
+	}
 	if !durable {
 		return
 	}
