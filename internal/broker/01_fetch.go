@@ -39,7 +39,9 @@ package broker
 // max_wait_ms/min_bytes long-poll: the request waits on the write goroutine
 // until min_bytes are available, a partition errors, or max_wait_ms passes,
 // as one delayed operation of the replica manager's delay queue watched
-// under each partition (Kafka's DelayedFetch; no polling). Records above the
+// under each partition (Kafka's DelayedFetch; no polling). Above one byte,
+// min_bytes is summed over the partitions as they get data, each capped at
+// its partition_max_bytes, as Kafka's DelayedFetch.tryComplete does. Records above the
 // high watermark are never returned. The response holds at most max_bytes
 // (capped at 55 MiB, Kafka's fetch.max.bytes) and each partition at most its
 // partition_max_bytes, except that the first partition with data always
@@ -103,7 +105,7 @@ func (b *Broker) handleFetch(ctx context.Context, c *server.Conn, req *kmsg.Fetc
 		var parked time.Duration
 		for {
 			start := time.Now()
-			woken := b.waitFetch(ctx, f.watches, deadline)
+			woken, enough := b.waitFetch(ctx, f, int64(req.MinBytes), deadline)
 			parked += time.Since(start)
 			if !woken {
 				r := q.reply(b, req, q.fetch(b, req, c.Listener, allowed))
@@ -111,7 +113,7 @@ func (b *Broker) handleFetch(ctx context.Context, c *server.Conn, req *kmsg.Fetc
 				return r
 			}
 			f = q.fetch(b, req, c.Listener, allowed)
-			if f.done || f.n >= int64(req.MinBytes) {
+			if enough || f.done || f.n >= int64(req.MinBytes) {
 				r := q.reply(b, req, f)
 				r.Parked = parked
 				return r
@@ -121,24 +123,66 @@ func (b *Broker) handleFetch(ctx context.Context, c *server.Conn, req *kmsg.Fetc
 }
 
 // waitFetch parks a Fetch as one delayed operation watched under each of
-// its partitions (replica.Manager.Watch) until the first of them has
-// data past what was read (true), a partition changes role or fails
-// (true), or deadline passes, ctx is done or the broker drains (false).
-// min_bytes summed over the partitions is checked by the caller, which
-// reads again and waits again for what is left of max_wait_ms.
-func (b *Broker) waitFetch(ctx context.Context, watches []replica.WatchSpec, deadline time.Time) bool {
+// the partitions f read (replica.Manager.Watch), until the first of them
+// has data past what was read or a partition changes role or fails
+// (woken), or deadline passes, ctx is done or the broker drains (not
+// woken). With minBytes above 1 the operation fires per partition
+// instead (replica.Manager.WatchEach): the partitions that fired are read
+// again, alone, and their bytes, each capped at its partition_max_bytes,
+// are summed with what the others hold until they reach minBytes (woken
+// and enough, as Kafka's DelayedFetch.tryComplete sums them), each
+// partition watched again past what it now holds. The caller reads every
+// partition again once woken.
+func (b *Broker) waitFetch(ctx context.Context, f *fetchResult, minBytes int64, deadline time.Time) (woken, enough bool) {
 	if !b.now().Before(deadline) {
-		return false
+		return false, false
 	}
-	op := b.replicas.Watch(watches, deadline)
-	select {
-	case <-op.Done():
-		return op.Outcome() != replica.Expired
-	case <-ctx.Done():
-	case <-b.draining:
+	if minBytes <= 1 {
+		op := b.replicas.Watch(f.watches, deadline)
+		select {
+		case <-op.Done():
+			return op.Outcome() != replica.Expired, false
+		case <-ctx.Done():
+		case <-b.draining:
+		}
+		op.Cancel()
+		return false, false
 	}
-	op.Cancel()
-	return false
+	op := b.replicas.WatchEach(f.watches, deadline)
+	sum := f.n
+	for {
+		select {
+		case <-op.Fired():
+			for _, i := range op.TakeFired() {
+				w, fp := f.watches[i], &f.parts[i]
+				var sp kmsg.FetchResponseTopicPartition
+				res, end, err := readPartition(w.P, fp.offset, fp.maxBytes, true, fp.follower, fp.committed, &sp)
+				if err != nil {
+					// The full read answers with the error at once.
+					op.Cancel()
+					return true, true
+				}
+				n := min(res.Size, fp.maxBytes)
+				sum += n - fp.bytes
+				fp.bytes = n
+				op.Rearm(i, max(fp.offset, end)+1)
+			}
+			if sum < minBytes {
+				continue
+			}
+			if op.Complete() {
+				return true, true
+			}
+			<-op.Done() // completed meanwhile
+			return op.Outcome() != replica.Expired, false
+		case <-op.Done():
+			return op.Outcome() != replica.Expired, false
+		case <-ctx.Done():
+		case <-b.draining:
+		}
+		op.Cancel()
+		return false, false
+	}
 }
 
 // fetchQuota applies consumer_byte_rate and request_percentage to one
@@ -250,6 +294,9 @@ type fetchResult struct {
 	// stable offset or, for a follower, log end). Registering them
 	// compares with the current offsets, so no change is missed.
 	watches []replica.WatchSpec
+	// parts says, for each watch, where its partition's read started and
+	// what it found, for a long-poll that sums min_bytes.
+	parts []fetchPart
 	// done means the response must go out at once (a partition has an
 	// error).
 	done bool
@@ -263,6 +310,15 @@ type fetchResult struct {
 	served []servedPartition
 	// follower is set for a follower's fetch.
 	follower bool
+}
+
+// fetchPart is one partition of a Fetch as a long-poll watches it: the
+// fetch offset and partition_max_bytes, how it reads, and the bytes past
+// the offset it last found.
+type fetchPart struct {
+	offset, maxBytes    int64
+	follower, committed bool
+	bytes               int64
 }
 
 // servedPartition is what one Fetch read from one partition.
@@ -434,17 +490,23 @@ func (b *Broker) fetchOnce(req *kmsg.FetchRequest, listener string, allowed func
 					break
 				}
 				next := max(rp.FetchOffset, end) + 1
+				fp := fetchPart{offset: rp.FetchOffset, maxBytes: int64(rp.PartitionMaxBytes), follower: follower >= 0, committed: committed, bytes: res.Size}
 				switch {
 				case follower >= 0:
-					// The high watermark too: the follower learns it
-					// from the response.
-					f.watches = append(f.watches,
-						replica.WatchSpec{P: p, Kind: replica.WaitLogEnd, At: next},
-						replica.WatchSpec{P: p, Kind: replica.WaitHighWatermark, At: sp.HighWatermark + 1})
+					f.watches = append(f.watches, replica.WatchSpec{P: p, Kind: replica.WaitLogEnd, At: next})
+					f.parts = append(f.parts, fp)
+					if req.MinBytes <= 1 {
+						// The high watermark too: the follower
+						// learns it from the response.
+						f.watches = append(f.watches, replica.WatchSpec{P: p, Kind: replica.WaitHighWatermark, At: sp.HighWatermark + 1})
+						f.parts = append(f.parts, fp)
+					}
 				case committed:
 					f.watches = append(f.watches, replica.WatchSpec{P: p, Kind: replica.WaitLastStable, At: next})
+					f.parts = append(f.parts, fp)
 				default:
 					f.watches = append(f.watches, replica.WatchSpec{P: p, Kind: replica.WaitHighWatermark, At: next})
+					f.parts = append(f.parts, fp)
 				}
 				served := servedPartition{p: p, first: !topicCounted}
 				topicCounted = true

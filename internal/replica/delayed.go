@@ -67,8 +67,9 @@ func newWatchSet(value func() int64) *watchSet { return &watchSet{value: value} 
 type watch struct {
 	set *watchSet
 	op  *DelayedOp
-	at  int64
+	at  int64 // guarded by set.mu once registered
 	idx int
+	i   int // its index in op.watches
 }
 
 // WatchSpec names one offset a delayed operation waits for: it is
@@ -92,6 +93,14 @@ type DelayedOp struct {
 	watches  []watch
 	deadline int64 // unix nanos; 0: none
 	didx     int   // in q.deadlines, -1 when not in it; guarded by q.mu
+
+	// each is set for an operation its waiter completes (WatchEach): a
+	// reached watch is added to fired and signalled on firedCh instead
+	// of completing the operation.
+	each    bool
+	firedCh chan struct{} // cap 1
+	firedMu sync.Mutex
+	fired   []int // guarded by firedMu
 }
 
 // Done returns a channel closed when the operation completes.
@@ -100,6 +109,71 @@ func (op *DelayedOp) Done() <-chan struct{} { return op.done }
 // Outcome says how the operation completed; only valid after Done is
 // closed.
 func (op *DelayedOp) Outcome() Outcome { return op.outcome }
+
+// Fired returns a channel that receives after one or more watches of an
+// operation made with WatchEach reached their offset; TakeFired says
+// which. It is nil for other operations.
+func (op *DelayedOp) Fired() <-chan struct{} { return op.firedCh }
+
+// TakeFired returns the indexes (in the specs it was made with) of the
+// watches that reached their offset since the last call, and forgets them.
+// A fired watch waits no more until Rearm. The caller owns the slice.
+func (op *DelayedOp) TakeFired() []int {
+	op.firedMu.Lock()
+	defer op.firedMu.Unlock()
+	f := op.fired
+	op.fired = nil
+	return f
+}
+
+// Rearm makes fired watch i wait again, for offset at. If the offset is
+// already reached it fires again at once. It does nothing once the
+// operation completed, or for a watch that did not fire.
+func (op *DelayedOp) Rearm(i int, at int64) {
+	w := &op.watches[i]
+	s := w.set
+	s.mu.Lock()
+	if op.state.Load() || w.idx >= 0 {
+		s.mu.Unlock()
+		return
+	}
+	w.at = at
+	s.n.Add(1)
+	if s.value() >= at {
+		s.n.Add(-1)
+		s.mu.Unlock()
+		op.fire(i)
+		return
+	}
+	heap.Push(&s.heap, w)
+	s.mu.Unlock()
+}
+
+// Complete completes the operation as Satisfied unless it already
+// completed, and reports whether this call did. It is how the waiter of
+// an operation made with WatchEach ends it.
+func (op *DelayedOp) Complete() bool { return op.q.complete(op, Satisfied) }
+
+// fire records that watch i reached its offset and signals the waiter.
+func (op *DelayedOp) fire(i int) {
+	op.firedMu.Lock()
+	op.fired = append(op.fired, i)
+	op.firedMu.Unlock()
+	select {
+	case op.firedCh <- struct{}{}:
+	default:
+	}
+}
+
+// reached is what a watch of op reaching its offset does: complete op, or
+// fire the watch for an operation its waiter completes.
+func (q *delayQueue) reached(w *watch) {
+	if w.op.each {
+		w.op.fire(w.i)
+		return
+	}
+	q.complete(w.op, Satisfied)
+}
 
 // Cancel completes the operation as Cancelled unless it already completed,
 // and returns its outcome. It does not block beyond the queue's locks.
@@ -143,12 +217,18 @@ type watchKey struct {
 // watch registers an operation waiting for any of keys until deadline
 // (zero: none). If a key is already satisfied the operation completes
 // before watch returns.
-func (q *delayQueue) watch(keys []watchKey, deadline time.Time) *DelayedOp {
-	op := &DelayedOp{q: q, done: make(chan struct{}), didx: -1, watches: make([]watch, len(keys))}
+//
+// With each, a reached watch fires (DelayedOp.Fired) instead, and the
+// waiter completes the operation (DelayedOp.Complete).
+func (q *delayQueue) watch(keys []watchKey, deadline time.Time, each bool) *DelayedOp {
+	op := &DelayedOp{q: q, done: make(chan struct{}), didx: -1, watches: make([]watch, len(keys)), each: each}
+	if each {
+		op.firedCh = make(chan struct{}, 1)
+	}
 	// NB: every watch is filled in before any is registered: a
 	// completion that races the registration reads them.
 	for i, k := range keys {
-		op.watches[i] = watch{set: k.set, op: op, at: k.at, idx: -1}
+		op.watches[i] = watch{set: k.set, op: op, at: k.at, idx: -1, i: i}
 	}
 	if !deadline.IsZero() {
 		op.deadline = deadline.UnixNano()
@@ -183,8 +263,11 @@ func (q *delayQueue) watch(keys []watchKey, deadline time.Time) *DelayedOp {
 		if s.value() >= w.at {
 			s.n.Add(-1)
 			s.mu.Unlock()
-			q.complete(op, Satisfied)
-			return op
+			q.reached(w)
+			if !each {
+				return op
+			}
+			continue
 		}
 		heap.Push(&s.heap, w)
 		s.mu.Unlock()
@@ -199,17 +282,17 @@ func (q *delayQueue) publish(s *watchSet) {
 	if s.n.Load() == 0 {
 		return
 	}
-	var woken []*DelayedOp
+	var woken []*watch
 	s.mu.Lock()
 	v := s.value()
 	for len(s.heap) > 0 && s.heap[0].at <= v {
 		w := heap.Pop(&s.heap).(*watch)
 		s.n.Add(-1)
-		woken = append(woken, w.op)
+		woken = append(woken, w)
 	}
 	s.mu.Unlock()
-	for _, op := range woken {
-		q.complete(op, Satisfied)
+	for _, w := range woken {
+		q.reached(w)
 	}
 }
 

@@ -79,9 +79,9 @@ func TestDelayQueueWakesWatchesTheirOffsetReached(t *testing.T) {
 			a, b := newTestKey(0), newTestKey(0)
 			var ops []*DelayedOp
 			for _, at := range tc.at {
-				ops = append(ops, q.watch([]watchKey{{a.s, at}}, time.Time{}))
+				ops = append(ops, q.watch([]watchKey{{a.s, at}}, time.Time{}, false))
 			}
-			other := q.watch([]watchKey{{b.s, 1}}, time.Time{})
+			other := q.watch([]watchKey{{b.s, 1}}, time.Time{}, false)
 			a.set(q, tc.event)
 			for i, op := range ops {
 				want := Outcome(0)
@@ -109,7 +109,7 @@ func TestDelayQueueWakesWatchesTheirOffsetReached(t *testing.T) {
 func TestDelayQueueCompletesAtRegisterWhenReached(t *testing.T) {
 	q := newDelayQueue(time.Now)
 	a, b := newTestKey(10), newTestKey(0)
-	op := q.watch([]watchKey{{b.s, 1}, {a.s, 10}, {b.s, 2}}, time.Now().Add(time.Hour))
+	op := q.watch([]watchKey{{b.s, 1}, {a.s, 10}, {b.s, 2}}, time.Now().Add(time.Hour), false)
 	if got := outcomeOf(op); got != Satisfied {
 		t.Fatalf("outcome %v, want Satisfied", got)
 	}
@@ -124,7 +124,7 @@ func TestDelayQueueMultiKeyOperationCompletesOnce(t *testing.T) {
 	now := time.Unix(1000, 0)
 	q := newDelayQueue(func() time.Time { return now })
 	keys := []*testKey{newTestKey(0), newTestKey(0), newTestKey(0)}
-	op := q.watch([]watchKey{{keys[0].s, 5}, {keys[1].s, 5}, {keys[2].s, 5}}, now.Add(time.Second))
+	op := q.watch([]watchKey{{keys[0].s, 5}, {keys[1].s, 5}, {keys[2].s, 5}}, now.Add(time.Second), false)
 	keys[1].set(q, 5)
 	if got := outcomeOf(op); got != Satisfied {
 		t.Fatalf("outcome %v after the second key reached its offset, want Satisfied", got)
@@ -156,7 +156,7 @@ func TestDelayQueueCompletesExactlyOnceUnderRaces(t *testing.T) {
 		if i%3 == 0 {
 			deadline = time.Now().Add(time.Duration(i%7) * time.Millisecond)
 		}
-		all[i] = q.watch([]watchKey{{keys[i%4].s, int64(i%50 + 1)}, {keys[(i+1)%4].s, int64(i%30 + 1)}}, deadline)
+		all[i] = q.watch([]watchKey{{keys[i%4].s, int64(i%50 + 1)}, {keys[(i+1)%4].s, int64(i%30 + 1)}}, deadline, false)
 	}
 	for g := range 4 {
 		wg.Add(1)
@@ -210,7 +210,7 @@ func TestDelayQueueExpiresInDeadlineOrder(t *testing.T) {
 	deadlines := []time.Duration{30, 10, 50, 20, 40}
 	var ops []*DelayedOp
 	for _, d := range deadlines {
-		ops = append(ops, q.watch([]watchKey{{k.s, 1}}, base.Add(d*time.Millisecond)))
+		ops = append(ops, q.watch([]watchKey{{k.s, 1}}, base.Add(d*time.Millisecond), false))
 	}
 	for _, step := range []struct {
 		at      time.Duration
@@ -255,8 +255,8 @@ func TestDelayQueueExpiresInDeadlineOrder(t *testing.T) {
 func TestDelayQueueCancelRemovesOperation(t *testing.T) {
 	q := newDelayQueue(time.Now)
 	a, b := newTestKey(0), newTestKey(0)
-	op := q.watch([]watchKey{{a.s, 1}, {b.s, 1}}, time.Now().Add(time.Hour))
-	keep := q.watch([]watchKey{{a.s, 1}}, time.Time{})
+	op := q.watch([]watchKey{{a.s, 1}, {b.s, 1}}, time.Now().Add(time.Hour), false)
+	keep := q.watch([]watchKey{{a.s, 1}}, time.Time{}, false)
 	if got := op.Cancel(); got != Cancelled {
 		t.Fatalf("Cancel: %v, want Cancelled", got)
 	}
@@ -279,9 +279,9 @@ func TestDelayQueueCancelRemovesOperation(t *testing.T) {
 func TestDelayQueueWakeAllCompletesAsChanged(t *testing.T) {
 	q := newDelayQueue(time.Now)
 	a, b := newTestKey(0), newTestKey(0)
-	op1 := q.watch([]watchKey{{a.s, 1}}, time.Time{})
-	op2 := q.watch([]watchKey{{b.s, 3}, {a.s, 1 << 40}}, time.Time{})
-	op3 := q.watch([]watchKey{{b.s, 3}}, time.Time{})
+	op1 := q.watch([]watchKey{{a.s, 1}}, time.Time{}, false)
+	op2 := q.watch([]watchKey{{b.s, 3}, {a.s, 1 << 40}}, time.Time{}, false)
+	op3 := q.watch([]watchKey{{b.s, 3}}, time.Time{}, false)
 	q.wakeAll(a.s)
 	for i, op := range []*DelayedOp{op1, op2} {
 		if got := outcomeOf(op); got != Changed {
@@ -305,8 +305,8 @@ func TestDelayQueueTimerGoroutineExpires(t *testing.T) {
 	go func() { defer close(done); q.run(stop) }()
 	defer func() { close(stop); <-done }()
 	k := newTestKey(0)
-	late := q.watch([]watchKey{{k.s, 1}}, time.Now().Add(time.Hour))
-	early := q.watch([]watchKey{{k.s, 1}}, time.Now().Add(20*time.Millisecond))
+	late := q.watch([]watchKey{{k.s, 1}}, time.Now().Add(time.Hour), false)
+	early := q.watch([]watchKey{{k.s, 1}}, time.Now().Add(20*time.Millisecond), false)
 	select {
 	case <-early.Done():
 	case <-time.After(10 * time.Second):
@@ -327,14 +327,14 @@ func TestDelayQueueStopExpiresWaiters(t *testing.T) {
 	done := make(chan struct{})
 	go func() { defer close(done); q.run(stop) }()
 	k := newTestKey(0)
-	before := q.watch([]watchKey{{k.s, 1}}, time.Now().Add(time.Hour))
-	noDeadline := q.watch([]watchKey{{k.s, 1}}, time.Time{})
+	before := q.watch([]watchKey{{k.s, 1}}, time.Now().Add(time.Hour), false)
+	noDeadline := q.watch([]watchKey{{k.s, 1}}, time.Time{}, false)
 	close(stop)
 	<-done
 	if got := outcomeOf(before); got != Expired {
 		t.Fatalf("operation waiting at stop: %v, want Expired", got)
 	}
-	after := q.watch([]watchKey{{k.s, 1}}, time.Now().Add(time.Hour))
+	after := q.watch([]watchKey{{k.s, 1}}, time.Now().Add(time.Hour), false)
 	if got := outcomeOf(after); got != Expired {
 		t.Fatalf("operation registered after stop: %v, want Expired", got)
 	}
@@ -346,6 +346,59 @@ func TestDelayQueueStopExpiresWaiters(t *testing.T) {
 		t.Fatalf("operation without deadline after its offset: %v, want Satisfied", got)
 	}
 	checkEmpty(t, q, k)
+}
+
+// TestDelayQueueEachFiresWatchesUntilCompleted checks an operation its
+// waiter completes (a Fetch summing min_bytes): each reached watch fires
+// once and waits no more until rearmed, a rearm at an offset already
+// reached fires at once, the waiter's Complete ends it exactly once, and
+// it is then gone from every key.
+func TestDelayQueueEachFiresWatchesUntilCompleted(t *testing.T) {
+	q := newDelayQueue(time.Now)
+	a, b, c := newTestKey(0), newTestKey(3), newTestKey(0)
+	op := q.watch([]watchKey{{a.s, 1}, {b.s, 3}, {c.s, 1}}, time.Now().Add(time.Hour), true)
+	take := func(want ...int) {
+		t.Helper()
+		if len(want) > 0 {
+			select {
+			case <-op.Fired():
+			default:
+				t.Fatalf("no signal; want watches %v fired", want)
+			}
+		}
+		got := op.TakeFired()
+		if fmt.Sprint(got) != fmt.Sprint(want) && !(len(got) == 0 && len(want) == 0) {
+			t.Fatalf("fired %v, want %v", got, want)
+		}
+	}
+	take(1) // b was reached when registered
+	a.set(q, 1)
+	a.set(q, 2) // fired already: not again until rearmed
+	take(0)
+	if outcomeOf(op) != 0 {
+		t.Fatal("a watch reaching its offset completed an operation its waiter completes")
+	}
+	op.Rearm(0, 5)
+	a.set(q, 4)
+	take()
+	op.Rearm(1, 3) // b is at 3 already
+	take(1)
+	a.set(q, 5)
+	take(0)
+	if !op.Complete() || op.Complete() {
+		t.Fatal("Complete did not complete the operation exactly once")
+	}
+	if got := outcomeOf(op); got != Satisfied {
+		t.Fatalf("outcome %v, want Satisfied", got)
+	}
+	op.Rearm(0, 9) // after completion: nothing
+	checkEmpty(t, q, a, b, c)
+	changed := q.watch([]watchKey{{a.s, 100}, {c.s, 100}}, time.Time{}, true)
+	q.wakeAll(c.s)
+	if got := outcomeOf(changed); got != Changed {
+		t.Fatalf("wakeAll on an operation its waiter completes: %v, want Changed", got)
+	}
+	checkEmpty(t, q, a, b, c)
 }
 
 // TestPartitionEventsWakeTheirWaits checks, on a real log, that each event
@@ -516,7 +569,7 @@ func BenchmarkDelayQueueEvent(b *testing.B) {
 					for _, o := range others {
 						keys = append(keys, watchKey{o.s, 1 << 62})
 					}
-					q.watch(keys, far)
+					q.watch(keys, far, false)
 				}
 				keys := []watchKey{{k.s, 0}}
 				b.ReportAllocs()
@@ -525,7 +578,7 @@ func BenchmarkDelayQueueEvent(b *testing.B) {
 					v := int64(i + 1)
 					for range woken {
 						keys[0].at = v
-						q.watch(keys, far)
+						q.watch(keys, far, false)
 					}
 					k.set(q, v)
 				}

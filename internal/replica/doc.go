@@ -98,9 +98,10 @@
 //
 // Everything that waits for a partition's offsets waits in the Manager's
 // delay queue (delayed.go; Kafka's purgatory): WaitCommitted, the
-// broker's Fetch long-polls (Manager.Watch) and the fetchers' wait for
-// their own fsync. A DelayedOp watches one or more (partition, WaitKind)
-// keys for an offset and may have a deadline:
+// broker's Fetch long-polls (Manager.Watch, or Manager.WatchEach when the
+// waiter sums min_bytes itself) and the fetchers' wait for their own
+// fsync. A DelayedOp watches one or more (partition, WaitKind) keys for
+// an offset and may have a deadline:
 //
 //	WaitKind            offset              published by
 //	------------------  ------------------  ---------------------------------

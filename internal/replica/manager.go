@@ -140,11 +140,25 @@ func (m *Manager) DelayedStats() DelayedStats { return m.delayed.stats() }
 // of specs; it never starts a goroutine. Cost: O(log n) per spec, n the
 // operations waiting on that partition. It does not block.
 func (m *Manager) Watch(specs []WatchSpec, deadline time.Time) *DelayedOp {
+	return m.delayed.watch(m.watchKeys(specs), deadline, false)
+}
+
+// WatchEach is Watch for a waiter that decides itself when the operation
+// is done, such as a Fetch summing min_bytes over its partitions: a
+// reached spec fires (DelayedOp.Fired, TakeFired) and waits no more until
+// DelayedOp.Rearm, and the waiter ends the operation with
+// DelayedOp.Complete. A change, the deadline and Cancel complete it as
+// with Watch.
+func (m *Manager) WatchEach(specs []WatchSpec, deadline time.Time) *DelayedOp {
+	return m.delayed.watch(m.watchKeys(specs), deadline, true)
+}
+
+func (m *Manager) watchKeys(specs []WatchSpec) []watchKey {
 	keys := make([]watchKey, len(specs))
 	for i, s := range specs {
 		keys[i] = watchKey{set: s.P.waits[s.Kind], at: s.At}
 	}
-	return m.delayed.watch(keys, deadline)
+	return keys
 }
 
 // goFunc runs f on a goroutine that Close waits for; after Close it runs

@@ -15,6 +15,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"samsa/internal/record"
+	"samsa/internal/storage"
 	"samsa/internal/testutil"
 )
 
@@ -263,4 +265,136 @@ func roundTrip(c net.Conn, req kmsg.Request, timeout time.Duration) (kmsg.Respon
 		return nil, err
 	}
 	return resp, nil
+}
+
+// TestFetchLongPollSumsMinBytesAcrossPartitions parks a Fetch over three
+// partitions whose min_bytes only three batches reach, then produces one
+// batch to each in turn, waiting each time until it is committed. The
+// Fetch must answer with all three, as one delayed operation: the bytes of
+// each partition that gets data are added up while it stays parked (Kafka's
+// DelayedFetch.tryComplete), not one wake-and-reregister per batch. A
+// second Fetch whose min_bytes is never reached answers at max_wait_ms
+// with what there is.
+func TestFetchLongPollSumsMinBytesAcrossPartitions(t *testing.T) {
+	b := testutil.StartBroker(t)
+	topic := "minbytes"
+	testutil.CreateTopic(t, b.Admin(), topic, 3)
+	reps := b.Node.Broker().Replicas()
+	batch := buildBatch(t, record.CodecNone, 1, time.Now().UnixMilli())
+	size := int32(len(batch))
+
+	fetchReq := func(minBytes, maxWaitMs int32) *kmsg.FetchRequest {
+		req := kmsg.NewPtrFetchRequest()
+		req.Version = 11
+		req.ReplicaID = -1
+		req.MaxWaitMillis = maxWaitMs
+		req.MinBytes = minBytes
+		req.MaxBytes = 1 << 20
+		req.SessionEpoch = -1
+		rt := kmsg.NewFetchRequestTopic()
+		rt.Topic = topic
+		for p := range int32(3) {
+			rp := kmsg.NewFetchRequestTopicPartition()
+			rp.Partition = p
+			rp.PartitionMaxBytes = 1 << 20
+			rp.CurrentLeaderEpoch = -1
+			rp.LogStartOffset = -1
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		req.Topics = append(req.Topics, rt)
+		return req
+	}
+	type result struct {
+		resp    *kmsg.FetchResponse
+		err     error
+		elapsed time.Duration
+	}
+	send := func(req *kmsg.FetchRequest) <-chan result {
+		c, err := net.DialTimeout("tcp", b.Addr(), 10*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		done := make(chan result, 1)
+		start := time.Now()
+		go func() {
+			resp, err := roundTrip(c, req, 2*time.Minute)
+			r := result{err: err, elapsed: time.Since(start)}
+			if err == nil {
+				r.resp = resp.(*kmsg.FetchResponse)
+			}
+			done <- r
+		}()
+		return done
+	}
+	withData := func(r result) []int32 {
+		t.Helper()
+		if r.err != nil {
+			t.Fatalf("fetch: %v", r.err)
+		}
+		var got []int32
+		for _, rt := range r.resp.Topics {
+			for _, rp := range rt.Partitions {
+				if rp.ErrorCode != 0 {
+					t.Fatalf("partition %d: error code %d", rp.Partition, rp.ErrorCode)
+				}
+				if len(rp.RecordBatches) > 0 {
+					got = append(got, rp.Partition)
+				}
+			}
+		}
+		return got
+	}
+	parked := func(n int) {
+		t.Helper()
+		testutil.Eventually(t, 30*time.Second, func() error {
+			if w := reps.DelayedStats().Waiting; w != n {
+				return fmt.Errorf("%d operations waiting, want %d", w, n)
+			}
+			return nil
+		})
+	}
+
+	before := reps.DelayedStats()
+	done := send(fetchReq(3*size, int32(time.Hour/time.Millisecond)))
+	parked(1)
+	for p := range int32(3) {
+		if r := produceRawAcks(t, b.Addr(), 1, topic, p, batch); r.ErrorCode != 0 {
+			t.Fatalf("produce to %d: error code %d", p, r.ErrorCode)
+		}
+		part, err := reps.Leader(storage.TopicPartition{Topic: topic, Partition: p})
+		if err != nil {
+			t.Fatal(err)
+		}
+		testutil.Eventually(t, 30*time.Second, func() error {
+			if hw := part.HighWatermark(); hw != 1 {
+				return fmt.Errorf("partition %d high watermark %d, want 1", p, hw)
+			}
+			return nil
+		})
+	}
+	var r result
+	select {
+	case r = <-done:
+	case <-time.After(time.Minute):
+		t.Fatal("fetch not answered a minute after min_bytes were there")
+	}
+	if got := withData(r); fmt.Sprint(got) != "[0 1 2]" {
+		t.Fatalf("fetch answered with data on partitions %v, want [0 1 2]", got)
+	}
+	after := reps.DelayedStats()
+	if d := after.Satisfied - before.Satisfied; d != 1 {
+		t.Fatalf("%d operations completed as satisfied for one Fetch, want 1", d)
+	}
+
+	// min_bytes never reached: the answer at max_wait_ms holds the three
+	// batches there are.
+	const maxWait = 300 * time.Millisecond
+	r = <-send(fetchReq(10*size, int32(maxWait/time.Millisecond)))
+	if got := withData(r); fmt.Sprint(got) != "[0 1 2]" || r.elapsed < maxWait {
+		t.Fatalf("fetch answered after %v with data on partitions %v, want [0 1 2] at its max_wait_ms %v", r.elapsed, got, maxWait)
+	}
+	if d := reps.DelayedStats().Expired - after.Expired; d != 1 {
+		t.Fatalf("%d operations expired, want 1", d)
+	}
 }
