@@ -182,7 +182,9 @@ func (p *Partition) waitDurable(ctx context.Context, offset int64) error {
 			return ctx.Err()
 		}
 		if op.Outcome() == Changed {
-			return nil // the caller re-checks its role
+			// Failed or closed, or the role changed, which the
+			// caller re-checks.
+			return p.Log.DurableErr()
 		}
 	}
 }
