@@ -444,6 +444,14 @@ func TestPartitionEventsWakeTheirWaits(t *testing.T) {
 			t.Fatalf("HighWatermark %d after the fsync, want 1", got)
 		}
 		next := m.Watch([]WatchSpec{{P: p, Kind: WaitHighWatermark, At: 2}}, time.Time{})
+		// The broker applies the same state again at every reconcile:
+		// that is no change and wakes nobody.
+		if _, err := m.Ensure(tp, [16]byte{1}, storage.DefaultConfig(), PartitionInfo{Replicas: []int32{1}, Leader: 1, LeaderEpoch: 1, ISR: []int32{1}, PartitionEpoch: 1}); err != nil {
+			t.Fatal(err)
+		}
+		if got := outcomeOf(next); got != 0 {
+			t.Fatalf("wait after the same partition state applied again: %v, want still waiting", got)
+		}
 		if _, err := m.Ensure(tp, [16]byte{1}, storage.DefaultConfig(), PartitionInfo{Replicas: []int32{1}, Leader: 1, LeaderEpoch: 2, ISR: []int32{1}, PartitionEpoch: 2}); err != nil {
 			t.Fatal(err)
 		}

@@ -292,6 +292,7 @@ func (p *Partition) applyInfo(info PartitionInfo) {
 	nowMs := p.m.now().UnixMilli()
 	p.role.replicas = slices.Clone(info.Replicas)
 	p.refreshHWLocked(nowMs)
+	wasLeading, wasEpoch, wasFollowing := p.role.leader != nil, p.LeaderEpoch(), p.role.following
 	switch {
 	case info.Leader == self:
 		if p.role.leader == nil || info.LeaderEpoch != p.LeaderEpoch() {
@@ -331,7 +332,11 @@ func (p *Partition) applyInfo(info PartitionInfo) {
 		p.leaderEpoch.Store(info.LeaderEpoch)
 	}
 	p.refreshHWLocked(nowMs)
-	p.changedLocked()
+	if (p.role.leader != nil) != wasLeading || p.LeaderEpoch() != wasEpoch || p.role.following != wasFollowing {
+		// NB: only a change of role wakes every waiter; the broker
+		// applies the same info again at every reconcile.
+		p.changedLocked()
+	}
 }
 
 // proposeISR writes an ISR change in the background (the caller may hold
