@@ -186,6 +186,9 @@ func TestFetchLongPollsAtScale(t *testing.T) {
 	if d := after.Expired - before.Expired; d != int64(fetches-fetches/2) {
 		t.Errorf("%d operations expired, want %d: one per idle Fetch", d, fetches-fetches/2)
 	}
+	if d := (after.Changed + after.Cancelled) - (before.Changed + before.Cancelled); d != 0 {
+		t.Errorf("%d operations woken by a change or cancelled, want none: no partition changed role", d)
+	}
 	if after.Waiting != before.Waiting {
 		t.Errorf("%d operations waiting after every Fetch answered, want %d", after.Waiting, before.Waiting)
 	}
