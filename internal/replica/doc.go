@@ -125,8 +125,10 @@
 //	an atomic load when the key has none
 //	registering sees every offset stored before it: a watch already
 //	reached completes at once
-//	a role change, a failed or closed log, deleted records and Remove
-//	complete every operation on the partition as Changed
+//	a change of leadership, leader epoch or followed leader, a failed or
+//	closed log and Remove complete every operation on the partition as
+//	Changed; deleted records (a higher log start) those waiting for its
+//	high watermark or last stable offset
 //	one timer goroutine (owned by the Manager) expires deadlines; at
 //	Close every operation with a deadline expires
 //
