@@ -38,7 +38,10 @@ package broker
 //
 // max_wait_ms/min_bytes long-poll: the request waits on the write goroutine
 // until min_bytes are available, a partition errors, or max_wait_ms passes,
-// woken by the logs' change notifications (no polling). Records above the
+// as one delayed operation of the replica manager's delay queue watched
+// under each partition (Kafka's DelayedFetch; no polling). Above one byte,
+// min_bytes is summed over the partitions as they get data, each capped at
+// its partition_max_bytes, as Kafka's DelayedFetch.tryComplete does. Records above the
 // high watermark are never returned. The response holds at most max_bytes
 // (capped at 55 MiB, Kafka's fetch.max.bytes) and each partition at most its
 // partition_max_bytes, except that the first partition with data always
@@ -47,7 +50,6 @@ package broker
 import (
 	"context"
 	"math"
-	"reflect"
 	"slices"
 	"time"
 
@@ -106,7 +108,7 @@ func (b *Broker) handleFetch(ctx context.Context, c *server.Conn, req *kmsg.Fetc
 		var parked time.Duration
 		for {
 			start := time.Now()
-			woken := waitAny(ctx, b.draining, f.wake, deadline.Sub(b.now()))
+			woken, enough := b.waitFetch(ctx, f, int64(req.MinBytes), deadline)
 			parked += time.Since(start)
 			if !woken {
 				r := q.reply(b, req, q.fetch(b, req, c.Listener, allowed))
@@ -114,13 +116,76 @@ func (b *Broker) handleFetch(ctx context.Context, c *server.Conn, req *kmsg.Fetc
 				return r
 			}
 			f = q.fetch(b, req, c.Listener, allowed)
-			if f.done || f.n >= int64(req.MinBytes) {
+			if enough || f.done || f.n >= int64(req.MinBytes) {
 				r := q.reply(b, req, f)
 				r.Parked = parked
 				return r
 			}
 		}
 	}}
+}
+
+// waitFetch parks a Fetch as one delayed operation watched under each of
+// the partitions f read (replica.Manager.Watch), until the first of them
+// has data past what was read or a partition changes role or fails
+// (woken), or deadline passes, ctx is done or the broker drains (not
+// woken). With minBytes above 1 the operation fires per partition
+// instead (replica.Manager.WatchEach): the partitions that fired are read
+// again, alone, and their bytes, each capped at its partition_max_bytes,
+// are summed with what the others hold until they reach minBytes (woken
+// and enough, as Kafka's DelayedFetch.tryComplete sums them), each
+// partition watched again past what it now holds. The caller reads every
+// partition again once woken.
+func (b *Broker) waitFetch(ctx context.Context, f *fetchResult, minBytes int64, deadline time.Time) (woken, enough bool) {
+	if !b.now().Before(deadline) {
+		return false, false
+	}
+	if minBytes <= 1 {
+		op := b.replicas.Watch(f.watches, deadline)
+		select {
+		case <-op.Done():
+			return op.Outcome() != replica.Expired, false
+		case <-ctx.Done():
+		case <-b.draining:
+		}
+		op.Cancel()
+		return false, false
+	}
+	op := b.replicas.WatchEach(f.watches, deadline)
+	sum := f.n
+	for {
+		select {
+		case <-op.Fired():
+			for _, i := range op.TakeFired() {
+				w, fp := f.watches[i], &f.parts[i]
+				var sp kmsg.FetchResponseTopicPartition
+				res, end, err := readPartition(w.P, fp.offset, fp.maxBytes, true, fp.follower, fp.committed, &sp)
+				if err != nil {
+					// The full read answers with the error at once.
+					op.Cancel()
+					return true, true
+				}
+				n := min(res.Size, fp.maxBytes)
+				sum += n - fp.bytes
+				fp.bytes = n
+				op.Rearm(i, max(fp.offset, end)+1)
+			}
+			if sum < minBytes {
+				continue
+			}
+			if op.Complete() {
+				return true, true
+			}
+			<-op.Done() // completed meanwhile
+			return op.Outcome() != replica.Expired, false
+		case <-op.Done():
+			return op.Outcome() != replica.Expired, false
+		case <-ctx.Done():
+		case <-b.draining:
+		}
+		op.Cancel()
+		return false, false
+	}
 }
 
 // fetchQuota applies consumer_byte_rate and request_percentage to one
@@ -227,9 +292,14 @@ type fetchResult struct {
 	resp    *kmsg.FetchResponse
 	regions [][][]storage.Region // per topic, per partition
 	n       int64                // bytes of record batches
-	// wake holds the change channels of the logs read, taken before
-	// reading so that no change is missed.
-	wake []<-chan struct{}
+	// watches are what a long-poll waits for: on each partition read,
+	// the offset past the end it read to (the high watermark, last
+	// stable offset or, for a follower, log end). Registering them
+	// compares with the current offsets, so no change is missed.
+	watches []replica.WatchSpec
+	// parts says, for each watch, where its partition's read started and
+	// what it found, for a long-poll that sums min_bytes.
+	parts []fetchPart
 	// done means the response must go out at once (a partition has an
 	// error).
 	done bool
@@ -243,6 +313,15 @@ type fetchResult struct {
 	served []servedPartition
 	// follower is set for a follower's fetch.
 	follower bool
+}
+
+// fetchPart is one partition of a Fetch as a long-poll watches it: the
+// fetch offset and partition_max_bytes, how it reads, and the bytes past
+// the offset it last found.
+type fetchPart struct {
+	offset, maxBytes    int64
+	follower, committed bool
+	bytes               int64
 }
 
 // servedPartition is what one Fetch read from one partition.
@@ -399,7 +478,6 @@ func (b *Broker) fetchOnce(req *kmsg.FetchRequest, listener string, allowed func
 					f.done = true
 					break
 				}
-				f.wake = append(f.wake, p.Log.Changed(), p.HWChanged())
 				if follower >= 0 && rp.FetchOffset <= p.Log.LogEndOffset() {
 					// The fetch offset is what the follower has
 					// fsynced: it may move the high watermark (the
@@ -408,11 +486,30 @@ func (b *Broker) fetchOnce(req *kmsg.FetchRequest, listener string, allowed func
 				}
 				limit := min(int64(rp.PartitionMaxBytes), budget)
 				committed := follower < 0 && req.Version >= 4 && req.IsolationLevel == 1
-				res, err := readPartition(p, rp.FetchOffset, limit, minOne, follower >= 0, committed, &sp)
+				res, end, err := readPartition(p, rp.FetchOffset, limit, minOne, follower >= 0, committed, &sp)
 				if err != nil {
 					sp.ErrorCode = errCode(err).Code
 					f.done = true
 					break
+				}
+				next := max(rp.FetchOffset, end) + 1
+				fp := fetchPart{offset: rp.FetchOffset, maxBytes: int64(rp.PartitionMaxBytes), follower: follower >= 0, committed: committed, bytes: res.Size}
+				switch {
+				case follower >= 0:
+					f.watches = append(f.watches, replica.WatchSpec{P: p, Kind: replica.WaitLogEnd, At: next})
+					f.parts = append(f.parts, fp)
+					if req.MinBytes <= 1 {
+						// The high watermark too: the follower
+						// learns it from the response.
+						f.watches = append(f.watches, replica.WatchSpec{P: p, Kind: replica.WaitHighWatermark, At: sp.HighWatermark + 1})
+						f.parts = append(f.parts, fp)
+					}
+				case committed:
+					f.watches = append(f.watches, replica.WatchSpec{P: p, Kind: replica.WaitLastStable, At: next})
+					f.parts = append(f.parts, fp)
+				default:
+					f.watches = append(f.watches, replica.WatchSpec{P: p, Kind: replica.WaitHighWatermark, At: next})
+					f.parts = append(f.parts, fp)
 				}
 				served := servedPartition{p: p, first: !topicCounted}
 				topicCounted = true
@@ -438,8 +535,9 @@ func (b *Broker) fetchOnce(req *kmsg.FetchRequest, listener string, allowed func
 // readPartition reads from offset up to the high watermark (a consumer at
 // read_uncommitted), the last stable offset (committed: read_committed) or
 // the log end (a follower, which replicates what is not committed yet) and
-// fills the offsets of sp and, when committed, its AbortedTransactions.
-func readPartition(p *replica.Partition, offset, limit int64, minOne, follower, committed bool, sp *kmsg.FetchResponseTopicPartition) (storage.ReadResult, error) {
+// fills the offsets of sp and, when committed, its AbortedTransactions. It
+// returns the end it read to.
+func readPartition(p *replica.Partition, offset, limit int64, minOne, follower, committed bool, sp *kmsg.FetchResponseTopicPartition) (storage.ReadResult, int64, error) {
 	// NB: the last stable offset is read first: it is at most the high
 	// watermark read after it, which can only have grown.
 	lso := p.LastStableOffset()
@@ -449,7 +547,7 @@ func readPartition(p *replica.Partition, offset, limit int64, minOne, follower, 
 	sp.LogStartOffset = p.Log.LogStartOffset()
 	leo := p.Log.LogEndOffset()
 	if offset < sp.LogStartOffset || offset > leo {
-		return storage.ReadResult{}, storage.ErrOffsetOutOfRange
+		return storage.ReadResult{}, 0, storage.ErrOffsetOutOfRange
 	}
 	end := hw
 	switch {
@@ -462,11 +560,11 @@ func readPartition(p *replica.Partition, offset, limit int64, minOne, follower, 
 		sp.AbortedTransactions = []kmsg.FetchResponseTopicPartitionAbortedTransaction{}
 	}
 	if offset >= end {
-		return storage.ReadResult{}, nil
+		return storage.ReadResult{}, end, nil
 	}
 	res, err := p.Log.Read(offset, max(limit, 0), end, minOne)
 	if err != nil || !committed || res.Size == 0 {
-		return res, err
+		return res, end, err
 	}
 	// Reference: Kafka LocalLog.addAbortedTransactions: the aborted
 	// transactions that overlap the records returned, so the consumer can
@@ -476,7 +574,7 @@ func readPartition(p *replica.Partition, offset, limit int64, minOne, follower, 
 		at.ProducerID, at.FirstOffset = a.ProducerID, a.FirstOffset
 		sp.AbortedTransactions = append(sp.AbortedTransactions, at)
 	}
-	return res, nil
+	return res, end, nil
 }
 
 // fetchReplicaID is the broker id of a follower's fetch, or -1 for a
@@ -500,41 +598,6 @@ func checkLeaderEpoch(p *replica.Partition, epoch int32) int16 {
 		return kerr.UnknownLeaderEpoch.Code
 	}
 }
-
-// maxWaitChans bounds the channels one long-poll selects on.
-const maxWaitChans = 4096
-
-// waitAny blocks until one of chans is closed (true), or d passes, ctx is
-// done or draining is closed (false).
-func waitAny(ctx context.Context, draining <-chan struct{}, chans []<-chan struct{}, d time.Duration) bool {
-	if d <= 0 {
-		return false
-	}
-	// reflect.Select takes at most 65536 cases; a Fetch naming very many
-	// partitions waits on the first ones and re-checks the rest often.
-	capped := len(chans) > maxWaitChans
-	if capped {
-		chans = chans[:maxWaitChans]
-		d = min(d, 50*time.Millisecond)
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	const fixed = 3
-	cases := make([]reflect.SelectCase, 0, len(chans)+fixed)
-	cases = append(cases,
-		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ctx.Done())},
-		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(draining)},
-		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(t.C)})
-	for _, c := range chans {
-		cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(c)})
-	}
-	i, _, _ := reflect.Select(cases)
-	if i == fixed-1 && capped {
-		return true // re-check the partitions not waited on
-	}
-	return i >= fixed
-}
-
 // refuseFetch answers a Fetch v0-3 (message formats v0 and v1,
 // refusedBelow) with UNSUPPORTED_VERSION and no records in every
 // partition.

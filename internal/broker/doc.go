@@ -19,7 +19,10 @@
 //
 // Concurrency: Handle runs on a connection's read goroutine; it appends in
 // request order and leaves waiting (acks=all durability, Fetch long-poll) to
-// the Reply's Wait, which runs on the connection's write goroutine. The
+// the Reply's Wait, which runs on the connection's write goroutine and
+// parks there on one operation of the replica manager's delay queue
+// (replica.Manager.Watch), selecting only on it, the request's context and
+// the broker's drain. The
 // Broker owns one goroutine, the reconciler, which makes the hosted
 // partitions follow the cluster metadata image. The mutexes that build the
 // authorizer (aclState.mu) and the quota image (quotaState.mu) are leaves,

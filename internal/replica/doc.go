@@ -11,7 +11,8 @@
 //     LeaderState, and proposes ISR changes through the ISRWriter, a
 //     compare-and-swap on the partition state. Its high watermark is the
 //     minimum durable log end over the ISR; acks=all waits for it
-//     (WaitCommitted, which also fails if the leader epoch changed).
+//     (WaitCommitted, which also fails if the leader epoch changed), in
+//     the delay queue (see Waiting).
 //   - A follower is replicated by one fetcher goroutine per leader: first
 //     it truncates to where its log agrees with the leader's
 //     (OffsetForLeaderEpoch, KIP-101/KIP-279), then it fetches with its
@@ -93,14 +94,56 @@
 //	go test ./internal/replica -run Sim -sim.seeds=100000
 //	go test ./internal/replica -run Sim -sim.seed=S -v   (one seed, with its trace)
 //
+// # Waiting
+//
+// Everything that waits for a partition's offsets waits in the Manager's
+// delay queue (delayed.go; Kafka's purgatory): WaitCommitted, the
+// broker's Fetch long-polls (Manager.Watch, or Manager.WatchEach when the
+// waiter sums min_bytes itself) and the fetchers' wait for their own
+// fsync. A DelayedOp watches one or more (partition, WaitKind) keys for
+// an offset and may have a deadline:
+//
+//	WaitKind            offset              published by
+//	------------------  ------------------  ---------------------------------
+//	WaitDurable         durable offset      fsync completion (change hook)
+//	WaitHighWatermark   high watermark      fsync completion on the leader,
+//	                                        FollowerFetched, applyInfo, tick,
+//	                                        the follower's fetched HW
+//	WaitLastStable      last stable offset  the above, and the end of the
+//	                                        oldest open transaction
+//	WaitLogEnd          log end offset      an append (change hook)
+//
+// The log calls Partition.logChanged (storage.Log.SetChangeHook) after
+// each change; the high watermark is stored by refreshHWLocked whenever
+// its inputs move, so HighWatermark is a plain read.
+//
+// Invariants of the queue:
+//
+//	an operation completes exactly once (Satisfied, Changed, Expired or
+//	Cancelled) and is then in no key's heap and not in the deadline heap
+//	an event wakes only the watches its offset reached: O(log n) each,
+//	an atomic load when the key has none
+//	registering sees every offset stored before it: a watch already
+//	reached completes at once
+//	a change of leadership, leader epoch or followed leader, a failed or
+//	closed log and Remove complete every operation on the partition as
+//	Changed; deleted records (a higher log start) those waiting for its
+//	high watermark or last stable offset
+//	one timer goroutine (owned by the Manager) expires deadlines; at
+//	Close every operation with a deadline expires
+//
 // Manager and Partition are safe for concurrent use. Lock order:
 //
-//	Partition.appendMu -> Partition.roleMu -> storage.Log locks
+//	Partition.appendMu -> storage.Log locks -> Partition.roleMu ->
+//	    watchSet.mu, delayQueue.mu (leaves, never held together)
+//	Under roleMu only the log's atomic reads are called (LogEndOffset,
+//	DurableOffset, DurableErr), so the change hook may take roleMu.
 //	Manager.mu is taken alone (never across IO or another lock), except
 //	that SyncFetchers and Remove take Partition.roleMu/appendMu after
 //	releasing it.
 //
 // Partition.leader and leaderEpoch are written only by applyInfo (under
 // appendMu and roleMu) and read anywhere. Goroutines: the Manager owns the
-// ISR ticker, the fetchers and the ISR writes (goFunc); Close stops them.
+// ISR ticker, the delay queue's timer, the fetchers and the ISR writes
+// (goFunc); Close stops them.
 package replica

@@ -130,7 +130,7 @@ func (f *fetcher) run() {
 		// once that holds (also after a fetcher restart or a failed wait).
 		for _, p := range ready {
 			if leo := p.Log.LogEndOffset(); p.Log.DurableOffset() < leo {
-				if err := p.Log.WaitDurable(ctx, leo); err != nil {
+				if err := p.waitDurable(ctx, leo); err != nil {
 					if ctx.Err() != nil {
 						return
 					}
@@ -199,7 +199,7 @@ func (f *fetcher) run() {
 		// Under samsa's durability rule the next fetch reports an offset
 		// only once everything below it is fsynced here.
 		for _, p := range appended {
-			if err := p.Log.WaitDurable(ctx, p.Log.LogEndOffset()); err != nil {
+			if err := p.waitDurable(ctx, p.Log.LogEndOffset()); err != nil {
 				if ctx.Err() != nil {
 					return
 				}
@@ -253,7 +253,7 @@ func (p *Partition) setFollowerHW(leader int32, hw int64) {
 	p.roleMu.Lock()
 	if p.role.following == leader && p.role.leader == nil && hw != p.role.followerHW {
 		p.role.followerHW = hw
-		p.notifyLocked()
+		p.refreshHWLocked(p.m.now().UnixMilli())
 	}
 	p.roleMu.Unlock()
 }

@@ -41,6 +41,15 @@ type Partition struct {
 
 	roleMu sync.Mutex
 	role   roleState // guarded by roleMu
+	// hw is the high watermark, stored under roleMu by refreshHWLocked
+	// and read without it.
+	hw atomic.Int64
+	// logStart is the log start offset as of the last change hook, to
+	// tell when records were deleted.
+	logStart atomic.Int64
+	// waits are the delay queue's keys on this partition, one per
+	// WaitKind; set at creation.
+	waits [numWaitKinds]*watchSet
 
 	// Traffic counts the partition's requests and bytes (metrics).
 	Traffic Traffic
@@ -86,6 +95,10 @@ type Manager struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
+	// delayed holds the operations waiting on the partitions' offsets;
+	// its timer goroutine is owned by the Manager.
+	delayed *delayQueue
+
 	// isrShrinks and isrExpands count ISR changes written (metrics).
 	isrShrinks, isrExpands atomic.Int64
 
@@ -108,9 +121,44 @@ func NewManager(cfg Config) *Manager {
 		parts:    make(map[storage.TopicPartition]*Partition),
 		fetchers: make(map[int32]*fetcher),
 	}
+	m.delayed = newDelayQueue(cfg.Now)
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	m.goFunc(m.tickLoop)
+	m.goFunc(func() { m.delayed.run(m.ctx.Done()) })
 	return m
+}
+
+// DelayedStats returns the counts of the delay queue: the operations that
+// wait with a deadline (Fetch long-polls, acks=all produces) and those
+// completed, by outcome.
+func (m *Manager) DelayedStats() DelayedStats { return m.delayed.stats() }
+
+// Watch registers an operation that completes when the first of specs is
+// reached (Satisfied), a partition in specs changes role, fails or is
+// removed (Changed), deadline passes (Expired; zero: no deadline) or the
+// caller cancels it (Cancelled). One registration serves every partition
+// of specs; it never starts a goroutine. Cost: O(log n) per spec, n the
+// operations waiting on that partition. It does not block.
+func (m *Manager) Watch(specs []WatchSpec, deadline time.Time) *DelayedOp {
+	return m.delayed.watch(m.watchKeys(specs), deadline, false)
+}
+
+// WatchEach is Watch for a waiter that decides itself when the operation
+// is done, such as a Fetch summing min_bytes over its partitions: a
+// reached spec fires (DelayedOp.Fired, TakeFired) and waits no more until
+// DelayedOp.Rearm, and the waiter ends the operation with
+// DelayedOp.Complete. A change, the deadline and Cancel complete it as
+// with Watch.
+func (m *Manager) WatchEach(specs []WatchSpec, deadline time.Time) *DelayedOp {
+	return m.delayed.watch(m.watchKeys(specs), deadline, true)
+}
+
+func (m *Manager) watchKeys(specs []WatchSpec) []watchKey {
+	keys := make([]watchKey, len(specs))
+	for i, s := range specs {
+		keys[i] = watchKey{set: s.P.waits[s.Kind], at: s.At}
+	}
+	return keys
 }
 
 // goFunc runs f on a goroutine that Close waits for; after Close it runs
@@ -229,7 +277,12 @@ func (m *Manager) Ensure(tp storage.TopicPartition, topicID [16]byte, cfg storag
 		}
 		np := &Partition{TP: tp, TopicID: topicID, Log: l, m: m}
 		np.role.following = -1
-		np.role.hwChanged = make(chan struct{})
+		np.waits = [numWaitKinds]*watchSet{
+			WaitDurable:       newWatchSet(l.DurableOffset),
+			WaitHighWatermark: newWatchSet(np.HighWatermark),
+			WaitLastStable:    newWatchSet(np.LastStableOffset),
+			WaitLogEnd:        newWatchSet(l.LogEndOffset),
+		}
 		if err := np.loadProducersLocked(m, m.now().UnixMilli()); err != nil {
 			return nil, err
 		}
@@ -237,6 +290,8 @@ func (m *Manager) Ensure(tp storage.TopicPartition, topicID [16]byte, cfg storag
 		// offset know the open transactions; before that the cleaner
 		// leaves the log alone.
 		l.SetLastStableOffsetFunc(np.LastStableOffset)
+		np.logStart.Store(l.LogStartOffset())
+		l.SetChangeHook(np.logChanged)
 		m.mu.Lock()
 		if m.closed {
 			m.mu.Unlock()
@@ -306,7 +361,7 @@ func (m *Manager) Remove(tp storage.TopicPartition) error {
 	p.role.leader = nil
 	p.role.following = -1
 	p.leader.Store(false)
-	p.notifyLocked()
+	p.changedLocked()
 	p.roleMu.Unlock()
 	p.appendMu.Unlock()
 	if err := m.logs.Delete(tp); err != nil {

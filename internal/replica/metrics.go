@@ -46,7 +46,7 @@ func (s PartitionStats) UnderMinISR() bool { return s.Leader && s.ISR < s.MinISR
 func (p *Partition) Stats() PartitionStats {
 	p.roleMu.Lock()
 	defer p.roleMu.Unlock()
-	st := PartitionStats{Replicas: len(p.role.replicas), HighWatermark: p.highWatermarkLocked()}
+	st := PartitionStats{Replicas: len(p.role.replicas), HighWatermark: p.HighWatermark()}
 	if ls := p.role.leader; ls != nil {
 		st.Leader = true
 		st.ISR = len(ls.isr)

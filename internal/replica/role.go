@@ -42,44 +42,70 @@ type roleState struct {
 	// truncate is set when the follower must reconcile its log with the
 	// leader (OffsetForLeaderEpoch) before fetching again.
 	truncate bool
-	// hwChanged is closed and replaced when the high watermark may have
-	// moved or the role changed.
-	hwChanged chan struct{}
 }
 
-func (p *Partition) notifyLocked() {
-	close(p.role.hwChanged)
-	p.role.hwChanged = make(chan struct{})
-}
-
-// HWChanged returns a channel closed the next time the high watermark may
-// have moved (or the partition's role changed). Waiters also watch
-// Log.Changed.
-func (p *Partition) HWChanged() <-chan struct{} {
-	p.roleMu.Lock()
-	defer p.roleMu.Unlock()
-	return p.role.hwChanged
+// changedLocked wakes every operation waiting on the partition: its role
+// changed (or it failed, or went away), which no offset says. The caller
+// holds roleMu (or is Remove).
+func (p *Partition) changedLocked() {
+	for _, s := range p.waits {
+		p.m.delayed.wakeAll(s)
+	}
 }
 
 // HighWatermark is the offset below which records are committed: on the
 // leader the minimum durable log end over the ISR (LeaderState), on a
 // follower the leader's high watermark as last fetched, capped by its own
-// durable end. Consumers see only records below it.
-func (p *Partition) HighWatermark() int64 {
-	p.roleMu.Lock()
-	defer p.roleMu.Unlock()
-	return p.highWatermarkLocked()
+// durable end. Consumers see only records below it. It is a plain read:
+// the events that move the high watermark store it (refreshHWLocked).
+func (p *Partition) HighWatermark() int64 { return p.hw.Load() }
+
+// refreshHWLocked recomputes the high watermark after the log's durable
+// offset or the role state may have moved, stores it, and wakes the
+// operations waiting for it or for the last stable offset. The caller
+// holds roleMu.
+func (p *Partition) refreshHWLocked(nowMs int64) {
+	durable := p.Log.DurableOffset()
+	var hw int64
+	if ls := p.role.leader; ls != nil {
+		ls.LeaderDurable(durable, nowMs)
+		hw = ls.HighWatermark()
+	} else {
+		hw = min(p.role.followerHW, durable)
+	}
+	if p.hw.Swap(hw) != hw {
+		p.m.delayed.publish(p.waits[WaitHighWatermark])
+		p.m.delayed.publish(p.waits[WaitLastStable])
+	}
 }
 
-func (p *Partition) highWatermarkLocked() int64 {
-	durable := p.Log.DurableOffset()
-	if ls := p.role.leader; ls != nil {
-		if ls.LeaderDurable(durable, p.m.now().UnixMilli()) {
-			p.notifyLocked()
-		}
-		return ls.HighWatermark()
+// logChanged is the log's change hook (storage.Log.SetChangeHook): an
+// append moved the log end, or, with durable, the durable offset may have
+// moved (the flusher's fsync completion, or an append in page-cache mode)
+// or the log failed or closed. It runs on the goroutine that made the
+// change, possibly under the log's locks, and takes only roleMu and the
+// delay queue's leaf locks.
+func (p *Partition) logChanged(durable bool) {
+	q := p.m.delayed
+	q.publish(p.waits[WaitLogEnd])
+	if start := p.Log.LogStartOffset(); p.logStart.Swap(start) < start {
+		// Records were deleted (DeleteRecords, retention): a Fetch
+		// waiting below the new log start answers OFFSET_OUT_OF_RANGE
+		// now rather than at its deadline.
+		q.wakeAll(p.waits[WaitHighWatermark])
+		q.wakeAll(p.waits[WaitLastStable])
 	}
-	return min(p.role.followerHW, durable)
+	if !durable {
+		return
+	}
+	q.publish(p.waits[WaitDurable])
+	p.roleMu.Lock()
+	p.refreshHWLocked(p.m.now().UnixMilli())
+	if p.Log.DurableErr() != nil {
+		// The log failed or closed: waiters surface its error.
+		p.changedLocked()
+	}
+	p.roleMu.Unlock()
 }
 
 // CheckAppend refuses an acks=all produce when the ISR is smaller than
@@ -100,50 +126,65 @@ func (p *Partition) CheckAppend() error {
 // ErrNotLeader when leadership or the epoch changed (the records may have
 // been truncated away, so they must not be acknowledged), with
 // ErrNotEnoughReplicasAfterAppend when the ISR fell below
-// min.insync.replicas before they were committed, when the log fails, or
-// when ctx is done.
+// min.insync.replicas before they were committed, with the log's error
+// when it fails, or with ctx's error when ctx is done. It waits in the
+// Manager's delay queue, with ctx's deadline as the operation's.
 func (p *Partition) WaitCommitted(ctx context.Context, end int64, epoch int32) error {
+	deadline, _ := ctx.Deadline()
 	for {
-		changed, hwCh := p.Log.Changed(), p.HWChanged()
 		p.roleMu.Lock()
 		ls := p.role.leader
 		if ls == nil || p.LeaderEpoch() != epoch {
 			p.roleMu.Unlock()
 			return ErrNotLeader
 		}
-		hw := p.highWatermarkLocked()
-		var err error
-		if hw >= end {
-			_, err = ls.AppendAcked(end - 1)
-		}
-		p.roleMu.Unlock()
-		if hw >= end {
+		if p.HighWatermark() >= end {
+			_, err := ls.AppendAcked(end - 1)
+			p.roleMu.Unlock()
 			return err
 		}
-		if p.Log.DurableOffset() < end {
-			// Surface a failed log (ErrLogDirOffline) rather than wait.
-			// A role change (hwCh) also ends the wait: a leader that
-			// resigned and truncated below end would otherwise hold the
-			// request until its timeout.
-			durable := p.Log.DurableChanged()
-			if err := p.Log.DurableErr(); err != nil {
-				return err
-			}
-			if p.Log.DurableOffset() < end {
-				select {
-				case <-ctx.Done():
-					return ctx.Err()
-				case <-durable:
-				case <-hwCh:
-				}
-			}
-			continue
+		p.roleMu.Unlock()
+		// Surface a failed or closed log (ErrLogDirOffline) rather
+		// than wait: its high watermark cannot move.
+		if err := p.Log.DurableErr(); err != nil {
+			return err
 		}
+		// NB: registered after the checks: an event in between finds
+		// the watch, or the watch finds its offset already reached.
+		op := p.m.Watch([]WatchSpec{{P: p, Kind: WaitHighWatermark, At: end}}, deadline)
 		select {
+		case <-op.Done():
 		case <-ctx.Done():
+			op.Cancel()
 			return ctx.Err()
-		case <-changed:
-		case <-hwCh:
+		}
+		if op.Outcome() == Expired {
+			return context.DeadlineExceeded
+		}
+	}
+}
+
+// waitDurable blocks until the log is durable below offset, the log fails
+// (its error), the partition changes role, or ctx is done.
+func (p *Partition) waitDurable(ctx context.Context, offset int64) error {
+	for {
+		if err := p.Log.DurableErr(); err != nil {
+			return err
+		}
+		if p.Log.DurableOffset() >= offset {
+			return nil
+		}
+		op := p.m.Watch([]WatchSpec{{P: p, Kind: WaitDurable, At: offset}}, time.Time{})
+		select {
+		case <-op.Done():
+		case <-ctx.Done():
+			op.Cancel()
+			return ctx.Err()
+		}
+		if op.Outcome() == Changed {
+			// Failed or closed, or the role changed, which the
+			// caller re-checks.
+			return p.Log.DurableErr()
 		}
 	}
 }
@@ -161,10 +202,8 @@ func (p *Partition) FollowerFetched(id int32, fetchOffset int64) {
 	nowMs := p.m.now().UnixMilli()
 	ls.LeaderAppended(p.Log.LogEndOffset(), nowMs)
 	ls.LeaderDurable(p.Log.DurableOffset(), nowMs)
-	advanced, expand := ls.FollowerFetch(id, fetchOffset, nowMs)
-	if advanced {
-		p.notifyLocked()
-	}
+	_, expand := ls.FollowerFetch(id, fetchOffset, nowMs)
+	p.refreshHWLocked(nowMs)
 	epoch := p.LeaderEpoch()
 	var why isrWhy
 	if expand != nil {
@@ -185,7 +224,7 @@ func (p *Partition) tick(nowMs int64) {
 		return
 	}
 	ls.LeaderAppended(p.Log.LogEndOffset(), nowMs)
-	ls.LeaderDurable(p.Log.DurableOffset(), nowMs)
+	p.refreshHWLocked(nowMs)
 	shrink := ls.Tick(nowMs)
 	epoch := p.LeaderEpoch()
 	var why isrWhy
@@ -252,10 +291,12 @@ func (p *Partition) applyInfo(info PartitionInfo) {
 	defer p.roleMu.Unlock()
 	nowMs := p.m.now().UnixMilli()
 	p.role.replicas = slices.Clone(info.Replicas)
+	p.refreshHWLocked(nowMs)
+	wasLeading, wasEpoch, wasFollowing := p.role.leader != nil, p.LeaderEpoch(), p.role.following
 	switch {
 	case info.Leader == self:
 		if p.role.leader == nil || info.LeaderEpoch != p.LeaderEpoch() {
-			hw := p.highWatermarkLocked()
+			hw := p.HighWatermark()
 			isrCfg := p.m.cfg.ISR
 			if info.MinInsyncReplicas > 0 {
 				isrCfg.MinInsyncReplicas = info.MinInsyncReplicas
@@ -290,7 +331,12 @@ func (p *Partition) applyInfo(info PartitionInfo) {
 		}
 		p.leaderEpoch.Store(info.LeaderEpoch)
 	}
-	p.notifyLocked()
+	p.refreshHWLocked(nowMs)
+	if (p.role.leader != nil) != wasLeading || p.LeaderEpoch() != wasEpoch || p.role.following != wasFollowing {
+		// NB: only a change of role wakes every waiter; the broker
+		// applies the same info again at every reconcile.
+		p.changedLocked()
+	}
 }
 
 // proposeISR writes an ISR change in the background (the caller may hold

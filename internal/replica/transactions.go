@@ -190,11 +190,8 @@ func (p *Partition) producersChangedLocked() {
 	}
 	if p.firstUnstable.Swap(first) != first {
 		// The last stable offset may have moved: wake fetches waiting
-		// at read_committed (the append that moved it woke them before
-		// this store).
-		p.roleMu.Lock()
-		p.notifyLocked()
-		p.roleMu.Unlock()
+		// at read_committed.
+		p.m.delayed.publish(p.waits[WaitLastStable])
 	}
 }
 

@@ -229,8 +229,9 @@
 // Manager runs the group commit: it takes a dirty log's LogEndOffset, fsyncs
 // its active segment and any segments rolled since the last flush without
 // holding the append lock, then publishes that offset as DurableOffset and
-// wakes WaitDurable callers; appends that arrive meanwhile are covered by
-// the next fsync. A retention goroutine runs RunRetention every
+// wakes WaitDurable callers and the log's change hook (Log.SetChangeHook,
+// which appends, truncations, retention, failure and Close also run);
+// appends that arrive meanwhile are covered by the next fsync. A retention goroutine runs RunRetention every
 // RetentionCheckInterval, and a cleaner goroutine runs RunCleaner; all
 // three loops run through Manager.every. The cleaner reads and writes
 // without the append lock and takes it only to check that its source
@@ -244,6 +245,8 @@
 //	Manager.mu -> (released before) Log.appendMu -> Log.mu -> segment.fileMu
 //	Log.chMu, Log.epochMu, Manager.flushMu, Manager.delMu and Manager.ckMu
 //	are leaves.
+//	Log.appendMu -> the change hook (Log.SetChangeHook), which runs with
+//	no other lock of the log held.
 //
 // Manager.mu guards only the map of logs; Create and Delete do their
 // directory IO under Manager.createMu instead.

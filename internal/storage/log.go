@@ -84,6 +84,9 @@ type Log struct {
 	changed   chan struct{} // closed on any offset move; nil until asked for
 	durableCh chan struct{} // closed when durable moves, on offline and close
 	truncDone chan struct{} // closed when the running truncation ends; nil when none runs
+
+	// onChange is the change hook (SetChangeHook); nil until set.
+	onChange atomic.Pointer[func(durable bool)]
 }
 
 // LogStartOffset returns the first offset that can be read.
@@ -173,8 +176,19 @@ func (l *Log) Changed() <-chan struct{} {
 	return l.changed
 }
 
+// SetChangeHook sets f to run after every change that wakes Changed
+// waiters, with durable set when WaitDurable waiters are woken too: the
+// durable offset may have moved (the flusher published it, an append in
+// page-cache mode, a truncation) or the log went offline or closed. f runs
+// on the goroutine that made the change, possibly with the log's appendMu
+// held, after the new offsets are stored: it must not block or call the
+// Log's writing methods; its reads (LogEndOffset, DurableOffset) see the
+// change. The replica package wakes its delayed operations with it.
+func (l *Log) SetChangeHook(f func(durable bool)) { l.onChange.Store(&f) }
+
 // notify wakes Changed waiters and, when durable is set, WaitDurable
-// waiters. A channel nobody asked for is not allocated.
+// waiters, then runs the change hook. A channel nobody asked for is not
+// allocated.
 func (l *Log) notify(durable bool) {
 	l.chMu.Lock()
 	if l.changed != nil {
@@ -186,6 +200,9 @@ func (l *Log) notify(durable bool) {
 		l.durableCh = nil
 	}
 	l.chMu.Unlock()
+	if f := l.onChange.Load(); f != nil {
+		(*f)(durable)
+	}
 }
 
 func (l *Log) durableChan() <-chan struct{} {
