@@ -35,7 +35,11 @@ package broker
 // (replica.Partition.Append, KIP-98): a retry of one of the producer's last
 // five batches gets the original offsets and no error, and, with acks=all,
 // waits until the original is committed. A producer id no broker of this
-// cluster ever issued gets UNKNOWN_PRODUCER_ID. A transactional batch opens
+// cluster ever issued gets UNKNOWN_PRODUCER_ID, once the broker has read
+// the cluster's limit from etcd: it reads it in the background when a
+// produce names an id above every block it knows of, and until then (or
+// while etcd is down) treats the id as Kafka does any unknown producer
+// (producer_ids.go issued). No produce waits on etcd. A transactional batch opens
 // (or continues) its producer's transaction in the partition, which holds
 // the last stable offset there until the coordinator's marker ends it
 // (replica.Partition.AppendMarker); a plain batch from a producer whose
