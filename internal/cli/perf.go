@@ -325,6 +325,9 @@ func perfProduce(ctx context.Context, cl *kgo.Client, topic string, n int64, siz
 		return nil, fmt.Errorf("flush: %w", err)
 	}
 	elapsed := time.Since(start)
+	if vis != nil {
+		vis.end()
+	}
 	lat.mu.Lock()
 	defer lat.mu.Unlock()
 	res := &perfResult{Mode: "produce", Topic: topic, Records: int64(len(lat.ns)), Errors: lat.errs.Load()}

@@ -29,6 +29,10 @@ type visibility struct {
 	pending map[int32][]visAck // by partition, in offset order
 	lagNs   []int64
 	lastAck time.Time
+	// ended is set by end, when the producer's last flush returned;
+	// endLeft is how many acknowledged records were invisible then.
+	ended   bool
+	endLeft int64
 }
 
 type visAck struct {
@@ -48,6 +52,20 @@ func (v *visibility) acked(partition int32, offset int64, at time.Time) {
 	v.mu.Unlock()
 }
 
+// end says the producer's last flush returned: no more acknowledgements
+// come. It is idempotent.
+func (v *visibility) end() {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.ended {
+		return
+	}
+	v.ended = true
+	for _, q := range v.pending {
+		v.endLeft += int64(len(q))
+	}
+}
+
 // visibilityResult is what perf produce --visibility reports.
 type visibilityResult struct {
 	// Lag is, per record, the time from its acknowledgement to the first
@@ -64,31 +82,16 @@ type visibilityResult struct {
 }
 
 // run polls the high watermarks of topic's partitions through cl every
-// visibilityPoll until produced is closed and every acknowledged record is
+// visibilityPoll until end was called and every acknowledged record is
 // visible, or ctx is done. It blocks.
-func (v *visibility) run(ctx context.Context, cl *kgo.Client, topic string, partitions []int32, produced <-chan struct{}) (*visibilityResult, error) {
+func (v *visibility) run(ctx context.Context, cl *kgo.Client, topic string, partitions []int32) (*visibilityResult, error) {
 	tick := time.NewTicker(visibilityPoll)
 	defer tick.Stop()
-	var (
-		done      bool
-		doneAt    time.Time
-		lastLeft  int64
-		lastAckAt time.Time
-	)
+	var endedAt time.Time
 	for {
 		select {
 		case <-ctx.Done():
 			return nil, ctx.Err()
-		case <-produced:
-			if !done {
-				done, doneAt = true, time.Now()
-				v.mu.Lock()
-				lastAckAt = v.lastAck
-				for _, q := range v.pending {
-					lastLeft += int64(len(q))
-				}
-				v.mu.Unlock()
-			}
 		case <-tick.C:
 		}
 		hw, err := highWatermarks(ctx, cl, topic, partitions)
@@ -107,18 +110,21 @@ func (v *visibility) run(ctx context.Context, cl *kgo.Client, topic string, part
 			v.pending[p] = q[n:]
 			left += len(v.pending[p])
 		}
-		v.mu.Unlock()
-		if done && left == 0 {
-			v.mu.Lock()
+		ended := v.ended
+		if ended && left == 0 {
 			defer v.mu.Unlock()
 			return &visibilityResult{
 				Lag:                summarize(v.lagNs),
-				DrainMs:            ms(int64(now.Sub(lastAckAt))),
-				InvisibleAtLastAck: lastLeft,
+				DrainMs:            ms(int64(max(0, now.Sub(v.lastAck)))),
+				InvisibleAtLastAck: v.endLeft,
 				Records:            int64(len(v.lagNs)),
 			}, nil
 		}
-		if done && now.Sub(doneAt) > visibilityDrainMax {
+		v.mu.Unlock()
+		if ended && endedAt.IsZero() {
+			endedAt = now
+		}
+		if ended && now.Sub(endedAt) > visibilityDrainMax {
 			return nil, fmt.Errorf("%d acknowledged records still invisible %s after the last acknowledgement", left, visibilityDrainMax)
 		}
 	}
@@ -155,12 +161,11 @@ func highWatermarks(ctx context.Context, cl *kgo.Client, topic string, partition
 // visibilityRun is a visibility poller running on its own client for perf
 // produce --visibility. A nil *visibilityRun is off.
 type visibilityRun struct {
-	vis      *visibility
-	cl       *kgo.Client
-	produced chan struct{}
-	done     chan struct{} // closed when the poller has returned
-	res      *visibilityResult
-	err      error
+	vis  *visibility
+	cl   *kgo.Client
+	done chan struct{} // closed when the poller has returned
+	res  *visibilityResult
+	err  error
 }
 
 // startVisibility starts polling topic's high watermarks; finish stops it.
@@ -173,10 +178,10 @@ func startVisibility(ctx context.Context, g *globals, topic string) (*visibility
 	if err != nil {
 		return nil, err
 	}
-	r := &visibilityRun{vis: newVisibility(), cl: cl, produced: make(chan struct{}), done: make(chan struct{})}
-	go func() { // owned by r: told to stop by produced, waited for by finish
+	r := &visibilityRun{vis: newVisibility(), cl: cl, done: make(chan struct{})}
+	go func() { // owned by r: ends once the records are visible after end, waited for by finish
 		defer close(r.done)
-		r.res, r.err = r.vis.run(ctx, cl, topic, parts, r.produced)
+		r.res, r.err = r.vis.run(ctx, cl, topic, parts)
 	}()
 	return r, nil
 }
@@ -188,14 +193,14 @@ func (r *visibilityRun) tracker() *visibility {
 	return r.vis
 }
 
-// finish says producing is over and waits for the poller: until every
-// acknowledged record is visible (at most visibilityDrainMax) or ctx is
-// done.
+// finish says producing is over (if perfProduce did not) and waits for the
+// poller: until every acknowledged record is visible (at most
+// visibilityDrainMax) or ctx is done.
 func (r *visibilityRun) finish() (*visibilityResult, error) {
 	if r == nil {
 		return nil, nil
 	}
-	close(r.produced)
+	r.vis.end()
 	<-r.done
 	r.cl.Close()
 	return r.res, r.err
