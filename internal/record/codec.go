@@ -164,6 +164,12 @@ func appendXerial(dst, src []byte) []byte {
 // corrupt. For CodecNone it returns src itself. The caller owns the result.
 // It is safe for concurrent use.
 func Decompress(c Codec, src []byte, max int) ([]byte, error) {
+	return decompressTo(c, src, max, nil)
+}
+
+// decompressTo is Decompress writing into dst's array when it is large
+// enough (a CodecNone batch is returned as src, dst unused).
+func decompressTo(c Codec, src []byte, max int, dst []byte) ([]byte, error) {
 	if max <= 0 {
 		max = DefaultMaxDecompressedBytes
 	}
@@ -185,14 +191,14 @@ func Decompress(c Codec, src []byte, max int) ([]byte, error) {
 			return nil, corruptf("gzip: %w", err)
 		}
 		defer gzipReaders.Put(r)
-		return readCapped(r, len(src), max, "gzip")
+		return readCapped(r, len(src), max, "gzip", dst)
 	case CodecSnappy:
-		return decodeSnappy(src, max)
+		return decodeSnappy(src, max, dst)
 	case CodecLZ4:
 		r := lz4Readers.Get().(*lz4.Reader)
 		defer lz4Readers.Put(r)
 		r.Reset(bytes.NewReader(src))
-		out, err := readCapped(r, len(src), max, "lz4")
+		out, err := readCapped(r, len(src), max, "lz4", dst)
 		r.Reset(nil)
 		return out, err
 	case CodecZstd:
@@ -201,7 +207,7 @@ func Decompress(c Codec, src []byte, max int) ([]byte, error) {
 		if err := d.Reset(bytes.NewReader(src)); err != nil {
 			return nil, corruptf("zstd: %w", err)
 		}
-		out, err := readCapped(d, len(src), max, "zstd")
+		out, err := readCapped(d, len(src), max, "zstd", dst)
 		_ = d.Reset(nil)
 		return out, err
 	}
@@ -209,11 +215,15 @@ func Decompress(c Codec, src []byte, max int) ([]byte, error) {
 }
 
 // readCapped reads r to the end into a buffer that grows from a guess based
-// on the compressed size, failing once more than max bytes come out.
-func readCapped(r io.Reader, srcLen, maxOut int, name string) ([]byte, error) {
+// on the compressed size (dst's array when it is larger), failing once more
+// than max bytes come out.
+func readCapped(r io.Reader, srcLen, maxOut int, name string, dst []byte) ([]byte, error) {
 	limit := int64(maxOut) + 1
 	lr := io.LimitedReader{R: r, N: limit}
-	buf := make([]byte, 0, min(limit, int64(max(4*srcLen, 512))))
+	buf := dst[:0]
+	if guess := min(limit, int64(max(4*srcLen, 512))); int64(cap(buf)) < guess {
+		buf = make([]byte, 0, guess)
+	}
 	for {
 		if len(buf) == cap(buf) {
 			buf = slices.Grow(buf, int(min(int64(cap(buf)), limit-int64(len(buf)))))
@@ -235,7 +245,7 @@ func readCapped(r io.Reader, srcLen, maxOut int, name string) ([]byte, error) {
 // decodeSnappy decodes xerial-framed or raw-block snappy. Each block's
 // decoded length is checked against what remains of the cap before any
 // output is allocated; the block decoder then checks the length exactly.
-func decodeSnappy(src []byte, maxOut int) ([]byte, error) {
+func decodeSnappy(src []byte, maxOut int, dst []byte) ([]byte, error) {
 	if !bytes.HasPrefix(src, xerialMagic) {
 		n, err := snappy.DecodedLen(src)
 		if err != nil {
@@ -244,7 +254,11 @@ func decodeSnappy(src []byte, maxOut int) ([]byte, error) {
 		if n > maxOut {
 			return nil, ErrDecompressedTooLarge
 		}
-		out, err := snappy.Decode(make([]byte, n), src)
+		buf := dst[:0]
+		if cap(buf) < n {
+			buf = make([]byte, n)
+		}
+		out, err := snappy.Decode(buf[:n], src)
 		if err != nil {
 			return nil, corruptf("snappy: %w", err)
 		}
@@ -254,7 +268,7 @@ func decodeSnappy(src []byte, maxOut int) ([]byte, error) {
 		return nil, corruptf("snappy: short xerial header")
 	}
 	src = src[xerialHeaderSize:]
-	var out []byte
+	out := dst[:0]
 	for len(src) > 0 {
 		if len(src) < 4 {
 			return nil, corruptf("snappy: short xerial chunk header")

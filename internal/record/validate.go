@@ -1,6 +1,9 @@
 package record
 
-import "fmt"
+import (
+	"fmt"
+	"sync"
+)
 
 // ValidateOptions bound what Validate accepts.
 type ValidateOptions struct {
@@ -24,6 +27,13 @@ type ValidationInfo struct {
 	NumRecords   int32
 }
 
+// validateBufs holds *[]byte buffers that Validate decompresses into.
+var validateBufs = sync.Pool{New: func() any { return new([]byte) }}
+
+// maxPooledValidateBuf is the largest buffer Validate gives back to
+// validateBufs, so one huge batch does not stay in the pool.
+const maxPooledValidateBuf = 4 << 20
+
 // Validate checks b completely: magic 2, batchLength equal to len(b)-12, CRC,
 // record count, record lengths, offset deltas 0..n-1 in order with the last
 // equal to lastOffsetDelta, and varint encodings. A compressed batch is
@@ -41,8 +51,9 @@ type ValidationInfo struct {
 //     control batch;
 //   - ErrDecompressedTooLarge: the cap was reached.
 //
-// For an uncompressed batch Validate does not allocate. It only reads b and
-// is safe for concurrent use on the same bytes.
+// For an uncompressed batch Validate does not allocate; a compressed one is
+// decompressed into a pooled buffer. It only reads b and is safe for
+// concurrent use on the same bytes.
 func (b Batch) Validate(opts ValidateOptions) (ValidationInfo, error) {
 	if err := b.checkFraming(); err != nil {
 		return ValidationInfo{}, err
@@ -82,8 +93,18 @@ func (b Batch) Validate(opts ValidateOptions) (ValidationInfo, error) {
 	// records, so the count is bounded after decompression (which the cap
 	// bounds) and before anything is allocated per record.
 	if c != CodecNone {
+		// NB: the records are only scanned, so they are decompressed into
+		// a pooled buffer: a fresh one per produced batch was most of the
+		// broker's allocation under compressed produce.
+		bp := validateBufs.Get().(*[]byte)
+		defer func() {
+			if cap(data) <= maxPooledValidateBuf {
+				*bp = data[:0]
+			}
+			validateBufs.Put(bp)
+		}()
 		var err error
-		if data, err = Decompress(c, data, opts.MaxDecompressedBytes); err != nil {
+		if data, err = decompressTo(c, data, opts.MaxDecompressedBytes, *bp); err != nil {
 			return ValidationInfo{}, fmt.Errorf("record: decompress %s batch: %w", c, err)
 		}
 	}
