@@ -3,6 +3,7 @@ package admin
 import (
 	"runtime"
 	"strconv"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -64,6 +65,13 @@ type ClusterStats struct {
 	// and total bytes (0 when unknown).
 	LogDirOffline          bool
 	LogDirFree, LogDirSize int64
+	// UnsyncedBytes and UnsyncedAge are the log dir's appended bytes not
+	// yet fsynced and the age of the oldest of them (durable logs only);
+	// HeldAcks counts acks=1 answers held until durable because the
+	// flusher was behind.
+	UnsyncedBytes int64
+	UnsyncedAge   time.Duration
+	HeldAcks      int64
 }
 
 // Sources is what the scrape-time collector reads. Each is asked once per
@@ -110,6 +118,7 @@ type collector struct {
 	controller, offline, clusterPartitions, clusterBrokers, decisions      desc
 	decisionErrors, leaseRenewals, isrShrinks, isrExpands                  desc
 	logDirOffline, logDirFree, logDirSize                                  desc
+	unsyncedBytes, unsyncedAge, heldAcks                                   desc
 }
 
 // NewCollector returns a prometheus.Collector over src.
@@ -172,6 +181,9 @@ func NewCollector(src Sources, cfg CollectorConfig) prometheus.Collector {
 	x.logDirOffline = d("samsa_log_dir_offline", "1 once a write or fsync failure took the log dir offline (Kafka OfflineLogDirectoryCount).", g)
 	x.logDirFree = d("samsa_log_dir_free_bytes", "Free bytes of the log dir's file system.", g)
 	x.logDirSize = d("samsa_log_dir_size_bytes", "Total bytes of the log dir's file system.", g)
+	x.unsyncedBytes = d("samsa_log_unsynced_bytes", "Bytes appended to durable logs and not yet fsynced, so not yet visible to consumers.", g)
+	x.unsyncedAge = d("samsa_log_unsynced_age_seconds", "Age of the oldest append to a durable log not yet fsynced: how long an acknowledged acks=1 record has stayed invisible so far.", g)
+	x.heldAcks = d("samsa_produce_acks1_held_total", "acks=1 partition answers held until the batch was durable because the flusher was behind on the log.", c)
 	return x
 }
 
@@ -234,6 +246,9 @@ func (x *collector) Collect(ch chan<- prometheus.Metric) {
 			x.emit(ch, x.logDirFree, float64(st.LogDirFree))
 			x.emit(ch, x.logDirSize, float64(st.LogDirSize))
 		}
+		x.emit(ch, x.unsyncedBytes, float64(st.UnsyncedBytes))
+		x.emit(ch, x.unsyncedAge, st.UnsyncedAge.Seconds())
+		x.emit(ch, x.heldAcks, float64(st.HeldAcks))
 	}
 }
 

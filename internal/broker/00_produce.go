@@ -26,6 +26,14 @@ package broker
 // A batch not committed within the request's timeout (TimeoutMillis > 0) is
 // answered REQUEST_TIMED_OUT; it stays in the log and may still commit.
 //
+// acks=1 is answered after the append. Under the durable policy the record
+// becomes visible only once fsynced, so when the group-commit flusher is
+// behind on the partition's log (more than 1 MiB unsynced, or an unsynced
+// append older than 25 ms: storage.Log.HoldAck) the answer waits until the
+// batch is durable. This back-pressure bounds how long acknowledged records
+// stay invisible; Kafka, whose high watermark ignores fsync, has no such
+// wait.
+//
 // Quotas (quotas.go): the request's size counts against
 // producer_byte_rate, with acks=0 too, and over it the response carries
 // throttle_time_ms (v6+, KIP-219; an older response is delayed instead) and
@@ -35,7 +43,11 @@ package broker
 // (replica.Partition.Append, KIP-98): a retry of one of the producer's last
 // five batches gets the original offsets and no error, and, with acks=all,
 // waits until the original is committed. A producer id no broker of this
-// cluster ever issued gets UNKNOWN_PRODUCER_ID. A transactional batch opens
+// cluster ever issued gets UNKNOWN_PRODUCER_ID, once the broker has read
+// the cluster's limit from etcd: it reads it in the background when a
+// produce names an id above every block it knows of, and until then (or
+// while etcd is down) treats the id as Kafka does any unknown producer
+// (producer_ids.go issued). No produce waits on etcd. A transactional batch opens
 // (or continues) its producer's transaction in the partition, which holds
 // the last stable offset there until the coordinator's marker ends it
 // (replica.Partition.AppendMarker); a plain batch from a producer whose
@@ -86,12 +98,20 @@ type pendingAck struct {
 	epoch            int32 // the leader epoch of the append
 }
 
+// heldAck is a partition whose acks=1 answer waits until its batch is
+// durable because the flusher is behind on its log (storage.Log.HoldAck).
+type heldAck struct {
+	log *storage.Log
+	end int64 // wait until the durable offset reaches end
+}
+
 func (b *Broker) handleProduce(ctx context.Context, c *server.Conn, req *kmsg.ProduceRequest) server.Reply {
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
 	if refused(0, req.Version) {
 		return refuseProduce(req, resp)
 	}
 	var waits []pendingAck
+	var holds []heldAck
 
 	acksValid := req.Acks == -1 || req.Acks == 0 || req.Acks == 1
 	hinted := make(map[int32]bool) // leaders named in CurrentLeader hints
@@ -182,11 +202,14 @@ func (b *Broker) handleProduce(ctx context.Context, c *server.Conn, req *kmsg.Pr
 				sp.BaseOffset = res.BaseOffset
 				sp.LogAppendTime = res.LogAppendTime
 				sp.LogStartOffset = res.LogStartOffset
-				if req.Acks == -1 {
+				switch {
+				case req.Acks == -1:
 					waits = append(waits, pendingAck{
 						topic: len(resp.Topics), partition: len(st.Partitions),
 						p: p, end: res.LastOffset + 1, epoch: res.LeaderEpoch,
 					})
+				case req.Acks == 1 && !res.Duplicate && p.Log.HoldAck():
+					holds = append(holds, heldAck{p.Log, res.LastOffset + 1})
 				}
 			}
 			st.Partitions = append(st.Partitions, sp)
@@ -204,7 +227,7 @@ func (b *Broker) handleProduce(ctx context.Context, c *server.Conn, req *kmsg.Pr
 	if req.Acks == 0 {
 		return server.Reply{None: true}
 	}
-	if len(waits) == 0 {
+	if len(waits) == 0 && len(holds) == 0 {
 		return server.Reply{Msg: resp}
 	}
 	return server.Reply{Wait: func(ctx context.Context) server.Reply {
@@ -224,6 +247,12 @@ func (b *Broker) handleProduce(ctx context.Context, c *server.Conn, req *kmsg.Pr
 				sp.ErrorCode = errCode(err).Code
 				sp.BaseOffset = -1
 			}
+		}
+		for _, h := range holds {
+			// NB: the hold only paces the producer; the answer stays
+			// what acks=1 promises (the leader wrote the batch), so an
+			// error here (timeout, a failed log) does not change it.
+			_ = h.log.WaitDurable(ctx, h.end)
 		}
 		return server.Reply{Msg: resp}
 	}}

@@ -8,7 +8,9 @@ package broker
 //   after UNKNOWN_PRODUCER_ID or OUT_OF_ORDER_SEQUENCE_NUMBER without losing
 //   its id. For an idempotent producer samsa bumps the epoch of an id it
 //   issued; at the largest epoch, or for an id it never issued, it hands
-//   out a new id at epoch 0.
+//   out a new id at epoch 0. An id above every block the broker knows of
+//   is bumped until the broker has read the cluster's limit
+//   (producer_ids.go issued: no etcd read on this path).
 // * v4: PRODUCER_FENCED (KIP-588); v0-3 get INVALID_PRODUCER_EPOCH instead.
 // * v5: no change to the fields (KIP-890; the transaction version comes
 //   from features samsa does not advertise).

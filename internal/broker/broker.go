@@ -146,7 +146,7 @@ func New(cfg Config) (*Broker, error) {
 	b.acls = newACLState(acl.Config{SuperUsers: cfg.Broker.SuperUsers, AllowEveryoneIfNoACLFound: cfg.Broker.AllowEveryoneIfNoACLFound},
 		authorizerEnabled(cfg.Broker.AuthorizerClassName))
 	b.quotas.init(cfg.Broker, cfg.Connections)
-	b.producerIDs.cluster = cfg.Cluster
+	b.producerIDs.init(b.ctx, cfg.Cluster)
 	gcfg := group.ConfigFromBroker(cfg.Broker)
 	gcfg.Logger, gcfg.Now = b.log.With("pkg", "group"), b.now
 	gcfg.OnRebalance = cfg.OnRebalance
@@ -192,6 +192,7 @@ func (b *Broker) Close() error {
 		b.reconcileMu.Lock()
 		b.reconcileMu.Unlock() //nolint:staticcheck // an empty critical section, to wait for the holder
 		b.loads.Wait()
+		b.producerIDs.close()
 		// NB: the transaction coordinator's marker writes use the
 		// partitions and the leader connections: stop it first.
 		txnErr := b.txns.Close()

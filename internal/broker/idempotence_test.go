@@ -208,10 +208,12 @@ func TestIdempotentSequenceGapIsOutOfOrderAndNotWritten(t *testing.T) {
 // fields, each leaving the log as it was.
 func TestIdempotentProducerErrors(t *testing.T) {
 	const topic = "idem-errors"
-	_, cl := idemSetup(t, topic, 4)
+	b, cl := idemSetup(t, topic, 4)
 	pid := newProducerID(t, cl)
 	other := newProducerID(t, cl)
 	wantProduce(t, "seq 0", produceRaw(t, cl, -1, topic, 0, idemBatch(t, pid, 0, 0, 2, "a")), 0, 0)
+	testutil.CreateTopic(t, b.Admin(), topic+"-scratch", 1)
+	waitProducerIDRefused(t, b.Addr(), topic+"-scratch", idemBatch(t, 1<<40, 0, 0, 1, "x"))
 
 	for _, tc := range []struct {
 		name      string

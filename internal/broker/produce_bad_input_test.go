@@ -148,6 +148,9 @@ func TestProduceBadInputAppendsNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	testutil.CreateTopic(t, b.Admin(), topic+"-scratch", 1)
+	waitProducerIDRefused(t, b.Addr(), topic+"-scratch", idem)
+
 	corrupt := []int16{kerr.CorruptMessage.Code}
 	invalidOrCorrupt := []int16{kerr.InvalidRecord.Code, kerr.CorruptMessage.Code}
 	for _, c := range []struct {

@@ -9,10 +9,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"samsa/internal/record"
+	"samsa/internal/testutil"
 )
 
 // buildBatch returns a valid producer batch of n records in codec c.
@@ -32,6 +34,23 @@ func buildBatch(t *testing.T, c record.Codec, n int, baseTs int64) record.Batch 
 		t.Fatalf("build batch: %v", err)
 	}
 	return batch
+}
+
+// waitProducerIDRefused produces records, whose producer id no broker of
+// the cluster issued, to partition 0 of topic through addr until the
+// broker refuses the id with UNKNOWN_PRODUCER_ID. The broker learns that
+// an id above every block it knows of was never issued from a read of the
+// cluster's limit in the background, which the first such produce starts;
+// until that read ends the id is taken as Kafka takes any producer id, so
+// records may be written to topic before the refusal.
+func waitProducerIDRefused(t *testing.T, addr, topic string, records []byte) {
+	t.Helper()
+	testutil.Eventually(t, 10*time.Second, func() error {
+		if sp := produceRawAcks(t, addr, -1, topic, 0, records); sp.ErrorCode != kerr.UnknownProducerID.Code {
+			return fmt.Errorf("produce with a never issued producer id: %v", kerr.ErrorForCode(sp.ErrorCode))
+		}
+		return nil
+	})
 }
 
 // produceRaw sends records as the whole record set of one partition in a

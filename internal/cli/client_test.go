@@ -235,6 +235,28 @@ func TestPerfProduceThenConsume(t *testing.T) {
 	}
 }
 
+// TestPerfProduceVisibilitySeesEveryRecord checks perf produce
+// --visibility: every acknowledged record is seen below the high
+// watermark, and the lags are ordered.
+func TestPerfProduceVisibilitySeesEveryRecord(t *testing.T) {
+	addr := newFake(t)
+	r := mustRun(t, "", "-b", addr, "perf", "produce", "--topic", "v", "--records", "300",
+		"--record-size", "100", "--partitions", "3", "--acks", "1", "--visibility", "--json")
+	var pr perfResult
+	if err := json.Unmarshal([]byte(r.stdout), &pr); err != nil {
+		t.Fatalf("%q: %v", r.stdout, err)
+	}
+	v := pr.Visibility
+	if pr.Records != 300 || v == nil || v.Records != 300 || v.InvisibleAtLastAck > 300 || v.DrainMs < 0 ||
+		v.Lag.P50 > v.Lag.P99 || v.Lag.P99 > v.Lag.Max {
+		t.Fatalf("produce result %+v, visibility %+v", pr, v)
+	}
+	r = mustRun(t, "", "-b", addr, "perf", "produce", "--topic", "v", "--records", "10", "--acks", "1", "--visibility")
+	if !strings.Contains(r.stdout, "visibility lag ms: p50 ") {
+		t.Fatalf("text output %q", r.stdout)
+	}
+}
+
 func TestPerfE2E(t *testing.T) {
 	addr := newFake(t)
 	r := mustRun(t, "", "-b", addr, "perf", "e2e", "--topic", "e2e", "--rate", "400",

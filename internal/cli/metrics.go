@@ -87,6 +87,8 @@ func (m nodeMetrics) ClusterStats() admin.ClusterStats {
 		}
 	}
 	out.LogDirFree, out.LogDirSize = diskSpace(m.n.logs.Dir())
+	out.UnsyncedBytes, out.UnsyncedAge = m.n.logs.Backlog()
+	out.HeldAcks = m.n.logs.HeldAcks()
 	return out
 }
 

@@ -91,6 +91,8 @@ type perfResult struct {
 	Latency       *latencies `json:"latency_ms,omitempty"`
 	E2E           *latencies `json:"e2e_latency_ms,omitempty"`
 	Consumed      int64      `json:"consumed,omitempty"`
+	// Visibility is set by perf produce --visibility.
+	Visibility *visibilityResult `json:"visibility,omitempty"`
 }
 
 // rates fills the derived throughput fields. MB is 10^6 bytes.
@@ -116,6 +118,10 @@ func (r *perfResult) write(w io.Writer, asJSON bool) error {
 	if r.Latency != nil {
 		fmt.Fprintf(w, "produce latency ms: p50 %.2f, p95 %.2f, p99 %.2f, p99.9 %.2f, max %.2f, mean %.2f\n",
 			r.Latency.P50, r.Latency.P95, r.Latency.P99, r.Latency.P999, r.Latency.Max, r.Latency.Mean)
+	}
+	if v := r.Visibility; v != nil {
+		fmt.Fprintf(w, "visibility lag ms: p50 %.2f, p95 %.2f, p99 %.2f, p99.9 %.2f, max %.2f, mean %.2f; drain %.2f ms, %d invisible at the last ack\n",
+			v.Lag.P50, v.Lag.P95, v.Lag.P99, v.Lag.P999, v.Lag.Max, v.Lag.Mean, v.DrainMs, v.InvisibleAtLastAck)
 	}
 	if r.E2E != nil {
 		fmt.Fprintf(w, "end-to-end latency ms: p50 %.2f, p95 %.2f, p99 %.2f, p99.9 %.2f, max %.2f, mean %.2f (%d consumed)\n",
@@ -198,8 +204,9 @@ func (p *perfProducer) register(cmd *cobra.Command) {
 
 func newPerfProduceCmd(g *globals, e env) *cobra.Command {
 	var (
-		p       perfProducer
-		records int64
+		p          perfProducer
+		records    int64
+		visibility bool
 	)
 	cmd := &cobra.Command{
 		Use:   "produce",
@@ -207,9 +214,17 @@ func newPerfProduceCmd(g *globals, e env) *cobra.Command {
 		Long: `Produce --records values of --record-size random bytes to --topic (created
 with --partitions if it is missing) as fast as the client allows, then
 print records/s, MB/s (10^6 bytes) and the p50/p95/p99/p99.9/max latency
-of each record, measured from the produce call to its acknowledgement.`,
+of each record, measured from the produce call to its acknowledgement.
+
+With --visibility, a second client reads the topic's high watermarks
+(ListOffsets) every 2 ms during the run and after it, and the result adds
+how long each acknowledged record stayed invisible to consumers: from its
+acknowledgement to the first read that showed it below the high
+watermark, and the time from the last acknowledgement until all were
+visible.`,
 		Example: `  samsa perf produce --topic perf --records 1000000 --record-size 1024 --partitions 6
-  samsa perf produce --topic perf --records 200000 --acks 1 --linger 5ms --compression lz4 --json`,
+  samsa perf produce --topic perf --records 200000 --acks 1 --linger 5ms --compression lz4 --json
+  samsa perf produce --topic perf --records 300000 --acks 1 --partitions 8 --visibility`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if records <= 0 || p.size < 0 {
@@ -228,8 +243,19 @@ of each record, measured from the produce call to its acknowledgement.`,
 				return err
 			}
 			defer cl.Close()
+			var vis *visibilityRun
+			if visibility {
+				if vis, err = startVisibility(ctx, g, p.topic); err != nil {
+					return err
+				}
+			}
 			prog := startProgress(p.prog.enabled(cmd, e.stderr, nil), e.stderr, "produce "+p.topic, true)
-			res, err := perfProduce(ctx, cl, p.topic, records, p.size, prog)
+			res, err := perfProduce(ctx, cl, p.topic, records, p.size, prog, vis.tracker())
+			if vr, verr := vis.finish(); err == nil && verr != nil {
+				err = verr
+			} else if res != nil {
+				res.Visibility = vr
+			}
 			if err != nil {
 				return err
 			}
@@ -244,6 +270,7 @@ of each record, measured from the produce call to its acknowledgement.`,
 	}
 	p.register(cmd)
 	cmd.Flags().Int64VarP(&records, "records", "n", 100000, "number of records")
+	cmd.Flags().BoolVar(&visibility, "visibility", false, "also measure how long acknowledged records stay below the high watermark")
 	return cmd
 }
 
@@ -267,8 +294,9 @@ func (l *latencyLog) fail(err error) {
 }
 
 // perfProduce produces n records of size bytes and waits for all of them,
-// counting them in prog (which may be nil), which it closes.
-func perfProduce(ctx context.Context, cl *kgo.Client, topic string, n int64, size int, prog *progress) (*perfResult, error) {
+// counting them in prog (which may be nil), which it closes, and telling vis
+// (which may be nil) of each acknowledgement.
+func perfProduce(ctx context.Context, cl *kgo.Client, topic string, n int64, size int, prog *progress, vis *visibility) (*perfResult, error) {
 	defer prog.close()
 	value := make([]byte, size)
 	if _, err := rand.Read(value); err != nil {
@@ -285,6 +313,9 @@ func perfProduce(ctx context.Context, cl *kgo.Client, topic string, n int64, siz
 		d := time.Since(r.Timestamp)
 		lat.add(d)
 		prog.ack(int64(size), d)
+		if vis != nil {
+			vis.acked(r.Partition, r.Offset, time.Now())
+		}
 	}
 	start := time.Now()
 	for i := int64(0); i < n && ctx.Err() == nil; i++ {
@@ -294,6 +325,9 @@ func perfProduce(ctx context.Context, cl *kgo.Client, topic string, n int64, siz
 		return nil, fmt.Errorf("flush: %w", err)
 	}
 	elapsed := time.Since(start)
+	if vis != nil {
+		vis.end()
+	}
 	lat.mu.Lock()
 	defer lat.mu.Unlock()
 	res := &perfResult{Mode: "produce", Topic: topic, Records: int64(len(lat.ns)), Errors: lat.errs.Load()}

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"go.etcd.io/etcd/client/pkg/v3/transport"
@@ -430,6 +431,7 @@ func freeLoopbackPort() (int, error) {
 type EmbeddedEtcd struct {
 	e         *embed.Etcd
 	clientURL string
+	closeOnce sync.Once
 }
 
 // StartEmbeddedEtcd starts a single-member etcd with its data in dir,
@@ -454,8 +456,10 @@ func StartEmbeddedEtcdMember(ctx context.Context, dir string, ec EmbeddedConfig)
 // ClientURL is the URL clients connect to (etcd.endpoints).
 func (e *EmbeddedEtcd) ClientURL() string { return e.clientURL }
 
-// Close stops the member and waits for it.
+// Close stops the member and waits for it. It is idempotent.
 func (e *EmbeddedEtcd) Close() {
-	e.e.Close()
-	<-e.e.Server.StopNotify()
+	e.closeOnce.Do(func() {
+		e.e.Close()
+		<-e.e.Server.StopNotify()
+	})
 }

@@ -187,6 +187,43 @@ func TestValidateUncompressedDoesNotAllocate(t *testing.T) {
 	}
 }
 
+// TestValidateCompressedReusesBuffersCorrectly validates compressed
+// batches of alternating sizes in every codec, so each decompresses into a
+// buffer a larger or smaller batch used before: every one is read whole
+// and alone (count and timestamps), and a snappy batch whose raw block is
+// one byte short still fails after a larger batch left its buffer.
+func TestValidateCompressedReusesBuffersCorrectly(t *testing.T) {
+	build := func(c Codec, n int) Batch {
+		bb := NewBuilder(c, 1000)
+		for i := range n {
+			bb.Add(Record{TimestampDelta: int64(i), Value: bytes.Repeat([]byte{byte(i)}, 100+i)})
+		}
+		return mustBuild(t, bb, nil)
+	}
+	for _, c := range Codecs[1:] {
+		for round := range 3 {
+			for _, n := range []int{200, 3, 50, 1} {
+				b := build(c, n)
+				info, err := b.Validate(ValidateOptions{FromClient: true})
+				if err != nil || info.NumRecords != int32(n) || info.MaxTimestamp != 1000+int64(n-1) {
+					t.Fatalf("%v round %d, %d records: %+v, %v", c, round, n, info, err)
+				}
+			}
+		}
+	}
+	big := build(CodecSnappy, 200)
+	if _, err := big.Validate(ValidateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	small := build(CodecSnappy, 3)
+	short := append(Batch(nil), small[:len(small)-1]...)
+	binary.BigEndian.PutUint32(short[8:12], uint32(len(short)-12))
+	short.UpdateCRC()
+	if _, err := short.Validate(ValidateOptions{}); err == nil {
+		t.Fatal("a snappy batch cut short validated")
+	}
+}
+
 func TestSplit(t *testing.T) {
 	a := mustBuild(t, NewBuilder(CodecNone, 1), threeRecords())
 	b := mustBuild(t, NewBuilder(CodecGzip, 2), sampleRecords())

@@ -226,12 +226,14 @@
 // # Concurrency and lock order
 //
 // Manager and Log are safe for concurrent use. One flusher goroutine per
-// Manager runs the group commit: it takes a dirty log's LogEndOffset, fsyncs
-// its active segment and any segments rolled since the last flush without
+// Manager runs the group commit: for each dirty log, a goroutine it starts
+// (one per log at a time, up to 16 at once) takes the LogEndOffset, fsyncs
+// the active segment and any segments rolled since the last flush without
 // holding the append lock, then publishes that offset as DurableOffset and
 // wakes WaitDurable callers and the log's change hook (Log.SetChangeHook,
 // which appends, truncations, retention, failure and Close also run);
-// appends that arrive meanwhile are covered by the next fsync. A retention goroutine runs RunRetention every
+// appends that arrive meanwhile are covered by the next fsync of that log,
+// which the same goroutine starts at once. A retention goroutine runs RunRetention every
 // RetentionCheckInterval, and a cleaner goroutine runs RunCleaner; all
 // three loops run through Manager.every. The cleaner reads and writes
 // without the append lock and takes it only to check that its source

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"samsa/internal/record"
 	"samsa/internal/vfs"
 )
 
@@ -172,6 +173,72 @@ func TestWaitDurableHonoursContextAndClose(t *testing.T) {
 			}
 		case <-time.After(5 * time.Second):
 			t.Fatal("WaitDurable not woken by Close")
+		}
+	})
+}
+
+// TestHoldAckWhileFlusherIsBehind checks the back-pressure bounds on
+// acks=1: a durable log whose unsynced appends are older than 25 ms or
+// larger than 1 MiB asks for the acknowledgement to be held, a log the
+// flusher has caught up with does not, and Backlog reports what is
+// unsynced and for how long.
+func TestHoldAckWhileFlusherIsBehind(t *testing.T) {
+	forEachFS(t, func(t *testing.T, base vfs.FS, dir string) {
+		fs := &countingFS{FS: base}
+		clk := newClock(1_700_000_000_000)
+		m := openManager(t, fs, dir, clk)
+		defer m.Close()
+		l, err := m.Create(testTP, [16]byte{}, DefaultConfig())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if bytes, age := l.Backlog(); bytes != 0 || age != 0 || l.HoldAck() {
+			t.Fatalf("empty log: backlog %d bytes, %v; HoldAck %v", bytes, age, l.HoldAck())
+		}
+
+		fs.syncMu.Lock() // the device stops answering syncs
+		b := makeBatch(t, 0, 1, 0)
+		size := int64(len(b))
+		res, err := l.Append(b, 0, false, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if l.HoldAck() {
+			t.Fatal("HoldAck for a fresh small backlog")
+		}
+		clk.advance(30)
+		if bytes, age := l.Backlog(); bytes != size || age != 30*time.Millisecond {
+			t.Fatalf("backlog %d bytes, %v; want %d, 30ms", bytes, age, size)
+		}
+		if !l.HoldAck() {
+			t.Fatal("no HoldAck with an unsynced append 30 ms old")
+		}
+		if bytes, age := m.Backlog(); bytes != size || age != 30*time.Millisecond {
+			t.Fatalf("manager backlog %d bytes, %v; want %d, 30ms", bytes, age, size)
+		}
+		fs.syncMu.Unlock()
+		if err := l.WaitDurable(context.Background(), res.LastOffset+1); err != nil {
+			t.Fatal(err)
+		}
+		if bytes, age := l.Backlog(); bytes != 0 || age != 0 || l.HoldAck() {
+			t.Fatalf("after the flush: backlog %d bytes, %v; HoldAck %v", bytes, age, l.HoldAck())
+		}
+
+		fs.syncMu.Lock()
+		big := makeBatch(t, 1, 300, 0) // makeBatch values are small: append until over 1 MiB
+		var appended int64
+		for appended <= 1<<20 {
+			if _, err := l.Append(append(record.Batch(nil), big...), 0, false, 0); err != nil {
+				t.Fatal(err)
+			}
+			appended += int64(len(big))
+		}
+		if !l.HoldAck() {
+			t.Fatalf("no HoldAck with %d bytes unsynced", appended)
+		}
+		fs.syncMu.Unlock()
+		if got := m.HeldAcks(); got != 2 {
+			t.Fatalf("HeldAcks %d, want 2", got)
 		}
 	})
 }

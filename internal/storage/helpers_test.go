@@ -229,6 +229,9 @@ type countingFS struct {
 	logSyncs  atomic.Int64
 	failSync  atomic.Bool
 	syncDelay time.Duration // emulated device latency of a .log sync
+	// syncMu, while a test holds it, stalls every .log sync (a device
+	// that has stopped answering).
+	syncMu sync.Mutex
 }
 
 type countingFile struct {
@@ -245,6 +248,8 @@ func (f *countingFile) Sync() error {
 	}
 	if f.isLog {
 		f.fs.logSyncs.Add(1)
+		f.fs.syncMu.Lock()
+		f.fs.syncMu.Unlock() //nolint:staticcheck // waits while a test stalls syncs
 		time.Sleep(f.fs.syncDelay)
 	}
 	return f.File.Sync()

@@ -45,6 +45,9 @@ type Log struct {
 	pendingMsgs int64     // page-cache mode: messages appended since the last flush
 	dirDirty    bool      // a segment file was created since the last flush: fsync the dir
 	lastFlush   time.Time // page-cache mode: time of the last flush
+	// backlog is what durable mode has appended and not yet fsynced
+	// (flusher.go).
+	backlog backlog
 
 	// cleanMu serialises cleaning passes over this log; the swap of
 	// cleaned segments also takes appendMu.
@@ -68,6 +71,8 @@ type Log struct {
 	recoveryPoint atomic.Int64 // everything below is fsynced, any mode
 	dirty         atomic.Bool  // queued for the flusher
 	dirtySince    atomic.Int64 // unix nanos of the append that queued it
+	flushing      atomic.Bool  // a flusher goroutine owns the log (flushLog)
+	flushAgain    atomic.Bool  // queued while flushing: flushLog goes again
 	offline       atomic.Bool
 	closed        atomic.Bool
 
@@ -350,6 +355,8 @@ func (l *Log) Append(b record.Batch, leaderEpoch int32, logAppendTime bool, nowM
 	l.logEnd.Store(res.LastOffset + 1)
 	if !cfg.Durable() {
 		l.pendingMsgs += int64(b.NumRecords())
+	} else {
+		l.backlog.appendedLocked(size, l.now)
 	}
 	pending := l.pendingMsgs
 	l.mu.Unlock()

@@ -43,10 +43,12 @@ type Manager struct {
 	mu   sync.RWMutex
 	logs map[TopicPartition]*Log
 
-	// flushMu guards dirty; kick wakes the flusher.
-	flushMu sync.Mutex
-	dirty   []*Log
-	kick    chan struct{}
+	// flushMu guards dirty; kick wakes the flusher. flushSlots holds a
+	// token per flush goroutine running (at most maxParallelSyncs).
+	flushMu    sync.Mutex
+	dirty      []*Log
+	kick       chan struct{}
+	flushSlots chan struct{}
 
 	// delMu guards pendingDel, segments renamed to .deleted awaiting
 	// file.delete.delay.ms.
@@ -61,6 +63,7 @@ type Manager struct {
 
 	offline    atomic.Bool
 	offlineErr atomic.Pointer[error]
+	heldAcks   atomic.Int64 // Log.HoldAck answers that held an acks=1 produce
 
 	closeOnce sync.Once
 	closeErr  error
@@ -98,6 +101,7 @@ func OpenManager(cfg ManagerConfig) (*Manager, error) {
 		cleanerBackoff: cfg.CleanerBackoff,
 		logs:           map[TopicPartition]*Log{},
 		kick:           make(chan struct{}, 1),
+		flushSlots:     make(chan struct{}, maxParallelSyncs),
 		pendingDel:     map[*segment]*time.Timer{},
 		stop:           make(chan struct{}),
 	}

@@ -129,6 +129,9 @@ func (l *Log) writeReplicaBatchLocked(b record.Batch, cfg *Config, nowMs int64) 
 	seg.size.Store(pos + size)
 	seg.nextOffset.Store(last + 1)
 	l.logEnd.Store(last + 1)
+	if cfg.Durable() {
+		l.backlog.appendedLocked(size, l.now)
+	}
 	l.mu.Unlock()
 	return nil
 }

@@ -16,7 +16,8 @@ import (
 
 // Cluster is an in-process multi-broker samsa cluster: one embedded etcd
 // member shared by every broker (so any broker can be stopped), brokers on
-// 127.0.0.1 with free ports and their own data dirs.
+// 127.0.0.1 with free ports and their own data dirs. Etcd.Close stops
+// etcd under the brokers (the cleanup then closes it again, harmlessly).
 type Cluster struct {
 	t       testing.TB
 	Etcd    *cluster.EmbeddedEtcd

@@ -169,6 +169,12 @@ func TestMetricsFollowProduceConsumeAndCommit(t *testing.T) {
 	if v, _ := sample(text, "samsa_log_size_bytes", `topic="orders"`, `partition="0"`); v <= 0 {
 		t.Errorf("samsa_log_size_bytes of orders-0 = %v, want > 0", v)
 	}
+	// The flusher's backlog: present, and never negative.
+	for _, name := range []string{"samsa_log_unsynced_bytes", "samsa_log_unsynced_age_seconds", "samsa_produce_acks1_held_total"} {
+		if v, err := sample(text, name); err != nil || v < 0 {
+			t.Errorf("%s = %v (%v), want a value >= 0", name, v, err)
+		}
+	}
 
 	// OpenMetrics on request.
 	req, _ := http.NewRequest("GET", "http://"+addr+"/metrics", nil)
