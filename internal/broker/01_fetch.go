@@ -598,6 +598,7 @@ func checkLeaderEpoch(p *replica.Partition, epoch int32) int16 {
 		return kerr.UnknownLeaderEpoch.Code
 	}
 }
+
 // refuseFetch answers a Fetch v0-3 (message formats v0 and v1,
 // refusedBelow) with UNSUPPORTED_VERSION and no records in every
 // partition.
