@@ -250,22 +250,48 @@ func decompressor(c Codec, src []byte, max int64) (io.Reader, func(), error) {
 		}
 		return d, func() { _ = d.Reset(nil); zstdDecoders.Put(d) }, nil
 	case CodecSnappy:
-		if !bytes.HasPrefix(src, xerialMagic) {
-			out, err := decodeSnappy(src, int(min(max, int64(maxInt))))
-			if err != nil {
-				return nil, nil, err
+		bp := snappyBufs.Get().(*[]byte)
+		release := func() {
+			if cap(*bp) <= maxPooledSnappy {
+				snappyBufs.Put(bp)
 			}
-			return bytes.NewReader(out), func() {}, nil
+		}
+		if !bytes.HasPrefix(src, xerialMagic) {
+			n, err := snappy.DecodedLen(src)
+			if err != nil {
+				release()
+				return nil, nil, corruptf("snappy: %w", err)
+			}
+			if int64(n) > max {
+				release()
+				return nil, nil, ErrDecompressedTooLarge
+			}
+			if cap(*bp) < n {
+				*bp = make([]byte, n)
+			}
+			out, err := snappy.Decode((*bp)[:n], src)
+			if err != nil {
+				release()
+				return nil, nil, corruptf("snappy: %w", err)
+			}
+			return bytes.NewReader(out), release, nil
 		}
 		if len(src) < xerialHeaderSize {
+			release()
 			return nil, nil, corruptf("snappy: short xerial header")
 		}
-		return &xerialReader{src: src[xerialHeaderSize:], max: max}, func() {}, nil
+		x := &xerialReader{src: src[xerialHeaderSize:], max: max, out: *bp}
+		return x, func() { *bp = x.out; release() }, nil
 	}
 	return nil, nil, fmt.Errorf("%w: %d", ErrUnsupportedCodec, int8(c))
 }
 
-const maxInt = int(^uint(0) >> 1)
+// snappyBufs holds the buffers snappy blocks are decoded into (a raw
+// block whole, the xerial chunks one at a time); a buffer above
+// maxPooledSnappy is dropped rather than kept.
+var snappyBufs = sync.Pool{New: func() any { return new([]byte) }}
+
+const maxPooledSnappy = 4 << 20
 
 // xerialReader decodes xerial-framed snappy one chunk at a time.
 type xerialReader struct {
