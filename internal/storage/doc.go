@@ -110,6 +110,16 @@
 // file, last entry pointing at a batch that ends at that offset) and rebuilt
 // from the .log when they fail the check.
 //
+// # Open files
+//
+// A segment keeps its .log open for its life (Read hands out regions of
+// it). Its index files are opened only to be written: the first entry
+// after an open opens them, and they are fsynced and closed when the
+// flusher syncs the segment after a roll, at Close, and by a retention
+// pass that finds the log end where the previous pass left it (Kafka's
+// lazy indexes and index cache do the same). Loading reads them and
+// closes them. An idle partition thus holds one descriptor per segment.
+//
 // # Aborted transactions
 //
 // A segment's .txnindex lists the transactions aborted by an ABORT marker
@@ -221,7 +231,10 @@
 // the file is truncated at the first bad or short batch, later segments are
 // deleted and the indexes are rebuilt; the truncation is logged with byte
 // counts. With the marker the files are trusted, but indexes that fail the
-// check are rebuilt. Recovered files are fsynced before the log opens.
+// check are rebuilt. Recovered (scanned) segments are fsynced before the
+// log opens, and the partition directory when its entries changed; a clean
+// open fsyncs nothing, since Close synced every file before it wrote the
+// marker.
 //
 // # Concurrency and lock order
 //

@@ -252,10 +252,15 @@ func (m *Manager) loadLog(tp TopicPartition, dir string, recoveryPoint, logStart
 	if err != nil {
 		return nil, fmt.Errorf("storage: list %s: %w", dir, err)
 	}
+	listed := len(names)
 	names, forced, err := resolveLeftovers(m.fs, dir, names)
 	if err != nil {
 		return nil, err
 	}
+	// dirChanged says the directory's entries changed, so it needs an
+	// fsync before the log opens; a clean open of intact files changes
+	// nothing and syncs nothing.
+	dirChanged := len(names) != listed || len(forced) > 0
 	var topicID [16]byte
 	if data, err := readFile(m.fs, filepath.Join(dir, metadataFile)); err == nil {
 		if topicID, err = decodeMetadata(data); err != nil {
@@ -277,6 +282,7 @@ func (m *Manager) loadLog(tp TopicPartition, dir string, recoveryPoint, logStart
 	// A segment from bases[i] must be scanned when it can hold offsets at or
 	// above the recovery point.
 	scanned, truncated := 0, false
+	var recovered []*segment // scanned: their files must be fsynced
 	for i, base := range bases {
 		seg, err := openSegment(m.fs, dir, base, &cfg)
 		if err != nil {
@@ -300,6 +306,7 @@ func (m *Manager) loadLog(tp TopicPartition, dir string, recoveryPoint, logStart
 				return nil, err
 			}
 			truncated = truncated || torn
+			recovered = append(recovered, seg)
 		}
 		if err := l.openTxnIndex(seg); err != nil {
 			l.closeFiles()
@@ -308,7 +315,7 @@ func (m *Manager) loadLog(tp TopicPartition, dir string, recoveryPoint, logStart
 		if torn && i < len(bases)-1 {
 			// Everything after a torn batch is gone: delete later segments.
 			for _, b := range bases[i+1:] {
-				s := newSegment(dir, b, &cfg)
+				s := newSegment(m.fs, dir, b, &cfg)
 				for _, suf := range segmentSuffixes {
 					if err := m.fs.Remove(s.path(suf)); err != nil && !os.IsNotExist(err) {
 						l.closeFiles()
@@ -317,6 +324,7 @@ func (m *Manager) loadLog(tp TopicPartition, dir string, recoveryPoint, logStart
 				}
 				m.logger.Warn("storage: deleted segment after torn batch", "topic", l.tp.Topic, "partition", l.tp.Partition,
 					"file", s.path(logSuffix), "base_offset", b)
+				dirChanged = true
 			}
 			break
 		}
@@ -329,16 +337,23 @@ func (m *Manager) loadLog(tp TopicPartition, dir string, recoveryPoint, logStart
 			return nil, err
 		}
 		l.segs = []*segment{seg}
+		dirChanged = true
 	}
-	for _, s := range l.segs {
+	// NB: segments loaded as trusted were fsynced before the recovery
+	// point or the clean-shutdown marker covered them; only what the scan
+	// read (and may have cut or re-indexed) can still be in the page
+	// cache alone.
+	for _, s := range recovered {
 		if err := s.sync(true); err != nil {
 			l.closeFiles()
 			return nil, err
 		}
 	}
-	if err := m.fs.SyncDir(dir); err != nil {
-		l.closeFiles()
-		return nil, fmt.Errorf("storage: sync dir %s: %w", dir, err)
+	if dirChanged || len(recovered) > 0 {
+		if err := m.fs.SyncDir(dir); err != nil {
+			l.closeFiles()
+			return nil, fmt.Errorf("storage: sync dir %s: %w", dir, err)
+		}
 	}
 	leo := l.segs[len(l.segs)-1].nextOffset.Load()
 	lso := max(l.segs[0].baseOffset, min(logStart, leo))
@@ -357,21 +372,14 @@ func (m *Manager) loadLog(tp TopicPartition, dir string, recoveryPoint, logStart
 	return l, nil
 }
 
-// openSegment opens an existing segment's files for appending. A missing
-// index file is created empty and flagged by a zero maxEntries check later.
+// openSegment opens an existing segment's .log for appending. The index
+// files stay closed: loading reads them, a write opens them, and a
+// missing one reads as empty, which the load's index check then rebuilds
+// where batches should have had entries.
 func openSegment(fs vfs.FS, dir string, base int64, cfg *Config) (*segment, error) {
-	s := newSegment(dir, base, cfg)
+	s := newSegment(fs, dir, base, cfg)
 	var err error
 	if s.log, err = fs.OpenReadWrite(s.path(logSuffix)); err != nil {
-		return nil, fmt.Errorf("storage: open segment: %w", err)
-	}
-	if s.index.file, err = fs.OpenReadWrite(s.path(indexSuffix)); err != nil {
-		s.log.Close()
-		return nil, fmt.Errorf("storage: open segment: %w", err)
-	}
-	if s.timeIndex.file, err = fs.OpenReadWrite(s.path(timeIndexSuffix)); err != nil {
-		s.log.Close()
-		s.index.file.Close()
 		return nil, fmt.Errorf("storage: open segment: %w", err)
 	}
 	fi, err := s.log.Stat()
@@ -389,11 +397,11 @@ func openSegment(fs vfs.FS, dir string, base int64, cfg *Config) (*segment, erro
 // the caller then recovers the segment.
 func (l *Log) loadTrusted(seg *segment, active bool) error {
 	size := seg.size.Load()
-	ibuf, err := readAllAt(seg.index.file)
+	ibuf, err := seg.index.file.readAll()
 	if err != nil {
 		return err
 	}
-	tbuf, err := readAllAt(seg.timeIndex.file)
+	tbuf, err := seg.timeIndex.file.readAll()
 	if err != nil {
 		return err
 	}
@@ -617,19 +625,10 @@ func writeIndexFiles(seg *segment) error {
 	for _, e := range seg.timeIndex.entries {
 		tb = e.encode(tb)
 	}
-	for _, w := range []struct {
-		f    vfs.File
-		data []byte
-		name string
-	}{{seg.index.file, ib, seg.path(indexSuffix)}, {seg.timeIndex.file, tb, seg.path(timeIndexSuffix)}} {
-		if err := w.f.Truncate(0); err != nil {
-			return fmt.Errorf("storage: rewrite %s: %w", w.name, err)
-		}
-		if _, err := w.f.Write(w.data); err != nil {
-			return fmt.Errorf("storage: rewrite %s: %w", w.name, err)
-		}
+	if err := seg.index.file.rewrite(ib); err != nil {
+		return err
 	}
-	return nil
+	return seg.timeIndex.file.rewrite(tb)
 }
 
 // readAllAt reads a whole file from position 0.

@@ -1,0 +1,253 @@
+package storage
+
+import (
+	"bytes"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"samsa/internal/vfs"
+)
+
+// openFilesFS counts the files open through it by suffix (".log",
+// ".index", ...), the descriptors an OS FS would hold.
+type openFilesFS struct {
+	vfs.FS
+	mu   sync.Mutex
+	open map[string]int
+}
+
+func newOpenFilesFS(fs vfs.FS) *openFilesFS { return &openFilesFS{FS: fs, open: map[string]int{}} }
+
+type openFile struct {
+	vfs.File
+	fs     *openFilesFS
+	suffix string
+	once   sync.Once
+}
+
+func (f *openFile) Close() error {
+	f.once.Do(func() {
+		f.fs.mu.Lock()
+		f.fs.open[f.suffix]--
+		f.fs.mu.Unlock()
+	})
+	return f.File.Close()
+}
+
+func (c *openFilesFS) wrap(f vfs.File, name string, err error) (vfs.File, error) {
+	if err != nil {
+		return nil, err
+	}
+	suffix := filepath.Ext(name)
+	for _, s := range []string{cleanedSuffix, swapSuffix, deletedSuffix} {
+		if suffix == s {
+			suffix = filepath.Ext(strings.TrimSuffix(name, s))
+		}
+	}
+	c.mu.Lock()
+	c.open[suffix]++
+	c.mu.Unlock()
+	return &openFile{File: f, fs: c, suffix: suffix}, nil
+}
+
+func (c *openFilesFS) Create(name string) (vfs.File, error) {
+	f, err := c.FS.Create(name)
+	return c.wrap(f, name, err)
+}
+
+func (c *openFilesFS) Open(name string) (vfs.File, error) {
+	f, err := c.FS.Open(name)
+	return c.wrap(f, name, err)
+}
+
+func (c *openFilesFS) OpenReadWrite(name string) (vfs.File, error) {
+	f, err := c.FS.OpenReadWrite(name)
+	return c.wrap(f, name, err)
+}
+
+// count returns how many files with suffix are open.
+func (c *openFilesFS) count(suffix string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.open[suffix]
+}
+
+// checkIndexFiles fails unless each segment's index files hold exactly
+// its in-memory entries.
+func checkIndexFiles(t *testing.T, fs vfs.FS, l *Log) {
+	t.Helper()
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	for _, s := range l.segs {
+		var want []byte
+		for _, e := range s.index.entries {
+			want = e.encode(want)
+		}
+		if got := readFileBytes(t, fs, s.path(indexSuffix)); !bytes.Equal(got, want) {
+			t.Fatalf("%s: %d bytes on disk, %d entries in memory", s.path(indexSuffix), len(got), len(s.index.entries))
+		}
+		want = nil
+		for _, e := range s.timeIndex.entries {
+			want = e.encode(want)
+		}
+		if got := readFileBytes(t, fs, s.path(timeIndexSuffix)); !bytes.Equal(got, want) {
+			t.Fatalf("%s: %d bytes on disk, %d entries in memory", s.path(timeIndexSuffix), len(got), len(s.timeIndex.entries))
+		}
+	}
+}
+
+// TestIdlePartitionsHoldOneDescriptorEach: a partition holds its
+// segment's .log open and its index files only while it writes them; a
+// retention pass that finds it idle closes them, and a restart opens none.
+// Every record reads back throughout, and the index files match the
+// indexes in memory. Kafka closes idle index files too (its index cache);
+// without this a broker of 10,000 partitions needs 30,000 descriptors.
+func TestIdlePartitionsHoldOneDescriptorEach(t *testing.T) {
+	forEachFS(t, func(t *testing.T, base vfs.FS, dir string) {
+		const logs, busy = 50, 5
+		fs := newOpenFilesFS(base)
+		c := newClock(1_700_000_000_000)
+		m := openManager(t, fs, dir, c)
+		cfg := DefaultConfig()
+		cfg.IndexIntervalBytes = 256
+		want := map[TopicPartition][]appended{}
+		for p := range logs {
+			tp := TopicPartition{Topic: "many", Partition: int32(p)}
+			l, err := m.Create(tp, [16]byte{1}, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			n := 1
+			if p < busy {
+				n = 40 // past index.interval.bytes: index entries
+			}
+			want[tp] = appendN(t, l, 0, n, c.nowMs())
+		}
+		if got := fs.count(logSuffix); got != logs {
+			t.Fatalf("%d .log files open, want %d", got, logs)
+		}
+		if got := fs.count(indexSuffix) + fs.count(timeIndexSuffix); got != 2*busy {
+			t.Fatalf("%d index files open after appends, want %d (the partitions that wrote index entries)", got, 2*busy)
+		}
+		// The first pass notes each log end, the second finds them idle.
+		m.RunRetention()
+		m.RunRetention()
+		if got := fs.count(indexSuffix) + fs.count(timeIndexSuffix); got != 0 {
+			t.Fatalf("%d index files open after idle retention passes, want 0", got)
+		}
+		for tp, w := range want {
+			checkLog(t, m.Log(tp), w)
+			checkIndexFiles(t, base, m.Log(tp))
+		}
+		// Appending again opens the index files and keeps them right.
+		busyTP := TopicPartition{Topic: "many", Partition: 0}
+		want[busyTP] = append(want[busyTP], appendN(t, m.Log(busyTP), 40, 40, c.nowMs())...)
+		if got := fs.count(indexSuffix); got != 1 {
+			t.Fatalf("%d .index files open after appending to one log, want 1", got)
+		}
+		checkIndexFiles(t, base, m.Log(busyTP))
+		if err := m.Close(); err != nil {
+			t.Fatal(err)
+		}
+		for suffix, n := range fs.open {
+			if n != 0 {
+				t.Fatalf("%d %s files open after Close", n, suffix)
+			}
+		}
+
+		m = openManager(t, fs, dir, c)
+		defer m.Close()
+		if got := fs.count(logSuffix); got != logs {
+			t.Fatalf("%d .log files open after reopening, want %d", got, logs)
+		}
+		if got := fs.count(indexSuffix) + fs.count(timeIndexSuffix); got != 0 {
+			t.Fatalf("%d index files open after reopening, want 0", got)
+		}
+		for tp, w := range want {
+			checkLog(t, m.Log(tp), w)
+			checkIndexFiles(t, base, m.Log(tp))
+		}
+	})
+}
+
+// TestRolledSegmentsCloseTheirIndexFiles: once the flusher synced a
+// rolled segment, its index files are closed; only the .log files stay
+// open (reads need them), and every record reads back after a restart.
+func TestRolledSegmentsCloseTheirIndexFiles(t *testing.T) {
+	forEachFS(t, func(t *testing.T, base vfs.FS, dir string) {
+		fs := newOpenFilesFS(base)
+		c := newClock(1_700_000_000_000)
+		m := openManager(t, fs, dir, c)
+		l, err := m.Create(testTP, [16]byte{1}, smallConfig())
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := appendN(t, l, 0, 60, c.nowMs())
+		segs := l.SegmentCount()
+		if segs < 5 {
+			t.Fatalf("%d segments, want several", segs)
+		}
+		waitFor(t, 10*time.Second, "durable log end", func() bool { return l.DurableOffset() == l.LogEndOffset() })
+		if got := fs.count(logSuffix); got != segs {
+			t.Fatalf("%d .log files open, want %d", got, segs)
+		}
+		if got := fs.count(indexSuffix); got > 1 {
+			t.Fatalf("%d .index files open with %d segments, want at most the active one's", got, segs)
+		}
+		checkLog(t, l, want)
+		checkIndexFiles(t, base, l)
+		if err := m.Close(); err != nil {
+			t.Fatal(err)
+		}
+		m = openManager(t, fs, dir, c)
+		defer m.Close()
+		checkLog(t, m.Log(testTP), want)
+		checkIndexFiles(t, base, m.Log(testTP))
+	})
+}
+
+// TestCleanOpenSyncsNothing: opening a log dir that was closed cleanly
+// fsyncs no segment (they were synced before the clean-shutdown marker),
+// so a restart with many partitions costs no fsync per partition. After a
+// crash only the scanned segments are fsynced.
+func TestCleanOpenSyncsNothing(t *testing.T) {
+	forEachFS(t, func(t *testing.T, base vfs.FS, dir string) {
+		const logs = 20
+		c := newClock(1_700_000_000_000)
+		m := openManager(t, base, dir, c)
+		want := map[TopicPartition][]appended{}
+		for p := range logs {
+			tp := TopicPartition{Topic: "many", Partition: int32(p)}
+			l, err := m.Create(tp, [16]byte{1}, smallConfig())
+			if err != nil {
+				t.Fatal(err)
+			}
+			want[tp] = appendN(t, l, 0, 12, c.nowMs())
+		}
+		if err := m.Close(); err != nil {
+			t.Fatal(err)
+		}
+		fs := &countingFS{FS: base}
+		m = openManager(t, fs, dir, c)
+		if got := fs.logSyncs.Load(); got != 0 {
+			t.Fatalf("clean open fsynced %d .log files, want 0", got)
+		}
+		for tp, w := range want {
+			checkLog(t, m.Log(tp), w)
+		}
+		crash(m)
+		fs = &countingFS{FS: base}
+		m = openManager(t, fs, dir, c)
+		defer m.Close()
+		// Each log's last segment is past its recovery point: scanned.
+		if got := fs.logSyncs.Load(); got != logs {
+			t.Fatalf("open after a crash fsynced %d .log files, want %d (the scanned active segments)", got, logs)
+		}
+		for tp, w := range want {
+			checkLog(t, m.Log(tp), w)
+		}
+	})
+}
