@@ -251,3 +251,65 @@ func TestCleanOpenSyncsNothing(t *testing.T) {
 		}
 	})
 }
+
+// slowDirFS makes every directory fsync take delay and records how many
+// ran at once.
+type slowDirFS struct {
+	vfs.FS
+	delay             time.Duration
+	mu                sync.Mutex
+	inFlight, maxSeen int
+}
+
+func (s *slowDirFS) SyncDir(dir string) error {
+	s.mu.Lock()
+	s.inFlight++
+	s.maxSeen = max(s.maxSeen, s.inFlight)
+	s.mu.Unlock()
+	time.Sleep(s.delay)
+	s.mu.Lock()
+	s.inFlight--
+	s.mu.Unlock()
+	return s.FS.SyncDir(dir)
+}
+
+// TestCreatesOfDistinctPartitionsRunInParallel: Create of different
+// partitions waits for its fsyncs alongside the others (creating 10,000
+// partitions one fsync after the other took a minute), and every log
+// created so takes and returns records.
+func TestCreatesOfDistinctPartitionsRunInParallel(t *testing.T) {
+	forEachFS(t, func(t *testing.T, base vfs.FS, dir string) {
+		fs := &slowDirFS{FS: base, delay: 20 * time.Millisecond}
+		c := newClock(1_700_000_000_000)
+		m := openManager(t, fs, dir, c)
+		defer m.Close()
+		const n = 16
+		var wg sync.WaitGroup
+		errs := make(chan error, n)
+		for p := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_, err := m.Create(TopicPartition{Topic: "par", Partition: int32(p)}, [16]byte{2}, DefaultConfig())
+				errs <- err
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		fs.mu.Lock()
+		seen := fs.maxSeen
+		fs.mu.Unlock()
+		if seen < 2 {
+			t.Fatalf("at most %d directory fsync ran at once while %d partitions were created", seen, n)
+		}
+		for p := range n {
+			l := m.Log(TopicPartition{Topic: "par", Partition: int32(p)})
+			checkLog(t, l, appendN(t, l, 0, 3, c.nowMs()))
+		}
+	})
+}

@@ -259,7 +259,8 @@
 //	are leaves.
 //
 // Manager.mu guards only the map of logs; Create and Delete do their
-// directory IO under Manager.createMu instead.
+// directory IO under the partition's Manager.createMu stripe instead, so
+// creations of distinct partitions run in parallel.
 //
 // Reads take Log.mu shared only to look up the segment and index position;
 // the file reads happen without locks, bounded by the segment size that

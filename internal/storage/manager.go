@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -35,9 +36,12 @@ type Manager struct {
 	retInt time.Duration
 	obs    FlushObserver // nil: none
 
-	// createMu serialises Create and Delete, whose directory and file IO
-	// runs under it and not under mu.
-	createMu sync.Mutex
+	// createMu serialises Create and Delete of one partition, whose
+	// directory and file IO runs under it and not under mu: the lock of
+	// tp is createMu[createStripe(tp)], so distinct partitions are
+	// mostly created at once (a broker creating 10,000 partitions waits
+	// for their fsyncs in parallel).
+	createMu [createStripes]sync.Mutex
 
 	// mu guards logs. No IO is done under it.
 	mu   sync.RWMutex
@@ -209,15 +213,16 @@ func (m *Manager) Logs() []*Log {
 
 // Create opens tp's log, creating its directory if needed. Creating an
 // existing log returns it (and updates its config). The directory and file
-// IO runs under createMu, not under mu, so Log and Logs (every request,
+// IO runs under tp's createMu, not under mu, so Log and Logs (every request,
 // the flusher, retention) do not wait for it. It is safe for concurrent
 // use.
 func (m *Manager) Create(tp TopicPartition, topicID [16]byte, cfg Config) (*Log, error) {
 	if tp.Topic == "" || tp.Partition < 0 || strings.ContainsAny(tp.Topic, "/\\") || tp.Topic == "." || tp.Topic == ".." {
 		return nil, fmt.Errorf("storage: create %q-%d: invalid topic partition", tp.Topic, tp.Partition)
 	}
-	m.createMu.Lock()
-	defer m.createMu.Unlock()
+	mu := &m.createMu[createStripe(tp)]
+	mu.Lock()
+	defer mu.Unlock()
 	if l, err := m.existing(tp); l != nil || err != nil {
 		if l != nil {
 			l.SetConfig(cfg)
@@ -248,7 +253,8 @@ func (m *Manager) Create(tp TopicPartition, topicID [16]byte, cfg Config) (*Log,
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	// Re-check what may have changed during the IO. Only Create adds logs
-	// and it holds createMu, so another log for tp is a broken invariant.
+	// and it holds tp's createMu, so another log for tp is a broken
+	// invariant.
 	switch {
 	case m.isClosed():
 		seg.close()
@@ -261,6 +267,16 @@ func (m *Manager) Create(tp TopicPartition, topicID [16]byte, cfg Config) (*Log,
 	}
 	m.logs[tp] = l
 	return l, nil
+}
+
+// createStripes is the number of Create/Delete locks.
+const createStripes = 64
+
+// createStripe returns the index of tp's Create/Delete lock.
+func createStripe(tp TopicPartition) int {
+	h := fnv.New32a()
+	h.Write([]byte(tp.Topic))
+	return int((h.Sum32() + uint32(tp.Partition)) % createStripes)
 }
 
 // existing returns tp's open log, or an error when the Manager refuses to
@@ -320,8 +336,9 @@ func decodeMetadata(data []byte) ([16]byte, error) {
 // <topic>-<p>.<id>-delete first, so a crash leaves no half-deleted log that
 // looks live).
 func (m *Manager) Delete(tp TopicPartition) error {
-	m.createMu.Lock()
-	defer m.createMu.Unlock()
+	mu := &m.createMu[createStripe(tp)]
+	mu.Lock()
+	defer mu.Unlock()
 	m.mu.Lock()
 	l := m.logs[tp]
 	delete(m.logs, tp)

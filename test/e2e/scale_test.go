@@ -442,6 +442,10 @@ func TestScaleManyPartitions(t *testing.T) {
 	// kill -9 while a producer writes to every partition.
 	produceScale(t, b.addr(), topics, "r2", l)
 	stop := make(chan struct{})
+	// NB: a Produce blocked on a full buffer returns only when its
+	// context ends; the kill cancels it.
+	pctx, pcancel := context.WithCancel(context.Background())
+	defer pcancel()
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
@@ -452,8 +456,6 @@ func TestScaleManyPartitions(t *testing.T) {
 			return
 		}
 		defer cl.Close()
-		ctx, cancel := context.WithCancel(context.Background())
-		defer cancel()
 		for i := 0; ; i++ {
 			for _, topic := range names {
 				for p := int32(0); p < topics[topic]; p++ {
@@ -463,7 +465,7 @@ func TestScaleManyPartitions(t *testing.T) {
 					default:
 					}
 					r := &kgo.Record{Topic: topic, Partition: p, Value: []byte(fmt.Sprintf("r3-%d/%s/%d", i, topic, p))}
-					cl.Produce(ctx, r, func(r *kgo.Record, err error) {
+					cl.Produce(pctx, r, func(r *kgo.Record, err error) {
 						if err == nil {
 							l.add(r)
 						}
@@ -480,6 +482,7 @@ func TestScaleManyPartitions(t *testing.T) {
 		return nil
 	})
 	b.kill()
+	pcancel()
 	close(stop)
 	wg.Wait()
 	report("killed with SIGKILL after %d acknowledged records in all", l.count())
