@@ -232,9 +232,12 @@
 // deleted and the indexes are rebuilt; the truncation is logged with byte
 // counts. With the marker the files are trusted, but indexes that fail the
 // check are rebuilt. Recovered (scanned) segments are fsynced before the
-// log opens, and the partition directory when its entries changed; a clean
+// log opens, and the partition directory when its entries changed; a
+// rebuilt index file that equals the one on disk is not rewritten. A clean
 // open fsyncs nothing, since Close synced every file before it wrote the
-// marker.
+// marker (Close fsyncs only the logs the flusher has not, 16 at once).
+// Logs load on 8 goroutines at once (Kafka's
+// num.recovery.threads.per.data.dir).
 //
 // # Concurrency and lock order
 //

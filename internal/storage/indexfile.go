@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"sync"
@@ -98,10 +99,15 @@ func (x *indexFile) truncate(size int64) error {
 	return x.f.Truncate(size)
 }
 
-// rewrite replaces the file's contents with data.
+// rewrite replaces the file's contents with data. A file that already
+// holds data is left alone (and closed): recovery rebuilds the indexes
+// of every segment it scans, and after a crash most of them were right.
 func (x *indexFile) rewrite(data []byte) error {
 	x.mu.Lock()
 	defer x.mu.Unlock()
+	if cur, err := x.readAllLocked(); err == nil && bytes.Equal(cur, data) && (len(data) > 0 || cur != nil) {
+		return nil
+	}
 	if err := x.openLocked(); err != nil {
 		return err
 	}
@@ -118,6 +124,11 @@ func (x *indexFile) rewrite(data []byte) error {
 func (x *indexFile) readAll() ([]byte, error) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
+	return x.readAllLocked()
+}
+
+// readAllLocked is readAll with mu held; a missing file reads as nil.
+func (x *indexFile) readAllLocked() ([]byte, error) {
 	if x.f != nil {
 		return readAllAt(x.f)
 	}

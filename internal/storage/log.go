@@ -509,6 +509,16 @@ func (l *Log) closeFiles() error {
 	return nil
 }
 
+// fullyFlushed reports whether everything appended is fsynced: no
+// rolled segment waits for its sync, no directory entry for its fsync,
+// and the recovery point is the log end. Called once appends have
+// stopped (markClosed).
+func (l *Log) fullyFlushed() bool {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return len(l.unsynced) == 0 && !l.dirDirty && l.pendingMsgs == 0 && l.recoveryPoint.Load() == l.logEnd.Load()
+}
+
 // markClosed makes the log refuse further calls and wakes waiters.
 func (l *Log) markClosed() {
 	l.closed.Store(true)

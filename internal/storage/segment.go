@@ -127,6 +127,23 @@ func (s *segment) releaseIndexes() error {
 	return s.timeIndex.file.release()
 }
 
+// syncIndexes is releaseIndexes, and fsyncs the .txnindex too: what a
+// final flush does for a segment whose .log is synced already.
+func (s *segment) syncIndexes() error {
+	if err := s.releaseIndexes(); err != nil {
+		return err
+	}
+	s.fileMu.Lock()
+	defer s.fileMu.Unlock()
+	if s.closed || s.txnFile == nil {
+		return nil
+	}
+	if err := s.txnFile.Sync(); err != nil {
+		return fmt.Errorf("storage: sync %s: %w", s.path(txnIndexSuffix), err)
+	}
+	return nil
+}
+
 // close closes the files once.
 func (s *segment) close() error {
 	s.fileMu.Lock()
