@@ -2,9 +2,12 @@ package storage
 
 import (
 	"bytes"
+	"errors"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -410,6 +413,91 @@ func TestRecoveryAfterACrashLoadsLogsInParallelAndKeepsRightIndexes(t *testing.T
 		for tp, w := range want {
 			checkLog(t, m.Log(tp), w)
 			checkIndexFiles(t, base, m.Log(tp))
+		}
+	})
+}
+
+// limitFS refuses to open more than limit files at once with EMFILE, as
+// an OS FS does at RLIMIT_NOFILE.
+type limitFS struct {
+	*openFilesFS
+	limit int
+}
+
+func (l *limitFS) full(name string) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, c := range l.open {
+		n += c
+	}
+	if n >= l.limit {
+		return &os.PathError{Op: "open", Path: name, Err: syscall.EMFILE}
+	}
+	return nil
+}
+
+func (l *limitFS) Create(name string) (vfs.File, error) {
+	if err := l.full(name); err != nil {
+		return nil, err
+	}
+	return l.openFilesFS.Create(name)
+}
+
+func (l *limitFS) Open(name string) (vfs.File, error) {
+	if err := l.full(name); err != nil {
+		return nil, err
+	}
+	return l.openFilesFS.Open(name)
+}
+
+func (l *limitFS) OpenReadWrite(name string) (vfs.File, error) {
+	if err := l.full(name); err != nil {
+		return nil, err
+	}
+	return l.openFilesFS.OpenReadWrite(name)
+}
+
+// TestOpenOutOfDescriptorsFailsAndChangesNothing: a log dir opened with
+// fewer descriptors than its logs need fails with EMFILE (no panic), does
+// not take an unreadable index for a bad one (nothing is scanned,
+// rebuilt or cut), and opens whole once descriptors suffice.
+func TestOpenOutOfDescriptorsFailsAndChangesNothing(t *testing.T) {
+	forEachFS(t, func(t *testing.T, base vfs.FS, dir string) {
+		const logs = 30
+		c := newClock(1_700_000_000_000)
+		m := openManager(t, base, dir, c)
+		want := map[TopicPartition][]appended{}
+		for p := range logs {
+			tp := TopicPartition{Topic: "many", Partition: int32(p)}
+			l, err := m.Create(tp, [16]byte{1}, DefaultConfig())
+			if err != nil {
+				t.Fatal(err)
+			}
+			want[tp] = appendN(t, l, 0, 150, c.nowMs())
+		}
+		if err := m.Close(); err != nil {
+			t.Fatal(err)
+		}
+		for _, limit := range []int{5, 20, logs} {
+			bad, err := OpenManager(ManagerConfig{FS: &limitFS{newOpenFilesFS(base), limit}, Dir: dir, Now: c.Now,
+				RetentionCheckInterval: time.Hour, DefaultConfig: DefaultConfig()})
+			if err == nil {
+				bad.Close()
+			}
+			if !errors.Is(err, syscall.EMFILE) {
+				t.Fatalf("open with %d descriptors for %d logs: %v, want EMFILE", limit, logs, err)
+			}
+		}
+		fs := newOpenFilesFS(base)
+		m = openManager(t, fs, dir, c)
+		defer m.Close()
+		for tp, w := range want {
+			checkLog(t, m.Log(tp), w)
+			checkIndexFiles(t, base, m.Log(tp))
+		}
+		if got := fs.synced(logSuffix) + fs.synced(indexSuffix); got != 0 {
+			t.Fatalf("the open after the failed ones fsynced %d files: it recovered something", got)
 		}
 	})
 }

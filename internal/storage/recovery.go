@@ -100,6 +100,11 @@ func (m *Manager) recoverAll() error {
 	return nil
 }
 
+// errIndexUnreadable marks an index file that could not be opened or
+// read (as opposed to one that reads but fails the check): the open
+// fails rather than rebuild it.
+var errIndexUnreadable = errors.New("storage: index file unreadable")
+
 // recoveryWorkers bounds the logs OpenManager loads at once.
 const recoveryWorkers = 8
 
@@ -332,7 +337,6 @@ func (m *Manager) loadLog(tp TopicPartition, dir string, recoveryPoint, logStart
 	for i, base := range bases {
 		seg, err := openSegment(m.fs, dir, base, &cfg)
 		if err != nil {
-			l.segs = append(l.segs, seg)
 			l.closeFiles()
 			return nil, err
 		}
@@ -340,7 +344,12 @@ func (m *Manager) loadLog(tp TopicPartition, dir string, recoveryPoint, logStart
 		mustScan := forced[base] || !clean && (i == len(bases)-1 || bases[i+1] > recoveryPoint)
 		torn := false
 		if !mustScan {
-			if err := l.loadTrusted(seg, i == len(bases)-1); err != nil {
+			if err := l.loadTrusted(seg, i == len(bases)-1); errors.Is(err, errIndexUnreadable) {
+				// NB: out of descriptors, say: not a sign of a bad
+				// index, and no reason to scan and rewrite one.
+				l.closeFiles()
+				return nil, err
+			} else if err != nil {
 				m.logger.Warn("storage: segment needs recovery", "file", seg.path(logSuffix), "err", err)
 				mustScan = true
 			}
@@ -445,11 +454,11 @@ func (l *Log) loadTrusted(seg *segment, active bool) error {
 	size := seg.size.Load()
 	ibuf, err := seg.index.file.readAll()
 	if err != nil {
-		return err
+		return fmt.Errorf("%w: %w", errIndexUnreadable, err)
 	}
 	tbuf, err := seg.timeIndex.file.readAll()
 	if err != nil {
-		return err
+		return fmt.Errorf("%w: %w", errIndexUnreadable, err)
 	}
 	idx, err := decodeOffsetIndex(ibuf, size)
 	if err != nil {
