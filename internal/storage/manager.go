@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"cmp"
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/hex"
@@ -10,7 +11,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -195,19 +196,26 @@ func (m *Manager) Log(tp TopicPartition) *Log {
 // Logs returns every open log, sorted by topic and partition. The caller
 // owns the returned slice.
 func (m *Manager) Logs() []*Log {
+	out := m.logsUnordered()
+	slices.SortFunc(out, func(a, b *Log) int {
+		if c := strings.Compare(a.tp.Topic, b.tp.Topic); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.tp.Partition, b.tp.Partition)
+	})
+	return out
+}
+
+// logsUnordered returns every open log in no order, for the passes that
+// visit them all and need none: the flusher's every 50 ms, where sorting
+// 10,000 logs cost several ms a pass. The caller owns the returned slice.
+func (m *Manager) logsUnordered() []*Log {
 	m.mu.RLock()
+	defer m.mu.RUnlock()
 	out := make([]*Log, 0, len(m.logs))
 	for _, l := range m.logs {
 		out = append(out, l)
 	}
-	m.mu.RUnlock()
-	sort.Slice(out, func(i, j int) bool {
-		a, b := out[i].tp, out[j].tp
-		if a.Topic != b.Topic {
-			return a.Topic < b.Topic
-		}
-		return a.Partition < b.Partition
-	})
 	return out
 }
 
