@@ -258,8 +258,8 @@
 //	Manager.cleanerMu -> Log.cleanMu -> Log.appendMu
 //	Manager.createMu -> Manager.mu
 //	Manager.mu -> (released before) Log.appendMu -> Log.mu -> segment.fileMu
-//	Log.chMu, Log.epochMu, Manager.flushMu, Manager.delMu and Manager.ckMu
-//	are leaves.
+//	Log.chMu, Log.epochMu, Manager.flushMu, Manager.delMu, Manager.ckMu and
+//	the index files' indexFile.mu are leaves.
 //
 // Manager.mu guards only the map of logs; Create and Delete do their
 // directory IO under the partition's Manager.createMu stripe instead, so
