@@ -7,7 +7,7 @@
 # 20 minute timeout, since the chaos package runs its scenarios one after
 # another and on a loaded 2-core machine comes close to go test's default
 # of 10 minutes.
-.PHONY: build run test race verify fuzz bench e2e ops chaos cluster docker-image docker-up docker-down docker-test docker-test-secure docker-test-all
+.PHONY: build run test race verify fuzz bench e2e ops scale chaos cluster docker-image docker-up docker-down docker-test docker-test-secure docker-test-all
 
 # build/samsa, static, with its version and commit linked in (samsa version).
 build:
@@ -40,6 +40,11 @@ e2e:
 # The procedures of docs/operations.md, the measurements too.
 ops:
 	SAMSA_OPS=1 go test -count=1 -v -run TestOps ./test/e2e/
+
+# One broker with 10,000 partitions: memory, descriptors, startup and
+# recovery times (docs/performance.md, Scale). A few minutes.
+scale:
+	SAMSA_SCALE=1 go test -count=1 -v -timeout 60m -run TestScale ./test/e2e/
 
 chaos:
 	SAMSA_CHAOS_LONG=1 go test -v -timeout 60m ./test/chaos/

@@ -190,6 +190,7 @@ func StartNode(ctx context.Context, cfg *config.Broker, log *slog.Logger) (_ *No
 	if err != nil {
 		return nil, withPrefix("storage: ", err)
 	}
+	checkOpenFileLimit(log, n.logs)
 	ibOpts, err := interBrokerOpts(cfg)
 	if err != nil {
 		return nil, err

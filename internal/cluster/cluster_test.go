@@ -633,3 +633,58 @@ func TestControllerWritesAreFenced(t *testing.T) {
 		t.Fatalf("the controller's write: %v", err)
 	}
 }
+
+// A broker that restarts leads every partition again at a new leader
+// epoch under its new incarnation, and the controller writes those
+// elections in batches: with 600 partitions, far fewer etcd revisions
+// than partitions (one transaction each made a restart of a broker with
+// 10,000 partitions wait 20 s for its elections).
+func TestRestartReelectsEveryPartitionInBatches(t *testing.T) {
+	ctx := testCtx(t)
+	dir := t.TempDir()
+	c := openTest(t, 0, dir)
+	const topics, parts = 6, 100
+	for i := range topics {
+		if _, err := c.CreateTopic(ctx, "many-"+string(rune('a'+i)), parts, 1, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := waitImage(t, c, "every partition led", func(img *Image) bool {
+		n := 0
+		for _, tp := range img.Topics {
+			for _, st := range tp.Partitions {
+				if st.Leader == 0 {
+					n++
+				}
+			}
+		}
+		return n == topics*parts
+	})
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	c2 := openTest(t, 0, dir)
+	inc := c2.Incarnation()
+	start := c2.Image().Revision
+	after := waitImage(t, c2, "every partition led by the new incarnation", func(img *Image) bool {
+		for _, tp := range img.Topics {
+			for _, st := range tp.Partitions {
+				if st.Leader != 0 || st.LeaderIncarnation != inc {
+					return false
+				}
+			}
+		}
+		return true
+	})
+	for name, tp := range after.Topics {
+		for p, st := range tp.Partitions {
+			if prev := before.Topics[name].Partitions[p]; st.LeaderEpoch != prev.LeaderEpoch+1 {
+				t.Fatalf("%s-%d: leader epoch %d after the restart, want %d", name, p, st.LeaderEpoch, prev.LeaderEpoch+1)
+			}
+		}
+	}
+	if revs := after.Revision - start; revs > topics*parts/controllerBatch+10 {
+		t.Fatalf("the elections of %d partitions took %d etcd revisions, want about %d", topics*parts, revs, topics*parts/controllerBatch)
+	}
+}

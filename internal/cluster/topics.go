@@ -289,6 +289,34 @@ func (c *Cluster) alterPartition(ctx context.Context, topic string, p int32, st 
 	return st, nil
 }
 
+// alterPartitions writes the states of us (updates without Replicas) in
+// one transaction that compares every partition key's mod revision, and
+// fence. It reports whether the transaction succeeded; when a compare
+// failed nothing was written, and the caller writes the updates one by one
+// to learn which failed and why. On success it waits until the image has
+// the write.
+func (c *Cluster) alterPartitions(ctx context.Context, us []PartitionUpdate, fence []clientv3.Cmp) (bool, error) {
+	cmps := make([]clientv3.Cmp, 0, 2*len(us)+len(fence))
+	ops := make([]clientv3.Op, 0, len(us))
+	for _, u := range us {
+		if !validTopicName(u.Topic) || u.Partition < 0 {
+			return false, nil
+		}
+		key := c.keys.partition(u.Topic, u.Partition)
+		cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(key), "=", u.State.ModRevision),
+			clientv3.Compare(clientv3.CreateRevision(key), ">", 0))
+		ops = append(ops, clientv3.OpPut(key, mustJSON(partitionValueOf(u.State))))
+	}
+	resp, err := c.cli.Txn(ctx).If(append(cmps, fence...)...).Then(ops...).Commit()
+	if err != nil {
+		return false, fmt.Errorf("cluster: alter %d partitions: %w", len(us), err)
+	}
+	if !resp.Succeeded {
+		return false, nil
+	}
+	return true, c.waitRevision(ctx, resp.Header.Revision)
+}
+
 func partitionValueOf(st PartitionState) partitionValue {
 	isr := st.ISR
 	if isr == nil {

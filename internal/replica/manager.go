@@ -269,8 +269,9 @@ func (m *Manager) Ensure(tp storage.TopicPartition, topicID [16]byte, cfg storag
 	if p == nil {
 		// Opening the log and replaying producer state do IO: not under
 		// m.mu, which every request takes to find its partition. Ensure
-		// calls are serialised by the caller (the broker's reconciler), so
-		// no other Ensure creates tp meanwhile.
+		// calls for one partition are serialised by the caller (the
+		// broker's reconciler, which runs those of distinct partitions in
+		// parallel), so no other Ensure creates tp meanwhile.
 		l, err := m.logs.Create(tp, topicID, cfg)
 		if err != nil {
 			return nil, fmt.Errorf("replica: create log %s-%d: %w", tp.Topic, tp.Partition, err)

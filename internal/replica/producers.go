@@ -2,6 +2,8 @@ package replica
 
 import (
 	"fmt"
+	"sync"
+	"sync/atomic"
 
 	"samsa/internal/record"
 	"samsa/internal/storage"
@@ -178,12 +180,42 @@ func (p *Partition) maintainProducers(m *Manager, nowMs, expirationMs int64) err
 // those whose batches retention deleted) and snapshots every partition's
 // producer state that changed. The broker calls it periodically and before
 // closing the logs.
+//
+// NB: each snapshot is a file write and two fsyncs; one partition after
+// the other, a clean shutdown of a broker with 10,000 partitions waited
+// for 20,000 fsyncs in turn. Partitions are snapshotted
+// snapshotWorkers at a time, on goroutines that end before it returns.
 func (m *Manager) MaintainProducers(nowMs, expirationMs int64) error {
-	var firstErr error
-	for _, p := range m.Partitions() {
-		if err := p.maintainProducers(m, nowMs, expirationMs); err != nil && firstErr == nil {
-			firstErr = err
-		}
+	parts := m.Partitions()
+	var (
+		mu       sync.Mutex
+		firstErr error
+		next     atomic.Int64
+		wg       sync.WaitGroup
+	)
+	for range min(snapshotWorkers, len(parts)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= len(parts) {
+					return
+				}
+				if err := parts[i].maintainProducers(m, nowMs, expirationMs); err != nil {
+					mu.Lock()
+					if firstErr == nil {
+						firstErr = err
+					}
+					mu.Unlock()
+				}
+			}
+		}()
 	}
+	wg.Wait()
 	return firstErr
 }
+
+// snapshotWorkers bounds the producer snapshots MaintainProducers writes
+// at once.
+const snapshotWorkers = 8

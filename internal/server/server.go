@@ -7,6 +7,7 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -118,6 +119,23 @@ func (s *Server) goFunc(f func()) {
 	}()
 }
 
+// acceptRetryable reports whether an Accept error is a passing shortage
+// (out of descriptors or kernel memory, a connection reset before it was
+// accepted) after which the listener still works. net.Error's Temporary,
+// which net/http asks, is deprecated; these are the errors it covers.
+func acceptRetryable(err error) bool {
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return true
+	}
+	for _, e := range []error{syscall.EMFILE, syscall.ENFILE, syscall.ENOBUFS, syscall.ENOMEM, syscall.ECONNABORTED, syscall.ECONNRESET} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
+}
+
 // Serve accepts plaintext connections on ln until Shutdown or Close. It
 // returns nil after Shutdown/Close, or the accept error. ln is closed when
 // Serve returns.
@@ -157,12 +175,12 @@ func (s *Server) ServeListener(ln net.Listener, lc ListenerConfig) error {
 			if s.isStopping() {
 				return nil
 			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
+			if acceptRetryable(err) {
 				// Out of file descriptors and the like: back off, as
-				// net/http does, and try again.
+				// net/http does, and try again. The socket waits in
+				// the listen backlog meanwhile.
 				backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
-				s.log.Warn("accept", "err", err, "retry_in", backoff)
+				s.log.Warn("server: accept failed, retrying", "listener", lc.Name, "err", err, "retry_in", backoff)
 				select {
 				case <-time.After(backoff):
 				case <-s.ctx.Done():

@@ -145,3 +145,26 @@ func BenchmarkRead(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkFlushTimedIdleLogs is the flusher's timed pass (every 50 ms)
+// over a log dir of idle durable logs: what many idle partitions cost a
+// broker whose few busy ones are produced to.
+func BenchmarkFlushTimedIdleLogs(b *testing.B) {
+	for _, n := range []int{1000, 10000} {
+		b.Run(fmt.Sprintf("logs=%d", n), func(b *testing.B) {
+			m := openManager(b, vfs.NewMemFS(), "/data", nil)
+			defer m.Close()
+			for p := range n {
+				tp := TopicPartition{Topic: fmt.Sprintf("t%03d", p/100), Partition: int32(p % 100)}
+				if _, err := m.Create(tp, [16]byte{}, DefaultConfig()); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				m.flushTimed()
+			}
+		})
+	}
+}

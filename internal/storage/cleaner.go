@@ -622,7 +622,7 @@ type cleanedWriter struct {
 }
 
 func newCleanedWriter(fs vfs.FS, dir string, base int64, cfg *Config) (*cleanedWriter, error) {
-	seg := newSegment(dir, base, cfg)
+	seg := newSegment(fs, dir, base, cfg)
 	// NB: append mode (OpenReadWrite), so that appends after a Truncate
 	// that makes this segment active land at its new end.
 	open := func(suffix string) (vfs.File, error) {
@@ -641,13 +641,13 @@ func newCleanedWriter(fs vfs.FS, dir string, base int64, cfg *Config) (*cleanedW
 	if seg.log, err = open(logSuffix); err != nil {
 		return nil, err
 	}
-	if seg.index.file, err = open(indexSuffix); err != nil {
+	if err := seg.index.file.openAs(seg.path(indexSuffix) + cleanedSuffix); err != nil {
 		seg.log.Close()
 		return nil, err
 	}
-	if seg.timeIndex.file, err = open(timeIndexSuffix); err != nil {
+	if err := seg.timeIndex.file.openAs(seg.path(timeIndexSuffix) + cleanedSuffix); err != nil {
 		seg.log.Close()
-		seg.index.file.Close()
+		seg.index.file.close()
 		return nil, err
 	}
 	return &cleanedWriter{fs: fs, seg: seg, cfg: cfg}, nil
@@ -700,12 +700,15 @@ func (w *cleanedWriter) finish() error {
 	if err := writeIndexFiles(seg); err != nil {
 		return err
 	}
-	for _, f := range []vfs.File{seg.log, seg.index.file, seg.timeIndex.file} {
-		if err := f.Sync(); err != nil {
-			return fmt.Errorf("storage: sync cleaned segment %s: %w", seg.path(logSuffix), err)
-		}
+	if err := seg.log.Sync(); err != nil {
+		return fmt.Errorf("storage: sync cleaned segment %s: %w", seg.path(logSuffix), err)
 	}
-	return nil
+	// NB: released, the index files are opened again under their final
+	// names, which the swap gives them.
+	if err := seg.index.file.release(); err != nil {
+		return err
+	}
+	return seg.timeIndex.file.release()
 }
 
 // discard closes the cleaned files and removes them (as .cleaned or .swap).

@@ -110,6 +110,16 @@
 // file, last entry pointing at a batch that ends at that offset) and rebuilt
 // from the .log when they fail the check.
 //
+// # Open files
+//
+// A segment keeps its .log open for its life (Read hands out regions of
+// it). Its index files are opened only to be written: the first entry
+// after an open opens them, and they are fsynced and closed when the
+// flusher syncs the segment after a roll, at Close, and by a retention
+// pass that finds the log end where the previous pass left it (Kafka's
+// lazy indexes and index cache do the same). Loading reads them and
+// closes them. An idle partition thus holds one descriptor per segment.
+//
 // # Aborted transactions
 //
 // A segment's .txnindex lists the transactions aborted by an ABORT marker
@@ -221,7 +231,13 @@
 // the file is truncated at the first bad or short batch, later segments are
 // deleted and the indexes are rebuilt; the truncation is logged with byte
 // counts. With the marker the files are trusted, but indexes that fail the
-// check are rebuilt. Recovered files are fsynced before the log opens.
+// check are rebuilt. Recovered (scanned) segments are fsynced before the
+// log opens, and the partition directory when its entries changed; a
+// rebuilt index file that equals the one on disk is not rewritten. A clean
+// open fsyncs nothing, since Close synced every file before it wrote the
+// marker (Close fsyncs only the logs the flusher has not, 16 at once).
+// Logs load on 8 goroutines at once (Kafka's
+// num.recovery.threads.per.data.dir).
 //
 // # Concurrency and lock order
 //
@@ -245,13 +261,14 @@
 //	Manager.cleanerMu -> Log.cleanMu -> Log.appendMu
 //	Manager.createMu -> Manager.mu
 //	Manager.mu -> (released before) Log.appendMu -> Log.mu -> segment.fileMu
-//	Log.chMu, Log.epochMu, Manager.flushMu, Manager.delMu and Manager.ckMu
-//	are leaves.
+//	Log.chMu, Log.epochMu, Manager.flushMu, Manager.delMu, Manager.ckMu and
+//	the index files' indexFile.mu are leaves.
 //	Log.appendMu -> the change hook (Log.SetChangeHook), which runs with
 //	no other lock of the log held.
 //
 // Manager.mu guards only the map of logs; Create and Delete do their
-// directory IO under Manager.createMu instead.
+// directory IO under the partition's Manager.createMu stripe instead, so
+// creations of distinct partitions run in parallel.
 //
 // Reads take Log.mu shared only to look up the segment and index position;
 // the file reads happen without locks, bounded by the segment size that

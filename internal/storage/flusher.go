@@ -139,7 +139,7 @@ const maxParallelSyncs = 16
 // pending.
 func (m *Manager) flushTimed() {
 	now := m.now()
-	for _, l := range m.Logs() {
+	for _, l := range m.logsUnordered() {
 		cfg := l.cfg.Load()
 		if cfg.Durable() || cfg.FlushMs < 0 {
 			continue

@@ -4,8 +4,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"sort"
-
-	"samsa/internal/vfs"
 )
 
 // offsetEntrySize is the size of one .index entry: relative offset int32,
@@ -23,7 +21,7 @@ type offsetEntry struct {
 // to its .index file by appends. The owning Log's mu guards entries; file
 // writes happen under the Log's appendMu.
 type offsetIndex struct {
-	file       vfs.File
+	file       indexFile
 	entries    []offsetEntry
 	maxEntries int
 }
@@ -76,5 +74,5 @@ func decodeOffsetIndex(buf []byte, logSize int64) ([]offsetEntry, error) {
 func (x *offsetIndex) truncateAfterPos(pos int64) error {
 	i := sort.Search(len(x.entries), func(i int) bool { return int64(x.entries[i].pos) >= pos })
 	x.entries = x.entries[:i:i]
-	return x.file.Truncate(int64(i) * offsetEntrySize)
+	return x.file.truncate(int64(i) * offsetEntrySize)
 }

@@ -33,6 +33,9 @@ type Log struct {
 	// appendMu serialises writers: Append, Truncate, DeleteRecordsBefore,
 	// roll and retention. File writes happen under it, not under mu.
 	appendMu sync.Mutex
+	// idleEnd is the log end offset the last retention pass saw; guarded
+	// by appendMu.
+	idleEnd int64
 
 	// mu guards segs (replaced, never modified in place, so a reader may
 	// keep the slice it got), each segment's in-memory indexes and
@@ -389,8 +392,8 @@ func (l *Log) indexBatchLocked(seg *segment, cfg *Config, pos, size, lastOffset,
 	}
 	if seg.bytesSinceIndex > cfg.IndexIntervalBytes {
 		e := offsetEntry{rel: int32(lastOffset - seg.baseOffset), pos: int32(pos)}
-		if _, err := seg.index.file.Write(e.encode(idxBuf[:0])); err != nil {
-			return fmt.Errorf("storage: write %s: %w", seg.path(indexSuffix), err)
+		if err := seg.index.file.write(e.encode(idxBuf[:0])); err != nil {
+			return err
 		}
 		seg.index.entries = append(seg.index.entries, e)
 		if err := l.maybeTimeIndexLocked(seg, tBuf[:0]); err != nil {
@@ -413,8 +416,8 @@ func (l *Log) maybeTimeIndexLocked(seg *segment, buf []byte) error {
 		return nil
 	}
 	e := timeEntry{ts: seg.maxTimestamp, rel: rel}
-	if _, err := seg.timeIndex.file.Write(e.encode(buf)); err != nil {
-		return fmt.Errorf("storage: write %s: %w", seg.path(timeIndexSuffix), err)
+	if err := seg.timeIndex.file.write(e.encode(buf)); err != nil {
+		return err
 	}
 	seg.timeIndex.entries = append(seg.timeIndex.entries, e)
 	seg.lastTimeIndexed, seg.lastTimeIndexedRel = e.ts, e.rel
@@ -481,42 +484,35 @@ func (l *Log) rollLocked() (*segment, error) {
 	return seg, nil
 }
 
-// createSegment creates empty files for a segment at base. The files are
+// createSegment creates empty files for a segment at base. The .log is
 // opened in append mode (OpenReadWrite) and emptied, so that writes after a
-// Truncate land at the new end.
+// Truncate land at the new end; the index files are created empty and
+// left closed until their first entry.
 func createSegment(fs vfs.FS, dir string, base int64, cfg *Config) (*segment, error) {
-	s := newSegment(dir, base, cfg)
+	s := newSegment(fs, dir, base, cfg)
 	if err := removeStaleTxnIndex(fs, s); err != nil {
 		return nil, err
 	}
-	open := func(suffix string) (vfs.File, error) {
-		f, err := fs.OpenReadWrite(s.path(suffix))
-		if err != nil {
+	f, err := fs.OpenReadWrite(s.path(logSuffix))
+	if err != nil {
+		return nil, fmt.Errorf("storage: create segment: %w", err)
+	}
+	if err := f.Truncate(0); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("storage: create segment: %w", err)
+	}
+	s.log = f
+	for _, x := range []*indexFile{&s.index.file, &s.timeIndex.file} {
+		if err := x.create(); err != nil {
+			s.log.Close()
 			return nil, fmt.Errorf("storage: create segment: %w", err)
 		}
-		if err := f.Truncate(0); err != nil {
-			f.Close()
-			return nil, fmt.Errorf("storage: create segment: %w", err)
-		}
-		return f, nil
-	}
-	var err error
-	if s.log, err = open(logSuffix); err != nil {
-		return nil, err
-	}
-	if s.index.file, err = open(indexSuffix); err != nil {
-		s.log.Close()
-		return nil, err
-	}
-	if s.timeIndex.file, err = open(timeIndexSuffix); err != nil {
-		s.log.Close()
-		s.index.file.Close()
-		return nil, err
 	}
 	return s, nil
 }
 
-func newSegment(dir string, base int64, cfg *Config) *segment {
+// newSegment returns the in-memory segment at base, with no file open.
+func newSegment(fs vfs.FS, dir string, base int64, cfg *Config) *segment {
 	s := &segment{
 		dir:             dir,
 		baseOffset:      base,
@@ -525,6 +521,8 @@ func newSegment(dir string, base int64, cfg *Config) *segment {
 		firstBatchTs:    -1,
 		lastTimeIndexed: -1,
 	}
+	s.index.file = indexFile{fs: fs, path: s.path(indexSuffix)}
+	s.timeIndex.file = indexFile{fs: fs, path: s.path(timeIndexSuffix)}
 	s.nextOffset.Store(base)
 	s.index.maxEntries = max(1, int(cfg.SegmentIndexBytes/offsetEntrySize))
 	s.timeIndex.maxEntries = max(1, int(cfg.SegmentIndexBytes/timeEntrySize))
@@ -553,6 +551,16 @@ func (l *Log) closeFiles() error {
 		return fmt.Errorf("storage: close %s: %w", l.dir, errs[0])
 	}
 	return nil
+}
+
+// fullyFlushed reports whether everything appended is fsynced: no
+// rolled segment waits for its sync, no directory entry for its fsync,
+// and the recovery point is the log end. Called once appends have
+// stopped (markClosed).
+func (l *Log) fullyFlushed() bool {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return len(l.unsynced) == 0 && !l.dirDirty && l.pendingMsgs == 0 && l.recoveryPoint.Load() == l.logEnd.Load()
 }
 
 // markClosed makes the log refuse further calls and wakes waiters.

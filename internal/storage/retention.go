@@ -44,6 +44,16 @@ func (l *Log) retain(nowMs int64) error {
 	}
 	cfg := l.cfg.Load()
 	active := l.activeSegment()
+	// An active segment that took no append since the last pass gives its
+	// index descriptors back; its next index entry opens them again.
+	if leo := l.logEnd.Load(); leo == l.idleEnd {
+		if err := active.releaseIndexes(); err != nil {
+			l.goOffline(err)
+			return err
+		}
+	} else {
+		l.idleEnd = leo
+	}
 	if !active.empty() {
 		l.mu.RLock()
 		due := cfg.SegmentMs >= 0 && active.firstBatchTs >= 0 && nowMs-active.firstBatchTs > cfg.SegmentMs

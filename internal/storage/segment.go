@@ -36,7 +36,9 @@ const scanHeaderSize = 43
 // segmentName returns the file name stem of the segment at base.
 func segmentName(base int64) string { return fmt.Sprintf("%020d", base) }
 
-// segment is one .log file and its two indexes.
+// segment is one .log file and its two indexes. The .log stays open for
+// the segment's life; the index files hold a descriptor only while they
+// are written (indexFile).
 //
 // baseOffset and the files never change. size, nextOffset, maxTimestamp and
 // friends change under the owning Log's mu (plus appendMu for the writer);
@@ -81,9 +83,11 @@ func (s *segment) path(suffix string) string {
 
 func (s *segment) empty() bool { return s.size.Load() == 0 }
 
-// sync fsyncs the segment's log (and, when withIndexes, its index files).
-// Syncing a segment that is already closed is not an error: its data was
-// handled by whoever closed it.
+// sync fsyncs the segment's log (and, when withIndexes, its index files,
+// which it then releases: withIndexes is a sealed segment or a final
+// flush, whose indexes take no more writes until a truncation). Syncing a
+// segment that is already closed is not an error: its data was handled by
+// whoever closed it.
 func (s *segment) sync(withIndexes bool) error {
 	s.fileMu.Lock()
 	defer s.fileMu.Unlock()
@@ -94,17 +98,48 @@ func (s *segment) sync(withIndexes bool) error {
 		return fmt.Errorf("storage: sync %s: %w", s.path(logSuffix), err)
 	}
 	if withIndexes {
-		if err := s.index.file.Sync(); err != nil {
-			return fmt.Errorf("storage: sync %s: %w", s.path(indexSuffix), err)
+		if err := s.index.file.release(); err != nil {
+			return err
 		}
-		if err := s.timeIndex.file.Sync(); err != nil {
-			return fmt.Errorf("storage: sync %s: %w", s.path(timeIndexSuffix), err)
+		if err := s.timeIndex.file.release(); err != nil {
+			return err
 		}
 		if s.txnFile != nil {
 			if err := s.txnFile.Sync(); err != nil {
 				return fmt.Errorf("storage: sync %s: %w", s.path(txnIndexSuffix), err)
 			}
 		}
+	}
+	return nil
+}
+
+// releaseIndexes fsyncs and closes the index files if they are open,
+// under fileMu so that it never races a close.
+func (s *segment) releaseIndexes() error {
+	s.fileMu.Lock()
+	defer s.fileMu.Unlock()
+	if s.closed {
+		return nil
+	}
+	if err := s.index.file.release(); err != nil {
+		return err
+	}
+	return s.timeIndex.file.release()
+}
+
+// syncIndexes is releaseIndexes, and fsyncs the .txnindex too: what a
+// final flush does for a segment whose .log is synced already.
+func (s *segment) syncIndexes() error {
+	if err := s.releaseIndexes(); err != nil {
+		return err
+	}
+	s.fileMu.Lock()
+	defer s.fileMu.Unlock()
+	if s.closed || s.txnFile == nil {
+		return nil
+	}
+	if err := s.txnFile.Sync(); err != nil {
+		return fmt.Errorf("storage: sync %s: %w", s.path(txnIndexSuffix), err)
 	}
 	return nil
 }
@@ -121,7 +156,7 @@ func (s *segment) close() error {
 	if s.txnFile != nil {
 		txnErr = s.txnFile.Close()
 	}
-	return errors.Join(s.log.Close(), s.index.file.Close(), s.timeIndex.file.Close(), txnErr)
+	return errors.Join(s.log.Close(), s.index.file.close(), s.timeIndex.file.close(), txnErr)
 }
 
 // batchHeader is the part of a batch header that scans need.

@@ -4,8 +4,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"sort"
-
-	"samsa/internal/vfs"
 )
 
 // timeEntrySize is the size of one .timeindex entry: timestamp int64,
@@ -22,7 +20,7 @@ type timeEntry struct {
 // timeIndex is a segment's sparse time index, held in memory and mirrored to
 // its .timeindex file. Locking as for offsetIndex.
 type timeIndex struct {
-	file       vfs.File
+	file       indexFile
 	entries    []timeEntry
 	maxEntries int
 }
@@ -80,5 +78,5 @@ func decodeTimeIndex(buf []byte, maxRel int64) ([]timeEntry, error) {
 func (x *timeIndex) truncateFromRel(rel int32) error {
 	i := sort.Search(len(x.entries), func(i int) bool { return x.entries[i].rel >= rel })
 	x.entries = x.entries[:i:i]
-	return x.file.Truncate(int64(i) * timeEntrySize)
+	return x.file.truncate(int64(i) * timeEntrySize)
 }

@@ -19,6 +19,8 @@
 //	TestPrometheusScrapes*        | a real Prometheus scrapes three brokers and answers queries
 //	TestAlertRules*, TestGrafana* | deploy/ rules pass promtool; every metric used is documented
 //	TestOps*                      | docs/operations.md's procedures lose no acknowledged record
+//	TestOpenFileLimit*            | a low ulimit -n fails clearly and loses no acknowledged record
+//	TestScale* (SAMSA_SCALE=1)    | 10,000 partitions: every record back, over a restart and kill -9
 //
 // Tests that need kcat, python3 with confluent_kafka, or promtool and
 // prometheus (Debian's prometheus package) skip when the tool is missing,
@@ -26,7 +28,8 @@
 //
 // Set SAMSA_BIN to test a prebuilt binary instead of building one, and
 // SAMSA_OPS=1 (make ops) for the operations measurements that the normal
-// run skips.
+// run skips, SAMSA_SCALE=1 (make scale) for the scale measurement
+// (SAMSA_SCALE_PARTITIONS sets its partition count, 10,000 by default).
 //
 // Run with:
 //
