@@ -290,7 +290,7 @@ func (b *Broker) reconcile() error {
 	// all after a restart. Ensure calls of distinct partitions are
 	// independent, so a few run at once.
 	var errMu sync.Mutex
-	parallelEach(len(ensures), reconcileWorkers, func(i int) {
+	storage.ParallelEach(len(ensures), reconcileWorkers, func(i int) {
 		e := ensures[i]
 		if _, err := b.replicas.Ensure(e.tp, e.id, e.cfg, e.info); err != nil {
 			errMu.Lock()
@@ -337,34 +337,6 @@ func (b *Broker) reconcile() error {
 // reconcileWorkers bounds the partitions one reconcile opens or moves at
 // once.
 const reconcileWorkers = 8
-
-// parallelEach calls f(0) ... f(n-1) on up to workers goroutines and
-// returns when every call has. The goroutines are the caller's: none
-// outlives the call.
-func parallelEach(n, workers int, f func(i int)) {
-	if n <= 1 || workers <= 1 {
-		for i := range n {
-			f(i)
-		}
-		return
-	}
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range min(workers, n) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= n {
-					return
-				}
-				f(i)
-			}
-		}()
-	}
-	wg.Wait()
-}
 
 // Handle implements server.Handler: it handles the request, then applies
 // the client quotas (quotas.go).

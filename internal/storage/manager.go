@@ -408,7 +408,7 @@ func (m *Manager) close() error {
 		// by the flusher: those only give back their index files, and
 		// the others flush alongside each other.
 		var errMu sync.Mutex
-		parallelEach(len(logs), maxParallelSyncs, func(i int) {
+		ParallelEach(len(logs), maxParallelSyncs, func(i int) {
 			l := logs[i]
 			var err error
 			if l.fullyFlushed() {

@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 
 	"samsa/internal/record"
 	"samsa/internal/vfs"
@@ -72,7 +71,7 @@ func (m *Manager) recoverAll() error {
 	// num.recovery.threads.per.data.dir).
 	var mu sync.Mutex
 	var firstErr error
-	parallelEach(len(loads), recoveryWorkers, func(i int) {
+	ParallelEach(len(loads), recoveryWorkers, func(i int) {
 		ld := loads[i]
 		l, err := m.loadLog(ld.tp, ld.path, rps[ld.tp], lsos[ld.tp], clean)
 		mu.Lock()
@@ -107,28 +106,6 @@ var errIndexUnreadable = errors.New("storage: index file unreadable")
 
 // recoveryWorkers bounds the logs OpenManager loads at once.
 const recoveryWorkers = 8
-
-// parallelEach calls f(0) ... f(n-1) on up to workers goroutines and
-// returns when every call has. The goroutines are the caller's: none
-// outlives the call.
-func parallelEach(n, workers int, f func(i int)) {
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range min(workers, n) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= n {
-					return
-				}
-				f(i)
-			}
-		}()
-	}
-	wg.Wait()
-}
 
 // parsePartitionDir parses "<topic>-<partition>".
 func parsePartitionDir(name string) (TopicPartition, bool) {
