@@ -174,15 +174,9 @@ func Decompress(c Codec, src []byte, max int) ([]byte, error) {
 		}
 		return src, nil
 	case CodecGzip:
-		r, _ := gzipReaders.Get().(*gzip.Reader)
-		var err error
-		if r == nil {
-			r, err = gzip.NewReader(bytes.NewReader(src))
-		} else {
-			err = r.Reset(bytes.NewReader(src))
-		}
+		r, err := gzipReader(src)
 		if err != nil {
-			return nil, corruptf("gzip: %w", err)
+			return nil, err
 		}
 		defer gzipReaders.Put(r)
 		return readCapped(r, len(src), max, "gzip")
@@ -206,6 +200,22 @@ func Decompress(c Codec, src []byte, max int) ([]byte, error) {
 		return out, err
 	}
 	return nil, fmt.Errorf("%w: %d", ErrUnsupportedCodec, int8(c))
+}
+
+// gzipReader returns a pooled gzip reader of src; put it back in
+// gzipReaders when done. A bad header is corrupt.
+func gzipReader(src []byte) (*gzip.Reader, error) {
+	r, _ := gzipReaders.Get().(*gzip.Reader)
+	var err error
+	if r == nil {
+		r, err = gzip.NewReader(bytes.NewReader(src))
+	} else {
+		err = r.Reset(bytes.NewReader(src))
+	}
+	if err != nil {
+		return nil, corruptf("gzip: %w", err)
+	}
+	return r, nil
 }
 
 // readCapped reads r to the end into a buffer that grows from a guess based

@@ -9,7 +9,6 @@ import (
 	"io"
 	"sync"
 
-	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/snappy"
 	"github.com/klauspost/compress/zstd"
 	"github.com/pierrec/lz4/v4"
@@ -227,15 +226,9 @@ func (s *recordStream) bytes(i int32, what string, nullable bool) (int32, error)
 func decompressor(c Codec, src []byte, max int64) (io.Reader, func(), error) {
 	switch c {
 	case CodecGzip:
-		r, _ := gzipReaders.Get().(*gzip.Reader)
-		var err error
-		if r == nil {
-			r, err = gzip.NewReader(bytes.NewReader(src))
-		} else {
-			err = r.Reset(bytes.NewReader(src))
-		}
+		r, err := gzipReader(src)
 		if err != nil {
-			return nil, nil, corruptf("gzip: %w", err)
+			return nil, nil, err
 		}
 		return r, func() { gzipReaders.Put(r) }, nil
 	case CodecLZ4:
