@@ -48,43 +48,36 @@ func (r ReadResult) AppendTo(dst []byte) ([]byte, error) {
 // Read does not block on Append beyond a short read lock. A Read that
 // races a truncation (Truncate, TruncateFullyAndStartAt) waits for it to
 // end and starts over, so it answers for the log as it is after the
-// truncation and never reports the cut as corruption; after readRetries
-// such races in a row it returns an empty result, which fetch callers
-// retry.
+// truncation and never reports the cut as corruption.
 func (l *Log) Read(offset int64, maxBytes int64, maxOffset int64, minOneBatch bool) (ReadResult, error) {
-	res, err := retryTruncated(l, func() (ReadResult, error) {
+	return retryTruncated(l, func() (ReadResult, error) {
 		return l.read(offset, maxBytes, maxOffset, minOneBatch)
 	})
-	if errors.Is(err, errTruncated) {
-		return ReadResult{}, nil
-	}
-	return res, err
 }
 
-// errTruncated reports that a read kept racing truncations.
-var errTruncated = errors.New("storage: read raced truncations")
-
 // readRetries bounds how often a read starts over after racing a
-// truncation.
+// truncation before it holds truncations off.
 const readRetries = 4
 
 // retryTruncated runs read until no truncation ran during it: a truncation
 // cuts and closes files under a running read, which then sees short or
 // failed reads that are not corruption. It waits for a running truncation
-// before each try, and returns an error wrapping errTruncated after
-// readRetries raced tries.
+// before each try. After readRetries raced tries it runs read once more
+// under appendMu, which every truncation holds, so that a log truncated
+// again and again still answers; appends wait for that one read.
+// NB: no caller of a read holds appendMu, and reads take no lock that an
+// append holds while it waits for appendMu.
 func retryTruncated[T any](l *Log, read func() (T, error)) (T, error) {
-	for try := 0; ; try++ {
+	for try := 0; try < readRetries; try++ {
 		gen := l.waitTruncation()
 		res, err := read()
 		if l.truncGen.Load() == gen {
 			return res, err
 		}
-		if try == readRetries {
-			var zero T
-			return zero, fmt.Errorf("storage: read %s-%d: %w", l.tp.Topic, l.tp.Partition, errTruncated)
-		}
 	}
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	return read()
 }
 
 // waitTruncation returns truncGen once no truncation is running, waiting
