@@ -216,7 +216,10 @@ func TestValidateStreamsCompressedRecords(t *testing.T) {
 			runtime.ReadMemStats(&after)
 			per := (after.TotalAlloc - before.TotalAlloc) / runs
 			t.Logf("%s: %d byte batch, %d bytes of records, %d bytes allocated per Validate", c, len(b), len(raw), per)
-			if per > uint64(len(raw))/4 {
+			// NB: under -race sync.Pool drops what it is given at random,
+			// so the pooled decoders are rebuilt and the bound does not
+			// hold there.
+			if !raceEnabled && per > uint64(len(raw))/4 {
 				t.Fatalf("Validate allocated %d bytes per call for %d bytes of records", per, len(raw))
 			}
 		})
