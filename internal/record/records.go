@@ -133,12 +133,8 @@ func scanRecords(data []byte, n int32, strict bool, lastDelta int32, requireKeys
 			return 0, corruptf("record %d: malformed offsetDelta", i)
 		}
 		p += k
-		if strict {
-			if offDelta != i {
-				return 0, invalidf("record %d has offsetDelta %d", i, offDelta)
-			}
-		} else if offDelta <= prev || offDelta > lastDelta {
-			return 0, invalidf("record %d has offsetDelta %d after %d, lastOffsetDelta %d", i, offDelta, prev, lastDelta)
+		if err := checkOffsetDelta(i, offDelta, prev, lastDelta, strict); err != nil {
+			return 0, err
 		}
 		prev = offDelta
 		if i == 0 || tsDelta > maxTsDelta {
@@ -201,6 +197,20 @@ func scanRecords(data []byte, n int32, strict bool, lastDelta int32, requireKeys
 		return 0, corruptf("%d bytes after the last of %d records", len(data)-pos, n)
 	}
 	return maxTsDelta, nil
+}
+
+// checkOffsetDelta checks record i's offset delta: with strict it must be
+// i (a producer's batch), otherwise above the previous record's prev and
+// at most lastDelta (a compacted batch).
+func checkOffsetDelta(i, offDelta, prev, lastDelta int32, strict bool) error {
+	if strict {
+		if offDelta != i {
+			return invalidf("record %d has offsetDelta %d", i, offDelta)
+		}
+	} else if offDelta <= prev || offDelta > lastDelta {
+		return invalidf("record %d has offsetDelta %d after %d, lastOffsetDelta %d", i, offDelta, prev, lastDelta)
+	}
+	return nil
 }
 
 // readBytes reads a varint length (-1 for null) and that many bytes. The

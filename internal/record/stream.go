@@ -67,12 +67,8 @@ func validateCompressed(c Codec, src []byte, n int32, strict bool, lastDelta int
 		if err != nil {
 			return 0, err
 		}
-		if strict {
-			if offDelta != i {
-				return 0, invalidf("record %d has offsetDelta %d", i, offDelta)
-			}
-		} else if offDelta <= prev || offDelta > lastDelta {
-			return 0, invalidf("record %d has offsetDelta %d after %d, lastOffsetDelta %d", i, offDelta, prev, lastDelta)
+		if err := checkOffsetDelta(i, offDelta, prev, lastDelta, strict); err != nil {
+			return 0, err
 		}
 		prev = offDelta
 		if i == 0 || tsDelta > maxTsDelta {
