@@ -270,3 +270,25 @@ func TestValidateCompressedMatchesUncompressed(t *testing.T) {
 		}
 	}
 }
+
+// TestValidateCompressedAllocatesNothingPerRecord: the streaming check's
+// allocations do not grow with the batch's record count (a per-record
+// allocation on the produce path was 4 per record once).
+func TestValidateCompressedAllocatesNothingPerRecord(t *testing.T) {
+	if raceEnabled {
+		t.Skip("sync.Pool drops at random under -race")
+	}
+	recs := make([]Record, 500)
+	for i := range recs {
+		recs[i] = Record{OffsetDelta: int32(i), Key: []byte("k"), Value: []byte("value"), Headers: []Header{{Key: "h", Value: []byte("v")}}}
+	}
+	for _, c := range []Codec{CodecGzip, CodecSnappy, CodecLZ4, CodecZstd} {
+		b := assemble(t, c, int32(len(recs)), int32(len(recs)-1), rawRecords(recs...))
+		if _, err := b.Validate(ValidateOptions{}); err != nil {
+			t.Fatalf("%s: %v", c, err)
+		}
+		if n := testing.AllocsPerRun(20, func() { b.Validate(ValidateOptions{}) }); n > 8 {
+			t.Errorf("%s: %.0f allocations per Validate of %d records, want a few whatever the count", c, n, len(recs))
+		}
+	}
+}

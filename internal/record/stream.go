@@ -74,14 +74,14 @@ func validateCompressed(c Codec, src []byte, n int32, strict bool, lastDelta int
 		if i == 0 || tsDelta > maxTsDelta {
 			maxTsDelta = tsDelta
 		}
-		keyLen, err := s.bytes(i, "key", true)
+		keyLen, err := s.bytes(i, "key", "key length", true)
 		if err != nil {
 			return 0, err
 		}
 		if requireKeys && keyLen < 0 {
 			return 0, fmt.Errorf("%w: record %d", ErrMissingKey, i)
 		}
-		if _, err := s.bytes(i, "value", true); err != nil {
+		if _, err := s.bytes(i, "value", "value length", true); err != nil {
 			return 0, err
 		}
 		hc, err := s.varint(i, "header count")
@@ -92,10 +92,10 @@ func validateCompressed(c Codec, src []byte, n int32, strict bool, lastDelta int
 			return 0, corruptf("record %d: %d headers in %d bytes", i, hc, s.rec)
 		}
 		for range hc {
-			if _, err := s.bytes(i, "header key", false); err != nil {
+			if _, err := s.bytes(i, "header key", "header key length", false); err != nil {
 				return 0, err
 			}
-			if _, err := s.bytes(i, "header value", true); err != nil {
+			if _, err := s.bytes(i, "header value", "header value length", true); err != nil {
 				return 0, err
 			}
 		}
@@ -194,9 +194,11 @@ func (s *recordStream) varlong(i int32, what string) (int64, error) {
 }
 
 // bytes reads a length (-1 for null when nullable) and skips that many
-// bytes of the record; it returns the length.
-func (s *recordStream) bytes(i int32, what string, nullable bool) (int32, error) {
-	l, err := s.varint(i, what+" length")
+// bytes of the record; it returns the length. what and lenWhat name the
+// field and its length in errors (two constants, so that nothing is
+// built per record).
+func (s *recordStream) bytes(i int32, what, lenWhat string, nullable bool) (int32, error) {
+	l, err := s.varint(i, lenWhat)
 	if err != nil {
 		return 0, err
 	}
