@@ -927,9 +927,10 @@ func TestLeaderWithUncommittedRecordsTruncatesAfterFailover(t *testing.T) {
 		"auto.leader.rebalance.enable=false",
 	)
 	cl := testutil.NewClient(t, pc.nodes[0].Addr())
-	if code := createTopicRaw(t, cl, topic, 1, 3, false, nil); code != 0 {
-		t.Fatalf("create topic: %v", kerr.ErrorForCode(code))
-	}
+	// NB: the three brokers may not all be registered yet.
+	testutil.Eventually(t, 10*time.Second, func() error {
+		return kerr.ErrorForCode(createTopicRaw(t, cl, topic, 1, 3, false, nil))
+	})
 	old := pc.leader(topic, 0)
 	oldAddr := pc.nodes[old].Addr()
 	waitServing(t, oldAddr, topic, 0)
