@@ -611,6 +611,10 @@ func refuseFetch(req *kmsg.FetchRequest) server.Reply {
 			sp := kmsg.NewFetchResponseTopicPartition()
 			sp.Partition, sp.ErrorCode = rp.Partition, kerr.UnsupportedVersion.Code
 			sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = -1, -1, -1
+			// Empty, not null: Kafka sends a zero-length record set with
+			// a partition error, and sarama's v0-v3 decoder fails on a
+			// null one before it reads the error code.
+			sp.RecordBatches = []byte{}
 			st.Partitions = append(st.Partitions, sp)
 		}
 		resp.Topics = append(resp.Topics, st)
