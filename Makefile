@@ -41,7 +41,8 @@ e2e:
 ops:
 	SAMSA_OPS=1 go test -count=1 -v -run TestOps ./test/e2e/
 
-# One broker with 10,000 partitions: memory, descriptors, startup and
+# One broker with 10,000 partitions, then with 10,000 idle and 1,000 active
+# client connections: memory, descriptors, startup and
 # recovery times (docs/performance.md, Scale). A few minutes.
 scale:
 	SAMSA_SCALE=1 go test -count=1 -v -timeout 60m -run TestScale ./test/e2e/
