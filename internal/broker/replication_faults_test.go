@@ -378,7 +378,8 @@ func (pp *pacedProducer) check(t *testing.T, c *testutil.Cluster) time.Duration 
 // TestControlledShutdownMovesLeadershipBeforeExit stops (controlled
 // shutdown) the leader of a partition while an idempotent acks=all producer
 // writes to every partition: the leaderships move to other in-sync
-// replicas while the stopping broker is still registered, no record fails,
+// replicas, and the stopping broker leaves every ISR, while it is still
+// registered; no record fails,
 // and every acknowledged record is there once.
 func TestControlledShutdownMovesLeadershipBeforeExit(t *testing.T) {
 	const topic, partitions = "cshut", 3
@@ -415,6 +416,11 @@ func TestControlledShutdownMovesLeadershipBeforeExit(t *testing.T) {
 					st := img.Topics[topic].Partitions[p]
 					moved = moved && st.Leader >= 0 && st.Leader != victim
 				}
+				// It also left every ISR, so that acks=all stops
+				// waiting for it before it stops fetching.
+				for _, st := range img.Topics[topic].Partitions {
+					moved = moved && !slices.Contains(st.ISR, victim)
+				}
 				if moved {
 					movedFirst.Store(true)
 					return
@@ -434,7 +440,7 @@ func TestControlledShutdownMovesLeadershipBeforeExit(t *testing.T) {
 	c.Stop(int(victim))
 	t.Logf("controlled shutdown of broker %d (leader of %v) took %v", victim, led, time.Since(start))
 	if !movedFirst.Load() {
-		t.Fatalf("broker %d left the cluster while still leading some of %v", victim, led)
+		t.Fatalf("broker %d left the cluster while still leading some of %v or in an ISR", victim, led)
 	}
 	pp.waitAcked(t, 150)
 	gap := pp.check(t, c)

@@ -41,13 +41,20 @@ type ElectionPolicy struct {
 // For each partition:
 //
 //  1. A broker is eligible when it is registered and not shutting down.
-//  2. If the leader is eligible, in-sync replicas that are not registered
+//  2. If the leader is eligible, in-sync replicas that are not eligible
 //     are removed from the ISR (the leader stays); with Preferred, the
-//     first replica takes over when it is eligible and in sync.
+//     first replica takes over when it is eligible and in sync. A
+//     replica in controlled shutdown leaves the ISR at once, as in
+//     Kafka's KRaft controller, so that acks=all produces stop waiting
+//     for a follower that has stopped fetching: it comes back through
+//     the leader's ISR expansion once it has restarted and caught up. A
+//     leader kept while it shuts down (nobody else can take over) stays
+//     in its ISR.
 //  3. Otherwise a new leader is the first replica, in assignment order,
 //     that is eligible and in the ISR; the ISR loses unregistered members.
 //     Failing that, with Unclean, the first eligible replica, with an ISR of
 //     itself (its missing records are lost: KIP-106 makes this opt-in).
+//     The ISR loses replicas in controlled shutdown as in rule 2.
 //     Failing that, a leader still registered but shutting down keeps the
 //     partition; otherwise the partition goes offline (leader -1) and keeps
 //     its ISR, so that an in-sync replica is elected when it returns.
@@ -88,7 +95,7 @@ func Decide(img *Image, pol ElectionPolicy) []PartitionUpdate {
 			next := st
 			next.ISR = nil
 			for _, r := range st.ISR {
-				if registered(r) {
+				if eligible(r) {
 					next.ISR = append(next.ISR, r)
 				}
 			}
@@ -127,6 +134,10 @@ func Decide(img *Image, pol ElectionPolicy) []PartitionUpdate {
 					next.Leader = -1
 					next.ISR = st.ISR
 				}
+			}
+			if next.Leader >= 0 && registered(next.Leader) && !slices.Contains(next.ISR, next.Leader) && slices.Contains(st.ISR, next.Leader) {
+				// A leader kept while it shuts down stays in its ISR.
+				next.ISR = append([]int32{next.Leader}, next.ISR...)
 			}
 			if len(next.ISR) == 0 {
 				next.ISR = st.ISR
@@ -359,11 +370,13 @@ func (c *Cluster) BeginControlledShutdown(ctx context.Context) error {
 }
 
 // WaitLeadershipsMoved waits until this broker leads no partition that has
-// another in-sync replica able to take over, or ctx is done.
+// another in-sync replica able to take over, and is in the ISR of no
+// partition whose leader is another broker not shutting down (the
+// controller removes it), or until ctx is done.
 func (c *Cluster) WaitLeadershipsMoved(ctx context.Context) error {
 	for {
 		st := c.state.Load()
-		if !c.leadsMovable(st.img) {
+		if !c.leadsMovable(st.img) && !c.followsInSync(st.img) {
 			return nil
 		}
 		select {
@@ -385,6 +398,23 @@ func (c *Cluster) leadsMovable(img *Image) bool {
 				if br, ok := img.Brokers[r]; r != self && ok && !br.ShuttingDown {
 					return true
 				}
+			}
+		}
+	}
+	return false
+}
+
+// followsInSync reports whether this broker is still in the ISR of a
+// partition led by another broker that is not shutting down.
+func (c *Cluster) followsInSync(img *Image) bool {
+	self := c.cfg.NodeID
+	for _, t := range img.Topics {
+		for _, st := range t.Partitions {
+			if st.Leader < 0 || st.Leader == self || !slices.Contains(st.ISR, self) {
+				continue
+			}
+			if br, ok := img.Brokers[st.Leader]; ok && !br.ShuttingDown {
+				return true
 			}
 		}
 	}
