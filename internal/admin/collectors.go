@@ -60,6 +60,9 @@ type ClusterStats struct {
 	// and Brokers are the cluster's totals; reported by the controller.
 	OfflinePartitions, Partitions, Brokers int
 	ISRShrinks, ISRExpands                 int64
+	// TruncatedOffsets counts offsets followers removed to match their
+	// leaders.
+	TruncatedOffsets int64
 	// LogDirOffline is set once a write or fsync failure took the log
 	// dir offline; LogDirFree and LogDirSize are the file system's free
 	// and total bytes (0 when unknown).
@@ -117,6 +120,7 @@ type collector struct {
 	groups, rebalances, lag, committed, topicLag                           desc
 	controller, offline, clusterPartitions, clusterBrokers, decisions      desc
 	decisionErrors, leaseRenewals, isrShrinks, isrExpands                  desc
+	truncated                                                              desc
 	logDirOffline, logDirFree, logDirSize                                  desc
 	unsyncedBytes, unsyncedAge, heldAcks                                   desc
 }
@@ -157,6 +161,7 @@ func NewCollector(src Sources, cfg CollectorConfig) prometheus.Collector {
 	x.underMinISR = d("samsa_under_min_isr_partitions", "Partitions led here whose ISR is below min.insync.replicas (Kafka UnderMinIsrPartitionCount).", g)
 	x.isrShrinks = d("samsa_isr_shrinks_total", "ISR shrinks this broker wrote as leader (Kafka IsrShrinksPerSec).", c)
 	x.isrExpands = d("samsa_isr_expands_total", "ISR expands this broker wrote as leader (Kafka IsrExpandsPerSec).", c)
+	x.truncated = d("samsa_replica_truncated_offsets_total", "Offsets this broker's followers removed from their logs to match their leaders (uncommitted tails, or records lost to an unclean election).", c)
 
 	x.logSize = d("samsa_log_size_bytes", "Bytes of a partition's log segments (Kafka Log Size).", g, "topic", "partition")
 	x.logSegments = d("samsa_log_segments", "Segments of a partition's log (Kafka Log NumLogSegments).", g, "topic", "partition")
@@ -241,6 +246,7 @@ func (x *collector) Collect(ch chan<- prometheus.Metric) {
 		x.emit(ch, x.leaseRenewals, float64(st.LeaseRenewals))
 		x.emit(ch, x.isrShrinks, float64(st.ISRShrinks))
 		x.emit(ch, x.isrExpands, float64(st.ISRExpands))
+		x.emit(ch, x.truncated, float64(st.TruncatedOffsets))
 		x.emit(ch, x.logDirOffline, b2f(st.LogDirOffline))
 		if st.LogDirSize > 0 {
 			x.emit(ch, x.logDirFree, float64(st.LogDirFree))

@@ -72,7 +72,8 @@ func (m nodeMetrics) ClusterStats() admin.ClusterStats {
 		Controller: cs.Controller, LeaseRenewals: cs.LeaseRenewals,
 		ControllerWrites: cs.ControllerWrites, ControllerWriteErrors: cs.ControllerWriteErrors,
 		ISRShrinks: shrinks, ISRExpands: expands,
-		LogDirOffline: m.n.logs.Offline(),
+		TruncatedOffsets: m.n.broker.Replicas().TruncatedOffsets(),
+		LogDirOffline:    m.n.logs.Offline(),
 	}
 	if cs.Controller {
 		img := m.n.cluster.Image()

@@ -311,11 +311,17 @@ func (p *Partition) reconcileWithLeader(ctx context.Context, client LeaderClient
 func (p *Partition) truncateTo(offset int64) error {
 	p.appendMu.Lock()
 	defer p.appendMu.Unlock()
-	p.m.log.Info("replica: truncating follower log", "topic", p.TP.Topic, "partition", p.TP.Partition,
-		"from", p.Log.LogEndOffset(), "to", offset)
+	from := p.Log.LogEndOffset()
+	// A truncation removes what the leader does not have: an uncommitted
+	// tail after a leader change, or, after an unclean election, records
+	// that were committed on the old leader and are lost. The log line
+	// names the range either way so that an operator can tell which.
+	p.m.log.Warn("replica: truncating follower log to match the leader; these offsets are removed",
+		"topic", p.TP.Topic, "partition", p.TP.Partition, "from", offset, "to", from, "offsets", from-offset)
 	if err := p.Log.Truncate(offset); err != nil {
 		return err
 	}
+	p.m.truncated.Add(from - offset)
 	if err := txn.DeleteSnapshotsAbove(p.m.fs, p.Log.Dir(), offset); err != nil {
 		return err
 	}

@@ -101,6 +101,9 @@ type Manager struct {
 
 	// isrShrinks and isrExpands count ISR changes written (metrics).
 	isrShrinks, isrExpands atomic.Int64
+	// truncated counts the offsets followers removed from their logs to
+	// match their leader (metrics).
+	truncated atomic.Int64
 
 	mu       sync.RWMutex
 	parts    map[storage.TopicPartition]*Partition // guarded by mu

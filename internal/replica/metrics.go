@@ -55,6 +55,13 @@ func (p *Partition) Stats() PartitionStats {
 	return st
 }
 
+// TruncatedOffsets returns how many offsets this broker's followers have
+// removed from their logs to match their leaders since the Manager
+// started: uncommitted tails after a leader change, and, after an
+// unclean election, records that had been committed (acknowledged and
+// readable) on the old leader.
+func (m *Manager) TruncatedOffsets() int64 { return m.truncated.Load() }
+
 // ISRChanges returns how many ISR shrinks and expands this broker, as a
 // leader, has written to the cluster metadata since the Manager started.
 func (m *Manager) ISRChanges() (shrinks, expands int64) {
