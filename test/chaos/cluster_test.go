@@ -84,6 +84,8 @@ type testCluster struct {
 	brokers []*broker
 	// certs are the certificates of the secure profile; nil otherwise.
 	certs *devCerts
+	// dir holds the etcd and broker data dirs and logs.
+	dir string
 }
 
 // newTestCluster returns an empty cluster for profile p, with its
@@ -156,31 +158,41 @@ func startClusterFronted(t *testing.T, p clusterProfile, front func(b *broker) s
 		t.Fatalf("etcd client: %v", err)
 	}
 	c.etcdCli = cli
+	c.dir = dir
 	for i := range numBrokers {
-		b := c.newBroker(i, dir)
-		adv := ""
-		if front != nil {
-			adv = front(b)
-		}
-		args := append([]string{"serve"}, c.listenerArgs(b, adv, "")...)
-		args = append(args,
-			"--override", "log.dirs="+filepath.Join(b.dir, "data"),
-			"--override", "admin.listener=",
-			"--override", "node.id="+strconv.Itoa(i),
-			"--override", "etcd.endpoints="+c.etcdURL,
-		)
-		for _, o := range clusterOverrides {
-			args = append(args, "--override", o)
-		}
-		b.proc = &proc{t: t, name: "broker " + strconv.Itoa(i), args: args,
-			logPath: filepath.Join(dir, "broker"+strconv.Itoa(i)+".log")}
-		c.brokers = append(c.brokers, b)
-		b.start()
+		c.startBroker(i, front)
 	}
 	for _, b := range c.brokers {
 		c.waitReady(b, numBrokers)
 	}
 	return c
+}
+
+// startBroker adds broker i (node id i) to c and starts it, advertising
+// the address front returns for it (nil: its listener). It does not wait
+// for it to be ready.
+func (c *testCluster) startBroker(i int, front func(b *broker) string) *broker {
+	c.t.Helper()
+	b := c.newBroker(i, c.dir)
+	adv := ""
+	if front != nil {
+		adv = front(b)
+	}
+	args := append([]string{"serve"}, c.listenerArgs(b, adv, "")...)
+	args = append(args,
+		"--override", "log.dirs="+filepath.Join(b.dir, "data"),
+		"--override", "admin.listener=",
+		"--override", "node.id="+strconv.Itoa(i),
+		"--override", "etcd.endpoints="+c.etcdURL,
+	)
+	for _, o := range clusterOverrides {
+		args = append(args, "--override", o)
+	}
+	b.proc = &proc{t: c.t, name: "broker " + strconv.Itoa(i), args: args,
+		logPath: filepath.Join(c.dir, "broker"+strconv.Itoa(i)+".log")}
+	c.brokers = append(c.brokers, b)
+	b.start()
+	return b
 }
 
 // waitReady waits until b answers Metadata listing want brokers.
