@@ -48,6 +48,12 @@ type memberConfig struct {
 	// CompletingRebalance at least that long, so that a test can act in
 	// that state.
 	SlowAssign time.Duration `json:"slow_assign,omitempty"`
+	// AutoCommit makes the member leave committing to franz-go's
+	// autocommit (every 500 ms, and before partitions are revoked), which
+	// commits what the previous poll returned, as Kafka's consumer
+	// commits the offsets of the poll before the last: the member only
+	// processes (reports) records and never commits itself.
+	AutoCommit bool `json:"auto_commit,omitempty"`
 }
 
 // memberEvent is one JSON line a member process writes on stdout, in the
@@ -171,7 +177,6 @@ func runMember(cfg memberConfig, w io.Writer) error {
 		kgo.ClientID(cfg.Name),
 		kgo.ConsumerGroup(cfg.Group),
 		kgo.ConsumeTopics(cfg.Topic),
-		kgo.DisableAutoCommit(),
 		kgo.BlockRebalanceOnPoll(),
 		kgo.Balancers(leadReporter{kgo.CooperativeStickyBalancer(), m}),
 		kgo.SessionTimeout(memberSession),
@@ -193,6 +198,11 @@ func runMember(cfg memberConfig, w io.Writer) error {
 	}
 	if cfg.InstanceID != "" {
 		opts = append(opts, kgo.InstanceID(cfg.InstanceID))
+	}
+	if cfg.AutoCommit {
+		opts = append(opts, kgo.AutoCommitInterval(500*time.Millisecond))
+	} else {
+		opts = append(opts, kgo.DisableAutoCommit())
 	}
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
@@ -246,7 +256,7 @@ func (m *member) pollLoop(ctx context.Context) {
 			return
 		}
 		mid, _ := m.cl.GroupMetadata()
-		if mid != "" && lastMID != "" && mid != lastMID {
+		if mid != "" && lastMID != "" && mid != lastMID && !m.cfg.AutoCommit {
 			rewind = true
 		}
 		if mid != "" {
@@ -283,7 +293,9 @@ func (m *member) pollLoop(ctx context.Context) {
 			m.mu.nextMID[r.Partition] = as
 			m.mu.Unlock()
 		})
-		m.commit(ctx, "poll", mid)
+		if !m.cfg.AutoCommit {
+			m.commit(ctx, "poll", mid)
+		}
 		m.cl.AllowRebalance()
 	}
 }
@@ -469,8 +481,10 @@ func (m *member) assigned(_ context.Context, cl *kgo.Client, added map[string][]
 // revoked is OnPartitionsRevoked: what was processed is committed before
 // the partitions go (also on leaving the group).
 func (m *member) revoked(ctx context.Context, cl *kgo.Client, gone map[string][]int32) {
-	mid, _ := cl.GroupMetadata()
-	m.commit(ctx, "revoke", mid)
+	if !m.cfg.AutoCommit {
+		mid, _ := cl.GroupMetadata()
+		m.commit(ctx, "revoke", mid)
+	}
 	m.drop("revoked", gone[m.cfg.Topic])
 }
 

@@ -56,6 +56,8 @@ type groupRun struct {
 	group      string
 	partitions int32
 	dir        string
+	// autoCommit starts members in AutoCommit mode.
+	autoCommit bool
 	hist       *groupHistory
 	members    []*memberProc
 	seq        int
@@ -130,7 +132,7 @@ func (g *groupRun) startMember(instanceID string) *memberProc {
 	g.seq++
 	name := fmt.Sprintf("%s-m%d", g.group, g.seq)
 	cfg := memberConfig{Name: name, Seeds: g.c.addrs(), Topic: g.topic, Group: g.group, InstanceID: instanceID,
-		SlowAssign: slowAssign}
+		SlowAssign: slowAssign, AutoCommit: g.autoCommit}
 	raw, err := json.Marshal(cfg)
 	if err != nil {
 		g.t.Fatal(err)
@@ -431,6 +433,9 @@ type groupHistory struct {
 	maxGen   int32
 	lastGens map[string]int32  // member -> last generation it reported
 	lastMIDs map[string]string // member -> last member id it reported
+	// autoCommit: the members leave commits to franz-go, which reports
+	// none of them.
+	autoCommit bool
 }
 
 func newGroupHistory() *groupHistory {
@@ -1053,8 +1058,17 @@ func (h *groupHistory) check(t *testing.T, logs map[int32][]*kgo.Record, final m
 	report("inconsistent records", r.inconsistent)
 	report("accepted zombie commits", r.zombieAccepted)
 	report("commits answered with a produce error", r.unexpectedErr)
-	if r.commitsOK == 0 {
+	if r.commitsOK == 0 && !h.autoCommit {
 		t.Errorf("no commit was accepted")
+	}
+	if h.autoCommit && len(final) > 0 {
+		moved := false
+		for _, o := range final {
+			moved = moved || o > 0
+		}
+		if !moved {
+			t.Errorf("autocommit committed nothing")
+		}
 	}
 	return r
 }
