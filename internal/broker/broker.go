@@ -311,15 +311,17 @@ func (b *Broker) reconcile() error {
 	b.reconcileGroupsLocked()
 	b.reconcileTxnsLocked()
 	// Logs on disk that the image does not assign here: a partition of a
-	// live topic that moved away is deleted; a log whose topic the image
-	// does not know is left alone (logged once), because an empty or
-	// replaced etcd must never make a broker delete its data.
+	// live topic that moved away is deleted (also when the log has no
+	// topic id: the broker was killed while it created it); a log whose
+	// topic the image does not know, or knows under another id, is left
+	// alone (logged once), because an empty or replaced etcd must never
+	// make a broker delete its data.
 	for _, l := range b.logs.Logs() {
 		tp, ok := parseLogDir(l.Dir())
 		if !ok || want[tp] {
 			continue
 		}
-		if t := img.Topics[tp.Topic]; t != nil && t.ID == l.TopicID() {
+		if t := img.Topics[tp.Topic]; t != nil && (t.ID == l.TopicID() || l.TopicID() == [16]byte{}) {
 			if err := b.logs.Delete(tp); err != nil && firstErr == nil {
 				firstErr = err
 			}

@@ -276,6 +276,18 @@ func (m *Manager) Ensure(tp storage.TopicPartition, topicID [16]byte, cfg storag
 		// broker's reconciler, which runs those of distinct partitions in
 		// parallel), so no other Ensure creates tp meanwhile.
 		l, err := m.logs.Create(tp, topicID, cfg)
+		if errors.Is(err, storage.ErrTopicIDMismatch) {
+			// A log left on disk by a topic of the same name that was
+			// deleted while this broker was down: the cluster has a new
+			// topic id for the name, so the old records are not this
+			// partition's (a broker never joins another cluster's
+			// metadata: meta.properties pins the cluster id).
+			m.log.Warn("replica: deleting a log of a deleted topic of the same name", "topic", tp.Topic, "partition", tp.Partition)
+			if err := m.logs.Delete(tp); err != nil {
+				return nil, fmt.Errorf("replica: delete stale log %s-%d: %w", tp.Topic, tp.Partition, err)
+			}
+			l, err = m.logs.Create(tp, topicID, cfg)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("replica: create log %s-%d: %w", tp.Topic, tp.Partition, err)
 		}

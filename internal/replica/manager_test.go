@@ -107,3 +107,47 @@ func TestAcksAllRefusedBelowMinISR(t *testing.T) {
 		t.Fatalf("CheckAppend with ISR [1] and min ISR 2: %v, want ErrNotEnoughReplicas", err)
 	}
 }
+
+// A log left on disk by a topic that was deleted and created again under
+// the same name while this broker was down (another topic id) is deleted
+// when the partition of the new topic is hosted here: its records are not
+// the new topic's.
+func TestEnsureReplacesALogOfAnotherTopicID(t *testing.T) {
+	dir := t.TempDir()
+	tp := storage.TopicPartition{Topic: "t", Partition: 0}
+	open := func() *storage.Manager {
+		logs, err := storage.OpenManager(storage.ManagerConfig{
+			FS: vfs.Default, Dir: dir, RetentionCheckInterval: time.Hour, DefaultConfig: storage.DefaultConfig(),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return logs
+	}
+	logs := open()
+	old, err := logs.Create(tp, [16]byte{1}, storage.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := old.Append(oneRecord(t), 0, false, time.Now().UnixMilli()); err != nil {
+		t.Fatal(err)
+	}
+	if err := logs.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	logs = open()
+	m := NewManager(Config{Logs: logs, FS: vfs.Default, Self: 1, ISR: ISRConfig{ReplicaLagTimeMaxMs: 30000, MinInsyncReplicas: 1}})
+	t.Cleanup(func() {
+		m.Close()
+		logs.Close()
+	})
+	lead := PartitionInfo{Replicas: []int32{1}, Leader: 1, LeaderEpoch: 0, ISR: []int32{1}, PartitionEpoch: 0}
+	if _, err := m.Ensure(tp, [16]byte{2}, storage.DefaultConfig(), lead); err != nil {
+		t.Fatalf("Ensure with the new topic id: %v", err)
+	}
+	l := logs.Log(tp)
+	if l == nil || l.TopicID() != [16]byte{2} || l.LogEndOffset() != 0 {
+		t.Fatalf("log after Ensure: %v", l)
+	}
+}

@@ -25,6 +25,10 @@ var (
 	// ErrOffsetMismatch: AppendReplica got a batch whose base offset is not
 	// where the log continues (an overlap or a gap).
 	ErrOffsetMismatch = errors.New("storage: batch offset does not continue the log")
+	// ErrTopicIDMismatch: Create found the partition's log on disk with
+	// another topic's id: a topic of the same name that was deleted
+	// (Kafka's InconsistentTopicIdException).
+	ErrTopicIDMismatch = errors.New("storage: log on disk belongs to another topic id")
 )
 
 // Internal errors.

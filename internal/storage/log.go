@@ -20,11 +20,13 @@ import (
 // Lock order: appendMu -> mu -> segment.fileMu. Changed channels have their
 // own leaf lock (chMu).
 type Log struct {
-	m       *Manager
-	fs      vfs.FS
-	dir     string
-	tp      TopicPartition
-	topicID [16]byte
+	m   *Manager
+	fs  vfs.FS
+	dir string
+	tp  TopicPartition
+	// topicID is the id in partition.metadata; Create sets it once on a
+	// log found without one.
+	topicID atomic.Pointer[[16]byte]
 	logger  *slog.Logger
 	now     func() time.Time // the Manager's clock (ManagerConfig.Now)
 
@@ -119,7 +121,9 @@ func (l *Log) Dir() string { return l.dir }
 func (l *Log) TopicPartition() TopicPartition { return l.tp }
 
 // TopicID returns the topic id from partition.metadata.
-func (l *Log) TopicID() [16]byte { return l.topicID }
+// The zero id means the log has no partition.metadata (a broker killed
+// while it created the partition).
+func (l *Log) TopicID() [16]byte { return *l.topicID.Load() }
 
 // Config returns the log's current configuration.
 func (l *Log) Config() Config { return *l.cfg.Load() }

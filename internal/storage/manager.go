@@ -224,7 +224,10 @@ func (m *Manager) logsUnordered() []*Log {
 }
 
 // Create opens tp's log, creating its directory if needed. Creating an
-// existing log returns it (and updates its config). The directory and file
+// existing log returns it (and updates its config); if it has no topic id
+// (its partition.metadata was never written: the broker was killed while
+// creating it) it gets topicID, and if it has another one Create fails
+// with ErrTopicIDMismatch and changes nothing. The directory and file
 // IO runs under tp's createMu, not under mu, so Log and Logs (every request,
 // the flusher, retention) do not wait for it. It is safe for concurrent
 // use.
@@ -236,10 +239,21 @@ func (m *Manager) Create(tp TopicPartition, topicID [16]byte, cfg Config) (*Log,
 	mu.Lock()
 	defer mu.Unlock()
 	if l, err := m.existing(tp); l != nil || err != nil {
-		if l != nil {
-			l.SetConfig(cfg)
+		if err != nil {
+			return nil, err
 		}
-		return l, err
+		switch have := l.TopicID(); {
+		case have == topicID || topicID == [16]byte{}:
+		case have == [16]byte{}:
+			if err := writeFileAtomic(m.fs, l.dir, metadataFile, encodeMetadata(topicID)); err != nil {
+				return nil, err
+			}
+			l.topicID.Store(&topicID)
+		default:
+			return nil, fmt.Errorf("storage: create %s-%d: %w", tp.Topic, tp.Partition, ErrTopicIDMismatch)
+		}
+		l.SetConfig(cfg)
+		return l, nil
 	}
 	dir := filepath.Join(m.dir, partitionDir(tp))
 	if err := m.fs.MkdirAll(dir, 0o755); err != nil {
@@ -306,7 +320,8 @@ func (m *Manager) existing(tp TopicPartition) (*Log, error) {
 }
 
 func (m *Manager) newLog(tp TopicPartition, topicID [16]byte, dir string, cfg Config) *Log {
-	l := &Log{m: m, fs: m.fs, dir: dir, tp: tp, topicID: topicID, logger: m.logger, now: m.now}
+	l := &Log{m: m, fs: m.fs, dir: dir, tp: tp, logger: m.logger, now: m.now}
+	l.topicID.Store(&topicID)
 	l.cfg.Store(&cfg)
 	l.lastFlush = m.now()
 	return l

@@ -3,6 +3,7 @@ package storage
 import (
 	"errors"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -141,4 +142,52 @@ func TestCreateRacingCloseFailsClosed(t *testing.T) {
 	if len(m.Logs()) != 0 {
 		t.Fatalf("%d logs registered after Close", len(m.Logs()))
 	}
+}
+
+// A log found on disk without partition.metadata (the broker was killed
+// between creating the partition's directory and writing the file) gets
+// the topic id of the next Create, durably; a Create with another topic
+// id than the one on disk fails with ErrTopicIDMismatch and changes
+// nothing.
+func TestCreateOfExistingLogChecksAndRepairsTopicID(t *testing.T) {
+	forEachFS(t, func(t *testing.T, fs vfs.FS, dir string) {
+		id, other := [16]byte{7}, [16]byte{8}
+		m := openManager(t, fs, dir, nil)
+		l, err := m.Create(testTP, id, smallConfig())
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := appendN(t, l, 0, 3, 0)
+		if err := m.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if err := fs.Remove(filepath.Join(dir, partitionDir(testTP), metadataFile)); err != nil {
+			t.Fatal(err)
+		}
+
+		m = openManager(t, fs, dir, nil)
+		if got := m.Log(testTP).TopicID(); got != ([16]byte{}) {
+			t.Fatalf("reopened without partition.metadata: topic id %x, want none", got)
+		}
+		if _, err := m.Create(testTP, id, smallConfig()); err != nil {
+			t.Fatalf("Create with the topic id: %v", err)
+		}
+		if got := m.Log(testTP).TopicID(); got != id {
+			t.Fatalf("after Create: topic id %x, want %x", got, id)
+		}
+		if _, err := m.Create(testTP, other, smallConfig()); !errors.Is(err, ErrTopicIDMismatch) {
+			t.Fatalf("Create with another topic id: %v, want ErrTopicIDMismatch", err)
+		}
+		checkLog(t, m.Log(testTP), want)
+		if err := m.Close(); err != nil {
+			t.Fatal(err)
+		}
+
+		m = openManager(t, fs, dir, nil)
+		defer m.Close()
+		if got := m.Log(testTP).TopicID(); got != id {
+			t.Fatalf("reopened: topic id %x, want %x (partition.metadata written again)", got, id)
+		}
+		checkLog(t, m.Log(testTP), want)
+	})
 }
