@@ -42,10 +42,11 @@ ops:
 	SAMSA_OPS=1 go test -count=1 -v -run TestOps ./test/e2e/
 
 # One broker with 10,000 partitions, then with 10,000 idle and 1,000 active
-# client connections: memory, descriptors, startup and
+# client connections, and three brokers with 30,000 partition replicas:
+# memory, descriptors, startup and
 # recovery times (docs/performance.md, Scale). A few minutes.
 scale:
-	SAMSA_SCALE=1 go test -count=1 -v -timeout 60m -run TestScale ./test/e2e/
+	SAMSA_SCALE=1 go test -count=1 -v -timeout 60m -run TestScale ./test/e2e/ ./test/chaos/
 
 chaos:
 	SAMSA_CHAOS_LONG=1 go test -v -timeout 60m ./test/chaos/

@@ -17,6 +17,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"samsa/internal/testutil"
 )
 
 // scaleConns returns the idle and active connection counts of the
@@ -105,7 +107,7 @@ func TestScaleConnections(t *testing.T) {
 	const topic, partitions = "scale-conns", 8
 	createTopic(t, b.addr(), topic, partitions, nil)
 	runtime.GC()
-	base := readProcStats(t, pid)
+	base := testutil.ReadProcStats(t, pid)
 	report("%d CPUs; broker idle with no client: %s", runtime.NumCPU(), base)
 
 	// Idle connections, opened 100 at a time.
@@ -146,12 +148,12 @@ func TestScaleConnections(t *testing.T) {
 	}
 	opened := time.Since(began)
 	time.Sleep(2 * time.Second) // let the broker settle its buffers
-	withIdle := readProcStats(t, pid)
-	perConn := float64(withIdle.rssKiB-base.rssKiB) / float64(idle)
+	withIdle := testutil.ReadProcStats(t, pid)
+	perConn := float64(withIdle.RSSKiB-base.RSSKiB) / float64(idle)
 	report("%d idle connections opened in %s: %s; %.1f KiB RSS per idle connection",
 		idle, opened.Round(time.Millisecond), withIdle, perConn)
-	if withIdle.byKind["socket"] < idle {
-		t.Fatalf("broker holds %d sockets, want at least %d", withIdle.byKind["socket"], idle)
+	if withIdle.ByKind["socket"] < idle {
+		t.Fatalf("broker holds %d sockets, want at least %d", withIdle.ByKind["socket"], idle)
 	}
 
 	// Active clients, one connection each to the broker for produce.
@@ -188,7 +190,7 @@ func TestScaleConnections(t *testing.T) {
 	}
 	wg.Wait()
 	took := time.Since(began)
-	during := readProcStats(t, pid)
+	during := testutil.ReadProcStats(t, pid)
 	report("%d clients produced %d records each (acks=all, synchronous, 1 in flight each) in %s: %.0f records/s, %d failed; broker %s",
 		active, perClient, took.Round(time.Millisecond), float64(l.count())/took.Seconds(), failed.Load(), during)
 	if f := failed.Load(); f > 0 {

@@ -6,11 +6,9 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"runtime"
 	"sort"
 	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -19,6 +17,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"samsa/internal/testutil"
 )
 
 // The scale measurement runs only with SAMSA_SCALE=1 (make scale): one
@@ -41,63 +41,6 @@ func scalePartitions(t *testing.T) int {
 		n = v
 	}
 	return n
-}
-
-// procStats is what /proc says about one process.
-type procStats struct {
-	rssKiB int
-	fds    int
-	byKind map[string]int // ".log", ".index", ".timeindex", "socket", "other"
-}
-
-func (s procStats) String() string {
-	kinds := make([]string, 0, len(s.byKind))
-	for k := range s.byKind {
-		kinds = append(kinds, k)
-	}
-	sort.Strings(kinds)
-	var b strings.Builder
-	for _, k := range kinds {
-		fmt.Fprintf(&b, " %s=%d", k, s.byKind[k])
-	}
-	return fmt.Sprintf("RSS %.1f MiB, %d fds (%s)", float64(s.rssKiB)/1024, s.fds, strings.TrimSpace(b.String()))
-}
-
-// readProcStats reads the resident set and open descriptors of pid.
-func readProcStats(t *testing.T, pid int) procStats {
-	t.Helper()
-	st := procStats{byKind: map[string]int{}}
-	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, line := range strings.Split(string(status), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			fmt.Sscanf(strings.TrimSpace(v), "%d", &st.rssKiB)
-		}
-	}
-	fdDir := fmt.Sprintf("/proc/%d/fd", pid)
-	ents, err := os.ReadDir(fdDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st.fds = len(ents)
-	for _, e := range ents {
-		target, err := os.Readlink(filepath.Join(fdDir, e.Name()))
-		if err != nil {
-			continue // closed meanwhile
-		}
-		kind := "other"
-		switch {
-		case strings.HasPrefix(target, "socket:"):
-			kind = "socket"
-		case strings.HasSuffix(target, ".log"), strings.HasSuffix(target, ".index"),
-			strings.HasSuffix(target, ".timeindex"), strings.HasSuffix(target, ".txnindex"):
-			kind = filepath.Ext(target)
-		}
-		st.byKind[kind]++
-	}
-	return st
 }
 
 // scaleLedger holds every acknowledged record of the scale run by
@@ -381,7 +324,7 @@ func TestScaleManyPartitions(t *testing.T) {
 	b := newBroker(t)
 	report("startup on an empty data dir: %s", b.startup.Round(time.Millisecond))
 	pid := b.cmd.Process.Pid
-	base := readProcStats(t, pid)
+	base := testutil.ReadProcStats(t, pid)
 	report("idle with 0 partitions: %s", base)
 
 	// CreateTopics, 10 topics per request, as a tool creating many
@@ -413,9 +356,9 @@ func TestScaleManyPartitions(t *testing.T) {
 	report("consumed all %d records back in %s", l.count(), d.Round(time.Millisecond))
 
 	time.Sleep(5 * time.Second) // NB: let the flusher and GC settle before reading RSS
-	idle := readProcStats(t, pid)
+	idle := testutil.ReadProcStats(t, pid)
 	report("idle with %d partitions: %s; per partition %.1f KiB RSS, %.2f fds",
-		n, idle, float64(idle.rssKiB-base.rssKiB)/float64(n), float64(idle.fds-base.fds)/float64(n))
+		n, idle, float64(idle.RSSKiB-base.RSSKiB)/float64(n), float64(idle.FDs-base.FDs)/float64(n))
 	keys, dbBytes := etcdKeys(t, b.dir)
 	report("etcd: %d keys under /samsa/, db %.1f MiB", keys, float64(dbBytes)/(1<<20))
 
@@ -496,7 +439,7 @@ func TestScaleManyPartitions(t *testing.T) {
 		ready.Round(time.Millisecond), time.Since(began).Round(time.Millisecond))
 	checkScale(t, b.addr(), topics, l)
 	report("every one of %d acknowledged records read back after kill -9", l.count())
-	after := readProcStats(t, b.cmd.Process.Pid)
+	after := testutil.ReadProcStats(t, b.cmd.Process.Pid)
 	report("after recovery: %s", after)
 
 	// The same produce on a broker with nothing else on it.
