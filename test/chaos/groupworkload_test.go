@@ -21,6 +21,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"samsa/internal/testutil"
 )
 
 // memberProc is one member process: this test binary run again as
@@ -147,6 +149,7 @@ func (g *groupRun) startMember(instanceID string) *memberProc {
 		g.t.Fatal(err)
 	}
 	cmd := exec.Command(exe, "-test.run=^TestGroupMember$", "-test.timeout=0")
+	testutil.DieWithParent(cmd)
 	cmd.Env = append(os.Environ(), memberEnv+"="+string(raw), "SAMSA_BIN="+samsaBin)
 	cmd.Stderr = logf
 	stdout, err := cmd.StdoutPipe()

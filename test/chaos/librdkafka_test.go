@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"samsa/internal/testutil"
 )
 
 // The workload runs two client stacks at once, each with its own
@@ -198,6 +200,7 @@ func startRdkProducer(t *testing.T, w *workload, python string, seeds []string) 
 	}
 	r.cmd = exec.Command(python, "testdata/librdkafka_client.py", "produce",
 		strings.Join(seeds, ","), w.topic, strconv.Itoa(int(w.partitions)), r.prefix, strconv.Itoa(rdkRate))
+	testutil.DieWithParent(r.cmd)
 	r.cmd.Stderr = logf
 	// SAMSA_CHAOS_RDK_DEBUG sets librdkafka's debug contexts (such as
 	// "eos,msg,protocol") for the producer's log.

@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"samsa/internal/testutil"
 )
 
 // exitTimeout bounds how long a killed process may take to be reaped.
@@ -47,6 +49,7 @@ func (p *proc) start() {
 	fmt.Fprintf(logf, "==== %s run %d at %s: samsa %s\n", p.name, p.runs,
 		time.Now().Format("15:04:05.000"), strings.Join(p.args, " "))
 	cmd := exec.Command(samsaBin, p.args...)
+	testutil.DieWithParent(cmd)
 	cmd.Stdout = logf
 	cmd.Stderr = logf
 	if err := cmd.Start(); err != nil {

@@ -17,6 +17,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"samsa/internal/testutil"
 )
 
 const (
@@ -126,6 +128,7 @@ func (b *broker) launch() time.Time {
 		bin = samsaBin
 	}
 	cmd := exec.Command(bin, args...)
+	testutil.DieWithParent(cmd)
 	cmd.Stdout = logf
 	cmd.Stderr = logf
 	began := time.Now()

@@ -321,6 +321,7 @@ func TestPrometheusScrapesThreeBrokers(t *testing.T) {
 	listen := fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	cmd := exec.Command(prom, "--config.file="+filepath.Join(dir, "prometheus.yml"),
 		"--storage.tsdb.path="+filepath.Join(dir, "data"), "--web.listen-address="+listen)
+	testutil.DieWithParent(cmd)
 	var logs strings.Builder
 	cmd.Stdout, cmd.Stderr = &logs, &logs
 	if err := cmd.Start(); err != nil {
