@@ -9,7 +9,6 @@ package broker
 // (LowWatermark in the response) and segments wholly below it are deleted.
 
 import (
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -29,17 +28,7 @@ func (b *Broker) handleDeleteRecords(req *kmsg.DeleteRecordsRequest) kmsg.Respon
 				st.Partitions = append(st.Partitions, sp)
 				continue
 			}
-			hw := p.HighWatermark()
-			off := rp.Offset
-			if off == -1 {
-				off = hw
-			}
-			if off < 0 || off > hw {
-				sp.ErrorCode = kerr.OffsetOutOfRange.Code
-				st.Partitions = append(st.Partitions, sp)
-				continue
-			}
-			low, err := p.Log.DeleteRecordsBefore(off)
+			low, err := p.DeleteRecords(rp.Offset)
 			if err != nil {
 				sp.ErrorCode = errCode(err).Code
 			} else {

@@ -32,8 +32,8 @@ func (m nodeMetrics) PartitionStats() []admin.PartitionStats {
 		out = append(out, admin.PartitionStats{
 			Topic: p.TP.Topic, Partition: p.TP.Partition,
 			Leader: st.Leader, Replicas: st.Replicas, ISR: st.ISR, MinISR: st.MinISR,
-			LogStartOffset: p.Log.LogStartOffset(), LogEndOffset: p.Log.LogEndOffset(), HighWatermark: st.HighWatermark,
-			SizeBytes: p.Log.Size(), Segments: p.Log.SegmentCount(),
+			LogStartOffset: p.LogStartOffset(), LogEndOffset: p.LogEndOffset(), HighWatermark: st.HighWatermark,
+			SizeBytes: p.Size(), Segments: p.SegmentCount(),
 			BytesIn: t.BytesIn.Load(), RecordsIn: t.RecordsIn.Load(), ProduceRequests: t.ProduceRequests.Load(),
 			BytesOut: t.BytesOut.Load(), RecordsOut: t.RecordsOut.Load(), FetchRequests: t.FetchRequests.Load(),
 			ReplicationBytesIn: t.ReplicationBytesIn.Load(), ReplicationBytesOut: t.ReplicationBytesOut.Load(),

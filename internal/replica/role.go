@@ -192,15 +192,19 @@ func (p *Partition) waitDurable(ctx context.Context, offset int64) error {
 // FollowerFetched records that follower id fetched at fetchOffset (under
 // samsa's durability rule, its log is fsynced below that offset). It may
 // advance the high watermark and propose adding the follower to the ISR.
+// A fetch offset past the leader's log end says nothing of the follower
+// (its Fetch is answered OFFSET_OUT_OF_RANGE) and is ignored, as is a
+// call on a partition this broker does not lead.
 func (p *Partition) FollowerFetched(id int32, fetchOffset int64) {
 	p.roleMu.Lock()
 	ls := p.role.leader
-	if ls == nil {
+	leo := p.Log.LogEndOffset()
+	if ls == nil || fetchOffset > leo {
 		p.roleMu.Unlock()
 		return
 	}
 	nowMs := p.m.now().UnixMilli()
-	ls.LeaderAppended(p.Log.LogEndOffset(), nowMs)
+	ls.LeaderAppended(leo, nowMs)
 	ls.LeaderDurable(p.Log.DurableOffset(), nowMs)
 	_, expand := ls.FollowerFetch(id, fetchOffset, nowMs)
 	p.refreshHWLocked(nowMs)
