@@ -37,17 +37,17 @@ type ReadResult struct {
 }
 
 // LogStartOffset is the first offset the log holds. It is an atomic read.
-func (p *Partition) LogStartOffset() int64 { return p.Log.LogStartOffset() }
+func (p *Partition) LogStartOffset() int64 { return p.log.LogStartOffset() }
 
 // LogEndOffset is the offset the next appended record gets. It is an
 // atomic read.
-func (p *Partition) LogEndOffset() int64 { return p.Log.LogEndOffset() }
+func (p *Partition) LogEndOffset() int64 { return p.log.LogEndOffset() }
 
 // Size is the size of the partition's segment files in bytes.
-func (p *Partition) Size() int64 { return p.Log.Size() }
+func (p *Partition) Size() int64 { return p.log.Size() }
 
 // SegmentCount is the number of the partition's segments.
-func (p *Partition) SegmentCount() int { return p.Log.SegmentCount() }
+func (p *Partition) SegmentCount() int { return p.log.SegmentCount() }
 
 // EndOffset is the first offset a reader at iso cannot read yet: the high
 // watermark, the last stable offset or the log end offset. ListOffsets
@@ -77,8 +77,8 @@ func (p *Partition) Read(offset, maxBytes int64, minOne bool, iso Isolation) (Re
 	var r ReadResult
 	r.LastStableOffset = p.LastStableOffset()
 	r.HighWatermark = p.HighWatermark()
-	r.LogStartOffset = p.Log.LogStartOffset()
-	leo := p.Log.LogEndOffset()
+	r.LogStartOffset = p.log.LogStartOffset()
+	leo := p.log.LogEndOffset()
 	if offset < r.LogStartOffset || offset > leo {
 		return r, storage.ErrOffsetOutOfRange
 	}
@@ -93,7 +93,7 @@ func (p *Partition) Read(offset, maxBytes int64, minOne bool, iso Isolation) (Re
 	if offset >= r.End {
 		return r, nil
 	}
-	res, err := p.Log.Read(offset, max(maxBytes, 0), r.End, minOne)
+	res, err := p.log.Read(offset, max(maxBytes, 0), r.End, minOne)
 	r.ReadResult = res
 	return r, err
 }
@@ -104,7 +104,7 @@ func (p *Partition) Read(offset, maxBytes int64, minOne bool, iso Isolation) (Re
 // committed or not (a new leader's high watermark trails records it will
 // never truncate).
 func (p *Partition) ReadRecords(offset, maxBytes, end int64) (storage.ReadResult, error) {
-	return p.Log.Read(offset, maxBytes, min(end, p.Log.LogEndOffset()), true)
+	return p.log.Read(offset, maxBytes, min(end, p.log.LogEndOffset()), true)
 }
 
 // OffsetForTimestamp answers ListOffsets by timestamp: the first offset
@@ -114,7 +114,7 @@ func (p *Partition) ReadRecords(offset, maxBytes, end int64) (storage.ReadResult
 // Partition.fetchOffsetForTimestamp).
 func (p *Partition) OffsetForTimestamp(ts int64, iso Isolation) (offset, timestamp int64, ok bool, err error) {
 	bound := p.EndOffset(iso)
-	off, found, ok, err := p.Log.OffsetForTimestamp(ts)
+	off, found, ok, err := p.log.OffsetForTimestamp(ts)
 	if err != nil || !ok || off >= bound {
 		return 0, 0, false, err
 	}
@@ -126,7 +126,7 @@ func (p *Partition) OffsetForTimestamp(ts int64, iso Isolation) (offset, timesta
 // empty log and when that offset is not below the bound iso gives.
 func (p *Partition) MaxTimestamp(iso Isolation) (timestamp, offset int64, ok bool, err error) {
 	bound := p.EndOffset(iso)
-	ts, off, ok, err := p.Log.MaxTimestamp()
+	ts, off, ok, err := p.log.MaxTimestamp()
 	if err != nil || !ok || off >= bound {
 		return 0, 0, false, err
 	}
@@ -145,21 +145,21 @@ func (p *Partition) EndOffsetForEpoch(epoch int32) (foundEpoch int32, endOffset 
 	case epoch < 0 || epoch > cur:
 		return -1, -1
 	case epoch == cur:
-		return epoch, p.Log.LogEndOffset()
+		return epoch, p.log.LogEndOffset()
 	}
-	return p.Log.EndOffsetForEpoch(epoch)
+	return p.log.EndOffsetForEpoch(epoch)
 }
 
 // HoldAck reports whether the flusher is behind on the partition's log, so
 // that an acks=1 answer should wait until its batch is durable
 // (storage.Log.HoldAck). It is an atomic read.
-func (p *Partition) HoldAck() bool { return p.Log.HoldAck() }
+func (p *Partition) HoldAck() bool { return p.log.HoldAck() }
 
 // WaitDurable blocks until the log is durable below offset, the log fails
 // (its error) or ctx is done (its error). Role changes do not end it: an
 // acks=1 answer held by HoldAck only paces the producer.
 func (p *Partition) WaitDurable(ctx context.Context, offset int64) error {
-	return p.Log.WaitDurable(ctx, offset)
+	return p.log.WaitDurable(ctx, offset)
 }
 
 // DeleteRecords moves the log start offset up to offset (DeleteRecords)
@@ -186,7 +186,7 @@ func (p *Partition) DeleteRecords(offset int64) (int64, error) {
 	if offset < 0 || offset > hw {
 		return 0, fmt.Errorf("replica: delete records before %d (high watermark %d): %w", offset, hw, storage.ErrOffsetOutOfRange)
 	}
-	return p.Log.DeleteRecordsBefore(offset)
+	return p.log.DeleteRecordsBefore(offset)
 }
 
 // LegacyOffsets answers a ListOffsets v0 partition as Kafka 3.x did
@@ -194,7 +194,7 @@ func (p *Partition) DeleteRecords(offset int64) (int64, error) {
 // the segments, one allocation per call.
 func (p *Partition) LegacyOffsets(ts int64, maxNum int32, nowMs int64) []int64 {
 	hw := p.HighWatermark()
-	return legacyOffsets(p.Log.Segments(), p.Log.LogStartOffset(), p.Log.LogEndOffset(), hw, ts, maxNum, nowMs)
+	return legacyOffsets(p.log.Segments(), p.log.LogStartOffset(), p.log.LogEndOffset(), hw, ts, maxNum, nowMs)
 }
 
 // legacyOffsets lists a ListOffsets v0 answer (Kafka 3.x
