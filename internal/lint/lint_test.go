@@ -17,7 +17,8 @@ import (
 var allowed = map[string][]string{
 	"cmd/samsa":          {"cli"},
 	"cmd/samsa-dev":      {"cli"},
-	"internal/cli":       {"server", "broker", "cluster", "admin", "config", "storage", "vfs", "record", "txn", "sasl", "tlsconfig", "acl", "quota"},
+	"internal/cli":       {"node", "config", "cluster", "record", "txn", "sasl", "tlsconfig", "acl"},
+	"internal/node":      {"server", "broker", "cluster", "admin", "config", "storage", "vfs", "sasl", "tlsconfig", "quota"},
 	"internal/server":    {"config"},
 	"internal/broker":    {"cluster", "replica", "group", "txn", "record", "config", "server", "storage", "vfs", "sasl", "acl", "quota"},
 	"internal/group":     {"replica", "record", "config", "storage"},

@@ -1,4 +1,4 @@
-package cli
+package node
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
@@ -105,7 +105,13 @@ func (o serverObserver) ObserveError(key, code int16) { o.m.ObserveError(key, co
 
 // registerMetrics registers the scrape-time collectors over n.
 func registerMetrics(reg *prometheus.Registry, n *Node) {
-	v := buildVersion()
+	v := n.version
+	if v.Version == "" {
+		v.Version = "devel"
+	}
+	if v.Commit == "" {
+		v.Commit = "unknown"
+	}
 	m := nodeMetrics{n}
 	reg.MustRegister(admin.NewCollector(admin.Sources{Server: m, Partitions: m, Groups: m, Cluster: m},
 		admin.CollectorConfig{PartitionLevel: n.cfg.MetricsPartitionLevel, Version: v.Version, Commit: v.Commit}))

@@ -1,4 +1,4 @@
-package cli
+package node
 
 import (
 	"context"
@@ -23,11 +23,24 @@ import (
 	"samsa/internal/vfs"
 )
 
+// Config is what a node is started with.
+type Config struct {
+	// Broker is the broker's configuration, under Kafka's names
+	// (config.Load).
+	Broker *config.Broker
+	// Logger is the broker's logger (NewLogger); nil discards.
+	Logger *slog.Logger
+	// Version and Commit label the samsa_build_info metric; empty is
+	// "devel" and "unknown".
+	Version, Commit string
+}
+
 // Node is one running samsa broker: etcd membership, logs, the Kafka
-// listeners and the admin HTTP server. Start it with StartNode and stop it
-// with Shutdown or Close.
+// listeners and the admin HTTP server. Start it with Start and stop it
+// with Shutdown or Close. Its methods are safe for concurrent use.
 type Node struct {
 	cfg     *config.Broker
+	version Config // Version and Commit
 	log     *slog.Logger
 	cluster *cluster.Cluster
 	logs    *storage.Manager
@@ -48,9 +61,16 @@ type Node struct {
 	closeErr  error
 }
 
-// StartNode starts a broker with cfg. It returns once the listeners accept
-// connections.
-func StartNode(ctx context.Context, cfg *config.Broker, log *slog.Logger) (_ *Node, err error) {
+// Start starts a broker with nc. It returns once the listeners accept
+// connections and the partitions the cluster metadata assigns here are
+// hosted, or with the error of the first part that did not start (the
+// parts started before it are closed). ctx bounds the start, not the
+// node's life.
+func Start(ctx context.Context, nc Config) (_ *Node, err error) {
+	cfg, log := nc.Broker, nc.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
 	if len(cfg.LogDirs) != 1 {
 		return nil, fmt.Errorf("log.dirs: samsa serves exactly one log dir, got %d", len(cfg.LogDirs))
 	}
@@ -61,7 +81,7 @@ func StartNode(ctx context.Context, cfg *config.Broker, log *slog.Logger) (_ *No
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("log dir: %w", err)
 	}
-	n := &Node{cfg: cfg, log: log}
+	n := &Node{cfg: cfg, log: log, version: Config{Version: nc.Version, Commit: nc.Commit}}
 	n.bg, n.stop = context.WithCancel(context.Background())
 	// The hot-path metrics exist before the parts that update them; the
 	// scrape-time collectors are registered once the parts run.
