@@ -296,7 +296,7 @@ func (w markerWriter) send(ctx context.Context, leader int32, req txn.MarkerRequ
 		}
 		return errs
 	}
-	br, err := w.b.leaders.broker(leader)
+	br, err := w.b.brokers.Broker(leader)
 	if err != nil {
 		return failAll(err)
 	}

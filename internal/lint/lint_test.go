@@ -18,7 +18,7 @@ var allowed = map[string][]string{
 	"cmd/samsa":          {"cli"},
 	"cmd/samsa-dev":      {"cli"},
 	"internal/cli":       {"node", "config", "cluster", "record", "txn", "sasl", "tlsconfig", "acl"},
-	"internal/node":      {"server", "broker", "cluster", "admin", "config", "storage", "vfs", "sasl", "tlsconfig", "quota"},
+	"internal/node":      {"server", "broker", "cluster", "replica", "admin", "config", "storage", "vfs", "sasl", "tlsconfig", "quota"},
 	"internal/server":    {"config"},
 	"internal/broker":    {"cluster", "replica", "group", "txn", "record", "config", "server", "storage", "vfs", "sasl", "acl", "quota"},
 	"internal/group":     {"replica", "record", "config", "storage"},

@@ -18,6 +18,7 @@ import (
 	"samsa/internal/broker"
 	"samsa/internal/cluster"
 	"samsa/internal/config"
+	"samsa/internal/replica"
 	"samsa/internal/server"
 	"samsa/internal/storage"
 	"samsa/internal/vfs"
@@ -44,12 +45,17 @@ type Node struct {
 	log     *slog.Logger
 	cluster *cluster.Cluster
 	logs    *storage.Manager
-	broker  *broker.Broker
-	server  *server.Server
-	admin   *admin.Server
-	lns     []net.Listener
-	wg      sync.WaitGroup // Serve goroutines
-	lock    *dirLock       // the log dir's .lock, released last
+	// peers is the connections to the other brokers (followers' fetches,
+	// transaction markers).
+	peers    *leaderClient
+	replicas *replica.Manager
+	rec      *reconciler
+	broker   *broker.Broker
+	server   *server.Server
+	admin    *admin.Server
+	lns      []net.Listener
+	wg       sync.WaitGroup // Serve goroutines
+	lock     *dirLock       // the log dir's .lock, released last
 
 	// bg is the context of the goroutines goAttach starts (JWKS
 	// refreshes); stop cancels it, and bgWG counts them.
@@ -204,7 +210,7 @@ func Start(ctx context.Context, nc Config) (_ *Node, err error) {
 		RetentionCheckInterval: time.Duration(cfg.LogRetentionCheckIntervalMs) * time.Millisecond,
 		CleanerDisable:         !cfg.LogCleanerEnable,
 		CleanerBackoff:         time.Duration(cfg.LogCleanerBackoffMs) * time.Millisecond,
-		DefaultConfig:          broker.StorageConfig(defaults),
+		DefaultConfig:          StorageConfig(defaults),
 		FlushObserver:          flushes,
 	})
 	if err != nil {
@@ -231,13 +237,36 @@ func Start(ctx context.Context, nc Config) (_ *Node, err error) {
 	if err != nil {
 		return nil, err
 	}
+	brokerLog := log.With(PkgKey, "broker")
+	n.peers = newLeaderClient(n.cluster, cfg.NodeID, cfg.InterBrokerListenerName, ibOpts, brokerLog)
+	n.replicas = replica.NewManager(replica.Config{
+		Logs:   n.logs,
+		FS:     vfs.Default,
+		Self:   cfg.NodeID,
+		Logger: log.With(PkgKey, "replica"),
+		ISR: replica.ISRConfig{
+			ReplicaLagTimeMaxMs: cfg.ReplicaLagTimeMaxMs,
+			MinInsyncReplicas:   int(cfg.MinInsyncReplicas),
+		},
+		Client:    n.peers,
+		ISRWriter: isrWriter{n.cluster, cfg.NodeID},
+	})
+	// NB: the reconciler's lines are the broker's (pkg=broker), as they
+	// were when the broker ran it; log.level.overrides names no node.
+	n.rec = newReconciler(n.cluster, n.replicas, n.logs, cfg, brokerLog)
 	n.broker, err = broker.New(broker.Config{
-		Broker: cfg, Cluster: n.cluster, Logs: n.logs, LogDir: dir, Logger: log.With(PkgKey, "broker"),
-		InterBrokerOpts: ibOpts, Connections: conns, OnRebalance: onRebal,
+		Broker: cfg, Cluster: n.cluster, Replicas: n.replicas, LogDir: dir, Logger: brokerLog,
+		InterBroker: n.peers, Reconcile: n.rec.reconcile, Connections: conns, OnRebalance: onRebal,
 	})
 	if err != nil {
 		return nil, withPrefix("broker: ", err)
 	}
+	n.rec.broker = n.broker
+	// Host the partitions the image assigns here before serving.
+	if err := n.rec.reconcile(); err != nil {
+		return nil, withPrefix("broker: ", err)
+	}
+	n.rec.start()
 	n.server = server.New(server.Config{
 		MaxRequestBytes:   cfg.SocketRequestMaxBytes,
 		IdleTimeout:       time.Duration(cfg.ConnectionsMaxIdleMs) * time.Millisecond,
@@ -385,8 +414,20 @@ func (n *Node) Close() error {
 			}
 		}
 		n.wg.Wait()
+		if n.rec != nil {
+			n.rec.close()
+		}
 		if n.broker != nil {
 			errs = append(errs, n.broker.Close())
+		}
+		if n.replicas != nil {
+			errs = append(errs, n.replicas.Close())
+			// A snapshot of the producer state at a clean stop, so the
+			// next start replays nothing.
+			errs = append(errs, n.rec.maintainProducers())
+		}
+		if n.peers != nil {
+			n.peers.Close()
 		}
 		if n.logs != nil {
 			errs = append(errs, n.logs.Close())
