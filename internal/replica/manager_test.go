@@ -11,7 +11,7 @@ import (
 	"samsa/internal/vfs"
 )
 
-func openManager(t *testing.T) *Manager {
+func openManager(t testing.TB) *Manager {
 	t.Helper()
 	logs, err := storage.OpenManager(storage.ManagerConfig{
 		FS: vfs.Default, Dir: t.TempDir(), RetentionCheckInterval: time.Hour,

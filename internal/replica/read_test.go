@@ -14,7 +14,7 @@ import (
 // leadWithLaggingFollower hosts t-0 led here at epoch 3 with follower 2 in
 // the ISR, which has not fetched: the high watermark stays at 0 while the
 // leader appends n records with timestamps 1000, 1001, ...
-func leadWithLaggingFollower(t *testing.T, n int) (*Manager, *Partition) {
+func leadWithLaggingFollower(t testing.TB, n int) (*Manager, *Partition) {
 	t.Helper()
 	m := openManager(t)
 	tp := storage.TopicPartition{Topic: "t", Partition: 0}
@@ -195,5 +195,59 @@ func TestEndOffsetForEpoch(t *testing.T) {
 	}
 	if e, o := p.EndOffsetForEpoch(2); e != -1 || o != -1 {
 		t.Fatalf("epoch 2, before every epoch: (%d, %d), want (-1, -1)", e, o)
+	}
+}
+
+// TestReadAllocatesNoMoreThanTheLog holds the fetch path's cost: a read
+// through the partition allocates what the log's own read does, nothing
+// more.
+func TestReadAllocatesNoMoreThanTheLog(t *testing.T) {
+	_, p := leadWithLaggingFollower(t, 10)
+	p.FollowerFetched(2, 10)
+	logAllocs := testing.AllocsPerRun(200, func() {
+		if _, err := p.log.Read(3, 1<<20, p.HighWatermark(), true); err != nil {
+			t.Fatal(err)
+		}
+	})
+	for _, iso := range []Isolation{ReadUncommitted, ReadCommitted, ReadLogEnd} {
+		got := testing.AllocsPerRun(200, func() {
+			if _, err := p.Read(3, 1<<20, true, iso); err != nil {
+				t.Fatal(err)
+			}
+		})
+		if got > logAllocs {
+			t.Errorf("Read at %d: %.1f allocations, the log's read %.1f", iso, got, logAllocs)
+		}
+	}
+}
+
+// BenchmarkPartitionRead is the fetch path's read of one partition: the
+// partition's bounds and offsets, then the log's read of one batch; "log"
+// is the log's read alone, for comparison.
+func BenchmarkPartitionRead(b *testing.B) {
+	b.Run("log", func(b *testing.B) {
+		_, p := leadWithLaggingFollower(b, 100)
+		p.FollowerFetched(2, 100)
+		b.ReportAllocs()
+		for i := 0; b.Loop(); i++ {
+			if _, err := p.log.Read(int64(i%100), 1<<20, p.HighWatermark(), true); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	for _, iso := range []struct {
+		name string
+		iso  Isolation
+	}{{"uncommitted", ReadUncommitted}, {"committed", ReadCommitted}, {"log_end", ReadLogEnd}} {
+		b.Run("iso="+iso.name, func(b *testing.B) {
+			_, p := leadWithLaggingFollower(b, 100)
+			p.FollowerFetched(2, 100)
+			b.ReportAllocs()
+			for i := 0; b.Loop(); i++ {
+				if _, err := p.Read(int64(i%100), 1<<20, true, iso.iso); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
