@@ -129,6 +129,29 @@ func TestProductionBinaryDoesNotLinkKfake(t *testing.T) {
 	}
 }
 
+// TestNodeDoesNotLinkTheCommandLine keeps the command line out of what
+// tests start brokers with: internal/node (and testutil over it) must not
+// depend on cobra or on internal/cli.
+func TestNodeDoesNotLinkTheCommandLine(t *testing.T) {
+	for _, pkg := range []string{"./internal/node", "./internal/testutil"} {
+		cmd := exec.Command("go", "list", "-deps", pkg)
+		cmd.Dir = filepath.Join("..", "..")
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("go list -deps %s: %v", pkg, err)
+		}
+		deps := strings.Fields(string(out))
+		if !contains(deps, "samsa/internal/config") {
+			t.Fatalf("go list -deps %s does not list samsa/internal/config: is the check still meaningful?", pkg)
+		}
+		for _, d := range deps {
+			if d == "samsa/internal/cli" || strings.HasPrefix(d, "github.com/spf13/cobra") {
+				t.Errorf("%s depends on %s; assembly belongs in internal/node, the command line in internal/cli", pkg, d)
+			}
+		}
+	}
+}
+
 var (
 	rawAtomic = regexp.MustCompile(`atomic\.(Add|Load|Store|CompareAndSwap|Swap)(Int32|Int64|Uint32|Uint64|Uintptr|Pointer)\(`)
 	vCause    = regexp.MustCompile(`fmt\.Errorf\([^)]*%v[^)]*\berr\)`)
