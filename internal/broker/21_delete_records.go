@@ -7,6 +7,10 @@ package broker
 // Offset -1 means the high watermark. An offset above the high watermark or
 // below zero gets OFFSET_OUT_OF_RANGE. The log start offset moves at once
 // (LowWatermark in the response) and segments wholly below it are deleted.
+// The rules are the partition's (replica.Partition.DeleteRecords): it
+// checks leadership and the high watermark under the append lock, so a
+// broker that loses leadership meanwhile answers NOT_LEADER_OR_FOLLOWER
+// and deletes nothing.
 
 import (
 	"github.com/twmb/franz-go/pkg/kmsg"
