@@ -29,7 +29,7 @@ package broker
 // acks=1 is answered after the append. Under the durable policy the record
 // becomes visible only once fsynced, so when the group-commit flusher is
 // behind on the partition's log (more than 1 MiB unsynced, or an unsynced
-// append older than 25 ms: storage.Log.HoldAck) the answer waits until the
+// append older than 25 ms: replica.Partition.HoldAck) the answer waits until the
 // batch is durable. This back-pressure bounds how long acknowledged records
 // stay invisible; Kafka, whose high watermark ignores fsync, has no such
 // wait.
@@ -99,9 +99,9 @@ type pendingAck struct {
 }
 
 // heldAck is a partition whose acks=1 answer waits until its batch is
-// durable because the flusher is behind on its log (storage.Log.HoldAck).
+// durable because the flusher is behind on its log (Partition.HoldAck).
 type heldAck struct {
-	log *storage.Log
+	p   *replica.Partition
 	end int64 // wait until the durable offset reaches end
 }
 
@@ -208,8 +208,8 @@ func (b *Broker) handleProduce(ctx context.Context, c *server.Conn, req *kmsg.Pr
 						topic: len(resp.Topics), partition: len(st.Partitions),
 						p: p, end: res.LastOffset + 1, epoch: res.LeaderEpoch,
 					})
-				case req.Acks == 1 && !res.Duplicate && p.Log.HoldAck():
-					holds = append(holds, heldAck{p.Log, res.LastOffset + 1})
+				case req.Acks == 1 && !res.Duplicate && p.HoldAck():
+					holds = append(holds, heldAck{p, res.LastOffset + 1})
 				}
 			}
 			st.Partitions = append(st.Partitions, sp)
@@ -252,7 +252,7 @@ func (b *Broker) handleProduce(ctx context.Context, c *server.Conn, req *kmsg.Pr
 			// NB: the hold only paces the producer; the answer stays
 			// what acks=1 promises (the leader wrote the batch), so an
 			// error here (timeout, a failed log) does not change it.
-			_ = h.log.WaitDurable(ctx, h.end)
+			_ = h.p.WaitDurable(ctx, h.end)
 		}
 		return server.Reply{Msg: resp}
 	}}

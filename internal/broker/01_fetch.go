@@ -478,10 +478,11 @@ func (b *Broker) fetchOnce(req *kmsg.FetchRequest, listener string, allowed func
 					f.done = true
 					break
 				}
-				if follower >= 0 && rp.FetchOffset <= p.Log.LogEndOffset() {
+				if follower >= 0 {
 					// The fetch offset is what the follower has
 					// fsynced: it may move the high watermark (the
-					// leader ignores ids outside the assignment).
+					// leader ignores ids outside the assignment and
+					// offsets past its log end).
 					p.FollowerFetched(follower, rp.FetchOffset)
 				}
 				limit := min(int64(rp.PartitionMaxBytes), budget)
@@ -538,33 +539,25 @@ func (b *Broker) fetchOnce(req *kmsg.FetchRequest, listener string, allowed func
 // fills the offsets of sp and, when committed, its AbortedTransactions. It
 // returns the end it read to.
 func readPartition(p *replica.Partition, offset, limit int64, minOne, follower, committed bool, sp *kmsg.FetchResponseTopicPartition) (storage.ReadResult, int64, error) {
-	// NB: the last stable offset is read first: it is at most the high
-	// watermark read after it, which can only have grown.
-	lso := p.LastStableOffset()
-	hw := p.HighWatermark()
-	sp.HighWatermark = hw
-	sp.LastStableOffset = lso
-	sp.LogStartOffset = p.Log.LogStartOffset()
-	leo := p.Log.LogEndOffset()
-	if offset < sp.LogStartOffset || offset > leo {
-		return storage.ReadResult{}, 0, storage.ErrOffsetOutOfRange
-	}
-	end := hw
+	iso := replica.ReadUncommitted
 	switch {
 	case follower:
-		end = leo
+		iso = replica.ReadLogEnd
 	case committed:
-		end = lso
+		iso = replica.ReadCommitted
+	}
+	res, err := p.Read(offset, limit, minOne, iso)
+	sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = res.HighWatermark, res.LastStableOffset, res.LogStartOffset
+	if err != nil {
+		return storage.ReadResult{}, 0, err
+	}
+	if committed {
 		// Reference: Kafka LocalLog.read with FetchIsolation.TXN_COMMITTED:
 		// a list, empty when nothing was aborted.
 		sp.AbortedTransactions = []kmsg.FetchResponseTopicPartitionAbortedTransaction{}
 	}
-	if offset >= end {
-		return storage.ReadResult{}, end, nil
-	}
-	res, err := p.Log.Read(offset, max(limit, 0), end, minOne)
-	if err != nil || !committed || res.Size == 0 {
-		return res, end, err
+	if !committed || res.Size == 0 {
+		return res.ReadResult, res.End, nil
 	}
 	// Reference: Kafka LocalLog.addAbortedTransactions: the aborted
 	// transactions that overlap the records returned, so the consumer can
@@ -574,7 +567,7 @@ func readPartition(p *replica.Partition, offset, limit int64, minOne, follower, 
 		at.ProducerID, at.FirstOffset = a.ProducerID, a.FirstOffset
 		sp.AbortedTransactions = append(sp.AbortedTransactions, at)
 	}
-	return res, end, nil
+	return res.ReadResult, res.End, nil
 }
 
 // fetchReplicaID is the broker id of a follower's fetch, or -1 for a

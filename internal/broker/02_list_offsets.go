@@ -23,7 +23,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"samsa/internal/storage"
+	"samsa/internal/replica"
 )
 
 func (b *Broker) handleListOffsets(req *kmsg.ListOffsetsRequest) kmsg.Response {
@@ -50,37 +50,36 @@ func (b *Broker) handleListOffsets(req *kmsg.ListOffsetsRequest) kmsg.Response {
 				continue
 			}
 			sp.LeaderEpoch = p.LeaderEpoch()
-			// bound is the first offset the consumer cannot fetch yet.
-			bound := p.HighWatermark()
 			if req.Version == 0 {
-				sp.OldStyleOffsets = legacyOffsets(p.Log.Segments(), p.Log.LogStartOffset(), p.Log.LogEndOffset(), bound, rp.Timestamp, rp.MaxNumOffsets, b.now().UnixMilli())
+				sp.OldStyleOffsets = p.LegacyOffsets(rp.Timestamp, rp.MaxNumOffsets, b.now().UnixMilli())
 				st.Partitions = append(st.Partitions, sp)
 				continue
 			}
+			iso := replica.ReadUncommitted
 			if req.Version >= 2 && req.IsolationLevel == 1 {
-				bound = p.LastStableOffset()
+				iso = replica.ReadCommitted
 			}
 			switch ts := rp.Timestamp; {
 			case ts == -1: // latest
-				sp.Offset = bound
+				sp.Offset = p.EndOffset(iso)
 			case ts == -2 || ts == -4: // earliest, earliest local
-				sp.Offset = p.Log.LogStartOffset()
+				sp.Offset = p.LogStartOffset()
 			case ts == -3 && req.Version >= 7: // max timestamp
-				mts, off, ok, err := p.Log.MaxTimestamp()
+				mts, off, ok, err := p.MaxTimestamp(iso)
 				switch {
 				case err != nil:
 					sp.ErrorCode = errCode(err).Code
-				case ok && off < bound:
+				case ok:
 					sp.Timestamp, sp.Offset = mts, off
 				}
 			case ts < 0:
 				sp.ErrorCode = kerr.UnsupportedVersion.Code
 			default:
-				off, found, ok, err := p.Log.OffsetForTimestamp(ts)
+				off, found, ok, err := p.OffsetForTimestamp(ts, iso)
 				switch {
 				case err != nil:
 					sp.ErrorCode = errCode(err).Code
-				case ok && off < bound:
+				case ok:
 					sp.Timestamp, sp.Offset = found, off
 				}
 			}
@@ -89,51 +88,4 @@ func (b *Broker) handleListOffsets(req *kmsg.ListOffsetsRequest) kmsg.Response {
 		resp.Topics = append(resp.Topics, st)
 	}
 	return resp
-}
-
-// legacyOffsets answers a ListOffsets v0 partition as Kafka 3.x did
-// (UnifiedLog.legacyFetchOffsetsBefore, then the high watermark clamp of
-// Partition.legacyFetchOffsetsForTimestamp): the candidates are each
-// segment's base offset (at least the log start) and, when the last
-// segment holds records, the log end offset; timestamp -1 starts at the
-// newest candidate, -2 at the oldest, any other at the newest whose
-// segment's time is at most it. From there up to maxNum offsets are
-// listed, newest first; offsets above the high watermark hw are replaced
-// by hw. Kafka dates a segment by its file's modification time; samsa by
-// the largest record timestamp in it (the log end by now), which is when
-// the segment's last record was written unless producers set timestamps.
-// The log end is dated nowMs.
-func legacyOffsets(segs []storage.SegmentInfo, logStart, logEnd, hw, ts int64, maxNum int32, nowMs int64) []int64 {
-	type cand struct{ offset, time int64 }
-	cands := make([]cand, 0, len(segs)+1)
-	for _, s := range segs {
-		cands = append(cands, cand{max(s.BaseOffset, logStart), s.MaxTimestamp})
-	}
-	if n := len(segs); n > 0 && segs[n-1].Size > 0 {
-		cands = append(cands, cand{max(logEnd, logStart), nowMs})
-	}
-	start := len(cands) - 1
-	switch ts {
-	case -1:
-	case -2:
-		start = min(start, 0)
-	default:
-		for start >= 0 && cands[start].time > ts {
-			start--
-		}
-	}
-	out := make([]int64, 0, max(0, min(int(maxNum), start+1)))
-	for i := start; i >= 0 && len(out) < int(maxNum); i-- {
-		out = append(out, cands[i].offset)
-	}
-	// Reference: Kafka Partition.legacyFetchOffsetsForTimestamp: a
-	// consumer is never told of an offset above the high watermark.
-	if len(out) > 0 && out[0] > hw {
-		i := 0
-		for i < len(out) && out[i] > hw {
-			i++
-		}
-		out = append([]int64{hw}, out[i:]...)
-	}
-	return out
 }

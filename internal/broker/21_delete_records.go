@@ -7,9 +7,12 @@ package broker
 // Offset -1 means the high watermark. An offset above the high watermark or
 // below zero gets OFFSET_OUT_OF_RANGE. The log start offset moves at once
 // (LowWatermark in the response) and segments wholly below it are deleted.
+// The rules are the partition's (replica.Partition.DeleteRecords): it
+// checks leadership and the high watermark under the append lock, so a
+// broker that loses leadership meanwhile answers NOT_LEADER_OR_FOLLOWER
+// and deletes nothing.
 
 import (
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -29,17 +32,7 @@ func (b *Broker) handleDeleteRecords(req *kmsg.DeleteRecordsRequest) kmsg.Respon
 				st.Partitions = append(st.Partitions, sp)
 				continue
 			}
-			hw := p.HighWatermark()
-			off := rp.Offset
-			if off == -1 {
-				off = hw
-			}
-			if off < 0 || off > hw {
-				sp.ErrorCode = kerr.OffsetOutOfRange.Code
-				st.Partitions = append(st.Partitions, sp)
-				continue
-			}
-			low, err := p.Log.DeleteRecordsBefore(off)
+			low, err := p.DeleteRecords(rp.Offset)
 			if err != nil {
 				sp.ErrorCode = errCode(err).Code
 			} else {

@@ -29,7 +29,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"samsa/internal/replica"
 	"samsa/internal/storage"
 )
 
@@ -75,26 +74,10 @@ func (b *Broker) handleOffsetForLeaderEpoch(req *kmsg.OffsetForLeaderEpochReques
 				st.Partitions = append(st.Partitions, sp)
 				continue
 			}
-			sp.LeaderEpoch, sp.EndOffset = endOffsetForEpoch(p, rp.LeaderEpoch)
+			sp.LeaderEpoch, sp.EndOffset = p.EndOffsetForEpoch(rp.LeaderEpoch)
 			st.Partitions = append(st.Partitions, sp)
 		}
 		resp.Topics = append(resp.Topics, st)
 	}
 	return resp
-}
-
-// endOffsetForEpoch answers for one partition. The partition's current
-// epoch ends at its log end offset even before anything was written in it
-// (Kafka assigns the epoch at the log end when a replica becomes leader);
-// an epoch newer than the current one is unknown. Reference: KIP-101,
-// KIP-279.
-func endOffsetForEpoch(p *replica.Partition, epoch int32) (int32, int64) {
-	cur := p.LeaderEpoch()
-	switch {
-	case epoch < 0 || epoch > cur:
-		return -1, -1
-	case epoch == cur:
-		return epoch, p.Log.LogEndOffset()
-	}
-	return p.Log.EndOffsetForEpoch(epoch)
 }

@@ -67,7 +67,7 @@ func (b *Broker) handleDescribeLogDirs(req *kmsg.DescribeLogDirsRequest) kmsg.Re
 			}
 			dp := kmsg.NewDescribeLogDirsResponseDirTopicPartition()
 			dp.Partition = p.TP.Partition
-			dp.Size = p.Log.Size()
+			dp.Size = p.Size()
 			dt.Partitions = append(dt.Partitions, dp)
 		}
 		if len(dt.Partitions) > 0 {

@@ -22,24 +22,38 @@ import (
 	"samsa/internal/server"
 	"samsa/internal/storage"
 	"samsa/internal/txn"
-	"samsa/internal/vfs"
 )
 
-// Config wires a Broker to the parts it serves from.
+// InterBroker is this broker's connections to the other brokers, on the
+// inter-broker listener (secured as it requires). The transaction
+// coordinator sends WriteTxnMarkers and the Produce handler verifies
+// transactions (AddPartitionsToTxn) over it. The node provides it.
+type InterBroker interface {
+	// Broker returns a connection to broker id, or an error if id is not
+	// registered or has no inter-broker listener. Safe for concurrent use.
+	Broker(id int32) (*kgo.Broker, error)
+}
+
+// Config wires a Broker to the parts it serves from, which the node
+// assembles and owns.
 type Config struct {
 	Broker  *config.Broker
 	Cluster *cluster.Cluster
-	Logs    *storage.Manager
-	// LogDir is the log dir Logs manages (DescribeLogDirs reports it).
+	// Replicas is the partitions this broker hosts.
+	Replicas *replica.Manager
+	// LogDir is the log dir the partitions' logs are in (DescribeLogDirs
+	// reports it).
 	LogDir string
-	// FS is the file system of LogDir; nil means vfs.Default.
-	FS     vfs.FS
 	Logger *slog.Logger
 	// Now returns the current time; nil means time.Now.
 	Now func() time.Time
-	// InterBrokerOpts secure this broker's connections to other brokers
-	// (TLS, SASL) on the inter-broker listener.
-	InterBrokerOpts []kgo.Opt
+	// InterBroker connects to the other brokers.
+	InterBroker InterBroker
+	// Reconcile makes the hosted partitions follow the cluster image at
+	// once and then calls ApplyImage: a pass of the node's reconciler.
+	// Handlers that create or delete topics call it, so the partitions are
+	// hosted (or gone) before they answer. nil does nothing.
+	Reconcile func() error
 	// Connections, if not nil, is the connection limiter of the node's
 	// server; the broker keeps its connection_creation_rate values current.
 	Connections *quota.ConnLimiter
@@ -52,14 +66,15 @@ type Config struct {
 type Broker struct {
 	cfg      *config.Broker
 	cluster  *cluster.Cluster
-	logs     *storage.Manager
 	logDir   string
 	replicas *replica.Manager
 	log      *slog.Logger
 	now      func() time.Time
+	// reconcileFn is Config.Reconcile.
+	reconcileFn func() error
 
 	producerIDs producerIDs
-	leaders     *leaderClient // followers' connections to leaders
+	brokers     InterBroker
 
 	topicConfigs atomic.Pointer[topicConfigCache]
 
@@ -77,17 +92,18 @@ type Broker struct {
 	// coordinator loaded (or is loading), guarded by reconcileMu.
 	txnsLoaded map[int32]txnLoad
 	loads      sync.WaitGroup // background coordinator loads
-	// strays are logs on disk whose topic the image lacks, already
-	// reported; guarded by reconcileMu.
-	strays map[storage.TopicPartition]bool
+	// closed is set by Close: ApplyImage starts no more loads; guarded
+	// by reconcileMu.
+	closed bool
 
 	// coordLogMu guards coordLogged: when each reason a coordinator
 	// lookup failed was last logged.
 	coordLogMu  sync.Mutex
 	coordLogged map[string]time.Time
 
-	// reconcileMu serialises reconcile passes (the reconciler goroutine and
-	// handlers that create topics and want their partitions hosted at once).
+	// reconcileMu serialises ApplyImage's coordinator loads and unloads
+	// (the node's reconciler and handlers that create topics both end
+	// their pass with it) with the loads that fail and forget themselves.
 	reconcileMu sync.Mutex
 
 	// draining is closed by Drain: parked Fetches answer at once.
@@ -99,24 +115,23 @@ type Broker struct {
 	ctx       context.Context
 	cancelCtx context.CancelFunc
 
-	stop    chan struct{} // closed by Close to ask the reconciler to stop
-	done    chan struct{} // closed when the reconciler has exited
 	closeMu sync.Once
 }
 
-// New returns a Broker and starts its reconciler. It hosts the partitions
-// the current image assigns to this broker before returning.
+// New returns a Broker serving from the parts cfg names. It starts no
+// goroutine: the node's reconciler hosts the partitions and calls
+// ApplyImage after each pass.
 func New(cfg Config) (*Broker, error) {
 	b := &Broker{
-		cfg:      cfg.Broker,
-		cluster:  cfg.Cluster,
-		logs:     cfg.Logs,
-		logDir:   cfg.LogDir,
-		log:      cfg.Logger,
-		now:      cfg.Now,
-		stop:     make(chan struct{}),
-		done:     make(chan struct{}),
-		draining: make(chan struct{}),
+		cfg:         cfg.Broker,
+		cluster:     cfg.Cluster,
+		logDir:      cfg.LogDir,
+		replicas:    cfg.Replicas,
+		brokers:     cfg.InterBroker,
+		reconcileFn: cfg.Reconcile,
+		log:         cfg.Logger,
+		now:         cfg.Now,
+		draining:    make(chan struct{}),
 	}
 	if b.log == nil {
 		b.log = slog.New(slog.DiscardHandler)
@@ -124,25 +139,10 @@ func New(cfg Config) (*Broker, error) {
 	if b.now == nil {
 		b.now = time.Now
 	}
-	b.ctx, b.cancelCtx = context.WithCancel(context.Background())
-	fs := cfg.FS
-	if fs == nil {
-		fs = vfs.Default
+	if b.replicas == nil || b.cluster == nil || b.brokers == nil {
+		return nil, errors.New("broker: Config needs Cluster, Replicas and InterBroker")
 	}
-	b.leaders = newLeaderClient(cfg.Cluster, cfg.Broker.NodeID, cfg.Broker.InterBrokerListenerName, cfg.InterBrokerOpts, b.log)
-	b.replicas = replica.NewManager(replica.Config{
-		Logs:   cfg.Logs,
-		FS:     fs,
-		Now:    b.now,
-		Self:   cfg.Broker.NodeID,
-		Logger: b.log.With("pkg", "replica"),
-		ISR: replica.ISRConfig{
-			ReplicaLagTimeMaxMs: cfg.Broker.ReplicaLagTimeMaxMs,
-			MinInsyncReplicas:   int(cfg.Broker.MinInsyncReplicas),
-		},
-		Client:    b.leaders,
-		ISRWriter: isrWriter{cfg.Cluster, cfg.Broker.NodeID},
-	})
+	b.ctx, b.cancelCtx = context.WithCancel(context.Background())
 	b.acls = newACLState(acl.Config{SuperUsers: cfg.Broker.SuperUsers, AllowEveryoneIfNoACLFound: cfg.Broker.AllowEveryoneIfNoACLFound},
 		authorizerEnabled(cfg.Broker.AuthorizerClassName))
 	b.quotas.init(cfg.Broker, cfg.Connections)
@@ -154,16 +154,40 @@ func New(cfg Config) (*Broker, error) {
 	b.groupsLoaded = make(map[int32]*replica.Partition)
 	b.txns = txn.NewCoordinator(b.txnConfig())
 	b.txnsLoaded = make(map[int32]txnLoad)
-	b.strays = make(map[storage.TopicPartition]bool)
-	if err := b.reconcile(); err != nil {
-		b.cancelCtx()
-		b.groups.Close()
-		b.txns.Close()
-		b.replicas.Close()
-		return nil, err
-	}
-	go b.runReconciler()
 	return b, nil
+}
+
+// ApplyImage brings the broker's own state up to the current image once
+// the hosted partitions follow it: the group and transaction coordinators
+// load the __consumer_offsets and __transaction_state partitions led here
+// (in the background) and unload the others, and the connection limiter
+// gets the image's connection_creation_rate quotas. The node's reconciler
+// calls it at the end of every pass. After Close it does nothing.
+func (b *Broker) ApplyImage() {
+	b.reconcileMu.Lock()
+	if !b.closed {
+		b.reconcileGroupsLocked()
+		b.reconcileTxnsLocked()
+	}
+	b.reconcileMu.Unlock()
+	b.quotaImage()
+}
+
+// Maintain expires idle client quota state. The node calls it at every
+// producer state maintenance (MaintenanceInterval).
+func (b *Broker) Maintain(now time.Time) { b.quotas.expire(now) }
+
+// MaintenanceInterval is how often producer state is expired and
+// snapshotted (and Maintain called); recovery after a crash replays at
+// most this much of the log.
+const MaintenanceInterval = 30 * time.Second
+
+// reconcile runs a pass of the node's reconciler (Config.Reconcile).
+func (b *Broker) reconcile() error {
+	if b.reconcileFn == nil {
+		return nil
+	}
+	return b.reconcileFn()
 }
 
 // Drain prepares a clean shutdown: Fetches parked in a long-poll answer at
@@ -178,167 +202,29 @@ func (b *Broker) Drain() {
 	})
 }
 
-// Close stops the reconciler and snapshots the producer state of every
-// partition. It does not close the cluster or the logs, which the caller
-// owns (and must close after the Broker). It is idempotent.
+// Close stops the coordinators and waits for their background loads. It
+// does not close the partitions, the cluster or the connections to other
+// brokers, which the node owns (and closes after the Broker); the node's
+// reconciler must be stopped first. It is idempotent.
 func (b *Broker) Close() error {
 	var err error
 	b.closeMu.Do(func() {
-		close(b.stop)
 		b.cancelCtx()
-		<-b.done
-		// A handler's reconcile that began before stop may still be
-		// adding coordinator loads: let it finish first.
+		// A reconcile pass that began before may still be adding
+		// coordinator loads: let it finish, and start no more.
 		b.reconcileMu.Lock()
-		b.reconcileMu.Unlock() //nolint:staticcheck // an empty critical section, to wait for the holder
+		b.closed = true
+		b.reconcileMu.Unlock()
 		b.loads.Wait()
 		b.producerIDs.close()
 		// NB: the transaction coordinator's marker writes use the
-		// partitions and the leader connections: stop it first.
+		// partitions and the connections to other brokers, which the
+		// node closes after this.
 		txnErr := b.txns.Close()
-		err = errors.Join(txnErr, b.replicas.Close(), b.groups.Close(), b.maintainProducers())
-		b.leaders.Close()
+		err = errors.Join(txnErr, b.groups.Close())
 	})
 	return err
 }
-
-// producerMaintenanceInterval is how often producer state is expired and
-// snapshotted; recovery after a crash replays at most this much of the log.
-const producerMaintenanceInterval = 30 * time.Second
-
-func (b *Broker) runReconciler() {
-	defer close(b.done)
-	maintain := time.NewTicker(producerMaintenanceInterval)
-	defer maintain.Stop()
-	for {
-		changed := b.cluster.Changed()
-		if err := b.reconcile(); err != nil {
-			b.log.Error("reconcile partitions", "err", err)
-		}
-		b.quotaImage() // hands new connection_creation_rate values to the limiter
-		select {
-		case <-b.stop:
-			return
-		case <-changed:
-		case <-maintain.C:
-			if err := b.maintainProducers(); err != nil {
-				b.log.Error("producer state maintenance", "err", err)
-			}
-			b.quotas.expire(b.now())
-		case <-time.After(5 * time.Second):
-			// Retry after errors even when nothing changes.
-		}
-	}
-}
-
-func (b *Broker) maintainProducers() error {
-	return b.replicas.MaintainProducers(b.now().UnixMilli(), int64(b.cfg.ProducerIDExpirationMs))
-}
-
-// reconcile makes the hosted partitions match the image: a log for every
-// partition with a replica here, none for partitions that are gone.
-func (b *Broker) reconcile() error {
-	b.reconcileMu.Lock()
-	defer b.reconcileMu.Unlock()
-	select {
-	case <-b.stop:
-		return nil // closing: start nothing new
-	default:
-	}
-	img := b.cluster.Image()
-	self := b.cfg.NodeID
-	want := make(map[storage.TopicPartition]bool)
-	var firstErr error
-	type ensure struct {
-		tp   storage.TopicPartition
-		id   [16]byte
-		cfg  storage.Config
-		info replica.PartitionInfo
-	}
-	var ensures []ensure
-	for _, t := range img.Topics {
-		minISR := int(b.cfg.MinInsyncReplicas)
-		cfg := storage.DefaultConfig()
-		if tc, err := b.topicConfig(img, t.Configs); err != nil {
-			b.log.Error("topic config", "topic", t.Name, "err", err)
-		} else {
-			cfg, minISR = StorageConfig(tc), int(tc.MinInsyncReplicas)
-		}
-		for p, replicas := range t.Replicas {
-			if !contains(replicas, self) {
-				continue
-			}
-			tp := storage.TopicPartition{Topic: t.Name, Partition: int32(p)}
-			want[tp] = true
-			info := replica.PartitionInfo{Replicas: replicas, Leader: -1, MinInsyncReplicas: minISR}
-			if p < len(t.Partitions) {
-				st := t.Partitions[p]
-				info.Leader, info.LeaderEpoch, info.ISR, info.PartitionEpoch = st.Leader, st.LeaderEpoch, st.ISR, st.PartitionEpoch
-				if st.Leader == self && st.LeaderIncarnation != "" && st.LeaderIncarnation != b.cluster.Incarnation() {
-					// Elected in an earlier process of this node: wait
-					// for the controller to elect this one at a new epoch
-					// (cluster.Decide) rather than lead at the old one.
-					info.Leader = -1
-				}
-			}
-			ensures = append(ensures, ensure{tp, t.ID, cfg, info})
-		}
-	}
-	// NB: opening a log and taking leadership each do a few fsyncs (the
-	// log's directory, the leader epoch checkpoint); one partition after
-	// the other, a broker with 10,000 partitions took 40 s to lead them
-	// all after a restart. Ensure calls of distinct partitions are
-	// independent, so a few run at once.
-	var errMu sync.Mutex
-	storage.ParallelEach(len(ensures), reconcileWorkers, func(i int) {
-		e := ensures[i]
-		if _, err := b.replicas.Ensure(e.tp, e.id, e.cfg, e.info); err != nil {
-			errMu.Lock()
-			if firstErr == nil {
-				firstErr = err
-			}
-			errMu.Unlock()
-		}
-	})
-	for _, p := range b.replicas.Partitions() {
-		if !want[p.TP] {
-			if err := b.replicas.Remove(p.TP); err != nil && firstErr == nil {
-				firstErr = err
-			}
-		}
-	}
-	b.replicas.SyncFetchers()
-	b.reconcileGroupsLocked()
-	b.reconcileTxnsLocked()
-	// Logs on disk that the image does not assign here: a partition of a
-	// live topic that moved away is deleted (also when the log has no
-	// topic id: the broker was killed while it created it); a log whose
-	// topic the image does not know, or knows under another id, is left
-	// alone (logged once), because an empty or replaced etcd must never
-	// make a broker delete its data.
-	for _, l := range b.logs.Logs() {
-		tp, ok := parseLogDir(l.Dir())
-		if !ok || want[tp] {
-			continue
-		}
-		if t := img.Topics[tp.Topic]; t != nil && (t.ID == l.TopicID() || l.TopicID() == [16]byte{}) {
-			if err := b.logs.Delete(tp); err != nil && firstErr == nil {
-				firstErr = err
-			}
-			continue
-		}
-		if !b.strays[tp] {
-			b.strays[tp] = true
-			b.log.Warn("log on disk for a topic the cluster metadata does not have; leaving it in place",
-				"topic", tp.Topic, "partition", tp.Partition, "dir", l.Dir())
-		}
-	}
-	return firstErr
-}
-
-// reconcileWorkers bounds the partitions one reconcile opens or moves at
-// once.
-const reconcileWorkers = 8
 
 // Handle implements server.Handler: it handles the request, then applies
 // the client quotas (quotas.go).
@@ -498,32 +384,19 @@ func inOrder(f func(ctx context.Context) kmsg.Response) server.Reply {
 	return server.Reply{Wait: func(ctx context.Context) server.Reply { return server.Reply{Msg: f(ctx)} }}
 }
 
-// StorageConfig returns the log configuration of a resolved topic config.
-func StorageConfig(t config.Topic) storage.Config {
-	return storage.Config{
-		SegmentBytes:       t.SegmentBytes,
-		SegmentMs:          t.SegmentMs,
-		SegmentIndexBytes:  t.SegmentIndexBytes,
-		IndexIntervalBytes: int64(t.IndexIntervalBytes),
-		RetentionMs:        t.RetentionMs,
-		RetentionBytes:     t.RetentionBytes,
-		FlushMessages:      t.FlushMessages,
-		FlushMs:            t.FlushMs,
-		FileDeleteDelayMs:  t.FileDeleteDelayMs,
-
-		CleanupPolicy:          t.CleanupPolicy,
-		DeleteRetentionMs:      t.DeleteRetentionMs,
-		MinCleanableDirtyRatio: t.MinCleanableDirtyRatio,
-		MinCompactionLagMs:     t.MinCompactionLagMs,
-		MaxCompactionLagMs:     t.MaxCompactionLagMs,
-	}
-}
-
 // topicConfigCache holds resolved topic configs for one image revision.
 type topicConfigCache struct {
 	rev int64
 	mu  sync.Mutex
 	m   map[string]config.Topic // guarded by mu
+}
+
+// TopicConfig returns the resolved config of topic t of img: its
+// overrides over the dynamic broker configs over the static ones
+// (topicConfig), resolved once per image revision. The node's reconciler
+// configures the partitions' logs with it.
+func (b *Broker) TopicConfig(img *cluster.Image, t *cluster.Topic) (config.Topic, error) {
+	return b.cachedTopicConfig(img, t)
 }
 
 // cachedTopicConfig is topicConfig for t, resolved once per image revision

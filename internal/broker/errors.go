@@ -4,9 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
-	"strconv"
-	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
@@ -195,19 +192,4 @@ func errMessage(err error) *string {
 	}
 	s := err.Error()
 	return &s
-}
-
-// parseLogDir extracts the partition from a log directory path
-// (<dir>/<topic>-<partition>).
-func parseLogDir(dir string) (storage.TopicPartition, bool) {
-	base := filepath.Base(dir)
-	i := strings.LastIndexByte(base, '-')
-	if i <= 0 {
-		return storage.TopicPartition{}, false
-	}
-	p, err := strconv.ParseInt(base[i+1:], 10, 32)
-	if err != nil || p < 0 {
-		return storage.TopicPartition{}, false
-	}
-	return storage.TopicPartition{Topic: base[:i], Partition: int32(p)}, true
 }

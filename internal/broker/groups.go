@@ -116,13 +116,13 @@ func (l offsetsLog) append(ctx context.Context, bb *record.Builder, recs []group
 // producer id; control batches other than end-transaction markers are
 // skipped.
 func (l offsetsLog) Replay(ctx context.Context, fn func(group.Entry) error) error {
-	hw := l.p.Log.LogEndOffset()
-	off := l.p.Log.LogStartOffset()
+	hw := l.p.LogEndOffset()
+	off := l.p.LogStartOffset()
 	for off < hw {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		res, err := l.p.Log.Read(off, 8<<20, hw, true)
+		res, err := l.p.ReadRecords(off, 8<<20, hw)
 		if err != nil {
 			return fmt.Errorf("broker: replay %s-%d at %d: %w", offsetsTopic, l.p.TP.Partition, off, err)
 		}

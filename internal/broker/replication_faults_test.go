@@ -22,9 +22,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"samsa/internal/cli"
 	"samsa/internal/cluster"
 	"samsa/internal/config"
+	"samsa/internal/node"
 	"samsa/internal/testutil"
 )
 
@@ -797,7 +797,7 @@ func TestOldLeaderTruncatesDivergentRecords(t *testing.T) {
 type proxiedCluster struct {
 	t       *testing.T
 	log     *slog.Logger
-	nodes   []*cli.Node
+	nodes   []*node.Node
 	proxies []*testutil.Proxy
 	args    [][]string
 	dirs    []string
@@ -852,7 +852,7 @@ func (pc *proxiedCluster) start(i int) {
 	if err != nil {
 		pc.t.Fatalf("config: %v", err)
 	}
-	n, err := cli.StartNode(ctxT(pc.t, 30*time.Second), cfg, pc.log)
+	n, err := node.Start(ctxT(pc.t, 30*time.Second), node.Config{Broker: cfg, Logger: pc.log})
 	if err != nil {
 		pc.t.Fatalf("start broker %d: %v", i, err)
 	}

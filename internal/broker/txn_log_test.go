@@ -382,8 +382,8 @@ func TestFollowersReplayTransactionsAndTakeOver(t *testing.T) {
 			if first, _, ok := p.OngoingTxn(pb); !ok || first != 3 {
 				return fmt.Errorf("broker %d: OngoingTxn(B) = %d, %v; want 3, true", i, first, ok)
 			}
-			if p.Log.LogEndOffset() != 5 {
-				return fmt.Errorf("broker %d: log end %d", i, p.Log.LogEndOffset())
+			if p.LogEndOffset() != 5 {
+				return fmt.Errorf("broker %d: log end %d", i, p.LogEndOffset())
 			}
 			return nil
 		})

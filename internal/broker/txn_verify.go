@@ -206,7 +206,7 @@ func (b *Broker) verifyRemote(ctx context.Context, id string, pid int64, epoch i
 	if !ok || st.Leader < 0 || st.Leader == b.cfg.NodeID {
 		return fmt.Errorf("%w: no coordinator for %q", errVerifyUnavailable, id)
 	}
-	br, err := b.leaders.broker(st.Leader)
+	br, err := b.brokers.Broker(st.Leader)
 	if err != nil {
 		return fmt.Errorf("%w: %w", errVerifyUnavailable, err)
 	}

@@ -70,13 +70,13 @@ func (l txnLog) append(ctx context.Context, key, value []byte) error {
 // end, as Kafka's coordinator loads it (see offsetsLog.Replay for why the
 // log end and not the high watermark).
 func (l txnLog) Replay(ctx context.Context, fn func(key, value []byte) error) error {
-	end := l.p.Log.LogEndOffset()
-	off := l.p.Log.LogStartOffset()
+	end := l.p.LogEndOffset()
+	off := l.p.LogStartOffset()
 	for off < end {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		res, err := l.p.Log.Read(off, 8<<20, end, true)
+		res, err := l.p.ReadRecords(off, 8<<20, end)
 		if err != nil {
 			return fmt.Errorf("broker: replay %s-%d at %d: %w", txnStateTopic, l.p.TP.Partition, off, err)
 		}
@@ -296,7 +296,7 @@ func (w markerWriter) send(ctx context.Context, leader int32, req txn.MarkerRequ
 		}
 		return errs
 	}
-	br, err := w.b.leaders.broker(leader)
+	br, err := w.b.brokers.Broker(leader)
 	if err != nil {
 		return failAll(err)
 	}

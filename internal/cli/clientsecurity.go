@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"samsa/internal/node"
 	"samsa/internal/tlsconfig"
 )
 
@@ -101,7 +102,7 @@ func (s *clientSecurity) opts() ([]kgo.Opt, error) {
 	if user == "" || pass == "" {
 		return nil, usagef("--sasl-mechanism %s needs --user and --password (or %s and %s)", mech, EnvUser, EnvPassword)
 	}
-	m, ok := clientMechanism(mech, user, pass)
+	m, ok := node.ClientMechanism(mech, user, pass)
 	if !ok {
 		return nil, usagef("--sasl-mechanism %q: want PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512", mech)
 	}

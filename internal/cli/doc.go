@@ -1,7 +1,8 @@
 // Package cli is samsa's command line: the cobra command tree behind the
-// samsa binary. It is the one package that wires the broker together
-// (samsa serve) and it holds the client tools that talk to any
-// Kafka-compatible cluster through franz-go.
+// samsa binary. `samsa serve` turns its flags and config file into a
+// node.Config and runs internal/node, which assembles the broker; the
+// other commands are client tools that talk to any Kafka-compatible
+// cluster through franz-go, and offline tools over a log dir's files.
 //
 // Usage, from cmd/samsa:
 //

@@ -11,6 +11,7 @@ import (
 
 	"samsa/internal/cli"
 	"samsa/internal/config"
+	"samsa/internal/node"
 )
 
 // repeats reports whether msg says the same thing twice in a row, as in
@@ -44,14 +45,14 @@ func TestStartupErrorsDoNotRepeatPrefixes(t *testing.T) {
 	// A log dir that belongs to another node id: the cluster package's
 	// own error, not wrapped in a second "cluster: ".
 	dir := t.TempDir()
-	start := func(nodeID string) (*cli.Node, error) {
+	start := func(nodeID string) (*node.Node, error) {
 		cfg, err := config.Load("", []string{"node.id=" + nodeID, "listeners=PLAINTEXT://127.0.0.1:0", "log.dirs=" + dir, "admin.listener="})
 		if err != nil {
 			t.Fatal(err)
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		return cli.StartNode(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+		return node.Start(ctx, node.Config{Broker: cfg, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	}
 	n, err := start("0")
 	if err != nil {

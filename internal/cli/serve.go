@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"samsa/internal/config"
+	"samsa/internal/node"
 )
 
 // serveEtcdFlags are the flags of `samsa serve` that stand for an etcd
@@ -95,7 +96,7 @@ at once.`,
 					return usagef("--log-level: %v", err)
 				}
 			}
-			log := NewLogger(cmd.ErrOrStderr(), cfg)
+			log := node.NewLogger(cmd.ErrOrStderr(), cfg)
 			for _, w := range cfg.Warnings {
 				log.Warn(w)
 			}
@@ -154,21 +155,22 @@ func serve(ctx context.Context, cfg *config.Broker, log *slog.Logger) error {
 }
 
 // startAbandonTimeout is how long a signal during startup waits for
-// StartNode to give up before serve returns without it.
+// node.Start to give up before serve returns without it.
 const startAbandonTimeout = 5 * time.Second
 
-// startInterruptibly is StartNode that honours ctx even where a step of
+// startInterruptibly is node.Start that honours ctx even where a step of
 // the startup does not (a file lock inside etcd, a dial): once ctx is done
-// it waits startAbandonTimeout for StartNode to return, then returns
+// it waits startAbandonTimeout for node.Start to return, then returns
 // without it, and the process exits.
-func startInterruptibly(ctx context.Context, cfg *config.Broker, log *slog.Logger) (*Node, error) {
+func startInterruptibly(ctx context.Context, cfg *config.Broker, log *slog.Logger) (*node.Node, error) {
 	type started struct {
-		n   *Node
+		n   *node.Node
 		err error
 	}
 	done := make(chan started, 1)
 	go func() {
-		n, err := StartNode(ctx, cfg, log)
+		v := buildVersion()
+		n, err := node.Start(ctx, node.Config{Broker: cfg, Logger: log, Version: v.Version, Commit: v.Commit})
 		done <- started{n, err}
 	}()
 	select {

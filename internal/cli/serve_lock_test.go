@@ -16,6 +16,7 @@ import (
 
 	"samsa/internal/cli"
 	"samsa/internal/config"
+	"samsa/internal/node"
 	"samsa/internal/testutil"
 )
 
@@ -32,7 +33,7 @@ func samsaBin(t *testing.T) string {
 
 // startOn starts a node on dir with its own port and returns it or the
 // error.
-func startOn(t *testing.T, dir string) (*cli.Node, error) {
+func startOn(t *testing.T, dir string) (*node.Node, error) {
 	t.Helper()
 	cfg, err := config.Load("", []string{"listeners=PLAINTEXT://127.0.0.1:0", "log.dirs=" + dir, "admin.listener="})
 	if err != nil {
@@ -40,7 +41,7 @@ func startOn(t *testing.T, dir string) (*cli.Node, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	return cli.StartNode(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	return node.Start(ctx, node.Config{Broker: cfg, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 }
 
 // TestSecondBrokerOnSameLogDirExitsAtOnce: the log dir's .lock names the

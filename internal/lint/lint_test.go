@@ -11,20 +11,22 @@ import (
 	"testing"
 )
 
-// allowed lists, for each samsa package, the samsa packages it may import.
+// allowed lists, for each samsa package, the samsa packages it may import,
+// and nothing more than it does import (TestAllowedImportsAreUsed).
 // docs/architecture.md gives the reason for every edge beyond its base
 // layering. testutil and the e2e tests may import anything.
 var allowed = map[string][]string{
 	"cmd/samsa":          {"cli"},
 	"cmd/samsa-dev":      {"cli"},
-	"internal/cli":       {"server", "broker", "cluster", "admin", "config", "storage", "vfs", "record", "txn", "sasl", "tlsconfig", "acl", "quota"},
-	"internal/server":    {"config"},
-	"internal/broker":    {"cluster", "replica", "group", "txn", "record", "config", "server", "storage", "vfs", "sasl", "acl", "quota"},
-	"internal/group":     {"replica", "record", "config", "storage"},
-	"internal/txn":       {"record", "vfs", "config"},
-	"internal/replica":   {"storage", "record", "config", "txn", "vfs"},
-	"internal/cluster":   {"config"},
-	"internal/storage":   {"record", "vfs", "config"},
+	"internal/cli":       {"node", "config", "cluster", "record", "txn", "sasl", "tlsconfig", "acl"},
+	"internal/node":      {"server", "broker", "cluster", "replica", "admin", "config", "storage", "vfs", "sasl", "tlsconfig", "quota"},
+	"internal/server":    {},
+	"internal/broker":    {"cluster", "replica", "group", "txn", "record", "config", "server", "storage", "sasl", "acl", "quota"},
+	"internal/group":     {"config"},
+	"internal/txn":       {"record", "vfs"},
+	"internal/replica":   {"storage", "record", "txn", "vfs"},
+	"internal/cluster":   {},
+	"internal/storage":   {"record", "vfs"},
 	"internal/record":    {},
 	"internal/vfs":       {},
 	"internal/config":    {},
@@ -37,13 +39,16 @@ var allowed = map[string][]string{
 	"internal/testutil":  nil, // anything
 }
 
-// TestForbiddenImports fails on an import between samsa packages that the
-// layering does not allow (non-test files only).
-func TestForbiddenImports(t *testing.T) {
+// samsaImports returns, for each samsa package outside test/, the samsa
+// packages its non-test files import, by the names the table allowed
+// uses ("internal/" dropped from the imports).
+func samsaImports(t *testing.T) map[string]map[string]bool {
+	t.Helper()
 	out, err := exec.Command("go", "list", "-f", "{{.ImportPath}} {{join .Imports \" \"}}", "samsa/...").Output()
 	if err != nil {
 		t.Fatalf("go list: %v", err)
 	}
+	imports := make(map[string]map[string]bool)
 	sc := bufio.NewScanner(bytes.NewReader(out))
 	for sc.Scan() {
 		fields := strings.Fields(sc.Text())
@@ -51,6 +56,21 @@ func TestForbiddenImports(t *testing.T) {
 		if strings.HasPrefix(pkg, "test/") {
 			continue
 		}
+		deps := make(map[string]bool)
+		for _, imp := range fields[1:] {
+			if dep, ok := strings.CutPrefix(imp, "samsa/"); ok {
+				deps[strings.TrimPrefix(dep, "internal/")] = true
+			}
+		}
+		imports[pkg] = deps
+	}
+	return imports
+}
+
+// TestForbiddenImports fails on an import between samsa packages that the
+// layering does not allow (non-test files only).
+func TestForbiddenImports(t *testing.T) {
+	for pkg, deps := range samsaImports(t) {
 		allow, known := allowed[pkg]
 		if !known {
 			t.Errorf("package %s has no entry in the import rules; add one (and its reason to docs/architecture.md)", pkg)
@@ -59,14 +79,29 @@ func TestForbiddenImports(t *testing.T) {
 		if allow == nil && pkg == "internal/testutil" {
 			continue
 		}
-		for _, imp := range fields[1:] {
-			dep, ok := strings.CutPrefix(imp, "samsa/")
-			if !ok {
-				continue
-			}
-			name := strings.TrimPrefix(dep, "internal/")
-			if !contains(allow, name) {
+		for dep := range deps {
+			if !contains(allow, dep) {
 				t.Errorf("%s imports %s, which the layering forbids", pkg, dep)
+			}
+		}
+	}
+}
+
+// TestAllowedImportsAreUsed fails on an edge of allowed that the code does
+// not use (and on an entry for a package that does not exist), so the
+// table, and docs/architecture.md with it, says what the code does: an
+// edge that is no longer needed must not stay allowed.
+func TestAllowedImportsAreUsed(t *testing.T) {
+	imports := samsaImports(t)
+	for pkg, allow := range allowed {
+		deps, ok := imports[pkg]
+		if !ok {
+			t.Errorf("the import rules name package %s, which does not exist", pkg)
+			continue
+		}
+		for _, dep := range allow {
+			if !deps[dep] {
+				t.Errorf("the import rules allow %s -> %s, which the code does not use; remove it (and its reason in docs/architecture.md)", pkg, dep)
 			}
 		}
 	}
@@ -91,6 +126,29 @@ func TestProductionBinaryDoesNotLinkKfake(t *testing.T) {
 	// The check above would pass vacuously if go list printed nothing useful.
 	if !contains(deps("./cmd/samsa-dev"), kfake) {
 		t.Errorf("cmd/samsa-dev does not link %s: is dev kfake still there?", kfake)
+	}
+}
+
+// TestNodeDoesNotLinkTheCommandLine keeps the command line out of what
+// tests start brokers with: internal/node (and testutil over it) must not
+// depend on cobra or on internal/cli.
+func TestNodeDoesNotLinkTheCommandLine(t *testing.T) {
+	for _, pkg := range []string{"./internal/node", "./internal/testutil"} {
+		cmd := exec.Command("go", "list", "-deps", pkg)
+		cmd.Dir = filepath.Join("..", "..")
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("go list -deps %s: %v", pkg, err)
+		}
+		deps := strings.Fields(string(out))
+		if !contains(deps, "samsa/internal/config") {
+			t.Fatalf("go list -deps %s does not list samsa/internal/config: is the check still meaningful?", pkg)
+		}
+		for _, d := range deps {
+			if d == "samsa/internal/cli" || strings.HasPrefix(d, "github.com/spf13/cobra") {
+				t.Errorf("%s depends on %s; assembly belongs in internal/node, the command line in internal/cli", pkg, d)
+			}
+		}
 	}
 }
 

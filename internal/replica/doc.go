@@ -2,8 +2,8 @@
 // them: for each, its log, its producer state, its role (leader, follower
 // or neither) with its leader epoch, and its high watermark.
 //
-// Roles come from the cluster metadata: the broker calls Manager.Ensure
-// with each partition's PartitionInfo (replicas, leader, leader epoch, ISR,
+// Roles come from the cluster metadata: the node's reconciler calls
+// Manager.Ensure with each partition's PartitionInfo (replicas, leader, leader epoch, ISR,
 // partition epoch) and then SyncFetchers.
 //
 //   - A leader appends client batches (Partition.Append, fenced by
@@ -22,6 +22,20 @@
 //
 // With a single broker every partition is led here with an ISR of one, and
 // the high watermark is the durable end of the log.
+//
+// # Reading
+//
+// A Partition's log is its own: nothing outside this package reaches it,
+// so every reader gets the rules of the replica layer. Read bounds a read
+// by Isolation: ReadUncommitted below the high watermark,
+// ReadCommitted below the last stable offset, ReadLogEnd (followers) below
+// the log end; the ListOffsets lookups (EndOffset, OffsetForTimestamp,
+// MaxTimestamp, LegacyOffsets) never name an offset past the same bound
+// (Reference: Kafka Partition.fetchOffsetForTimestamp);
+// EndOffsetForEpoch answers OffsetForLeaderEpoch; DeleteRecords checks
+// leadership and the high watermark and deletes under the append lock, so
+// no change of role comes between the check and the deletion. Read takes
+// no lock and allocates nothing beyond the log's own read.
 //
 // # Transactions
 //

@@ -18,13 +18,16 @@ import (
 // host it at all).
 var ErrNotLeader = errors.New("replica: not the leader")
 
-// Partition is one hosted partition. TP, TopicID, Log and m are set when it
+// Partition is one hosted partition. TP, TopicID, log and m are set when it
 // is created and never change.
 type Partition struct {
 	TP      storage.TopicPartition
 	TopicID [16]byte
-	Log     *storage.Log
-	m       *Manager
+	// log is the partition's log. Only this package reaches it: every
+	// reader goes through Partition's methods, so the high watermark,
+	// the isolation levels and the leader checks apply to all of them.
+	log *storage.Log
+	m   *Manager
 
 	leaderEpoch atomic.Int32
 	leader      atomic.Bool
@@ -291,7 +294,7 @@ func (m *Manager) Ensure(tp storage.TopicPartition, topicID [16]byte, cfg storag
 		if err != nil {
 			return nil, fmt.Errorf("replica: create log %s-%d: %w", tp.Topic, tp.Partition, err)
 		}
-		np := &Partition{TP: tp, TopicID: topicID, Log: l, m: m}
+		np := &Partition{TP: tp, TopicID: topicID, log: l, m: m}
 		np.role.following = -1
 		np.waits = [numWaitKinds]*watchSet{
 			WaitDurable:       newWatchSet(l.DurableOffset),
@@ -317,7 +320,7 @@ func (m *Manager) Ensure(tp storage.TopicPartition, topicID [16]byte, cfg storag
 		m.mu.Unlock()
 		p = np
 	} else {
-		p.Log.SetConfig(cfg)
+		p.log.SetConfig(cfg)
 	}
 	p.applyInfo(info)
 	return p, nil

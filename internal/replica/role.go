@@ -65,7 +65,7 @@ func (p *Partition) HighWatermark() int64 { return p.hw.Load() }
 // operations waiting for it or for the last stable offset. The caller
 // holds roleMu.
 func (p *Partition) refreshHWLocked(nowMs int64) {
-	durable := p.Log.DurableOffset()
+	durable := p.log.DurableOffset()
 	var hw int64
 	if ls := p.role.leader; ls != nil {
 		ls.LeaderDurable(durable, nowMs)
@@ -88,7 +88,7 @@ func (p *Partition) refreshHWLocked(nowMs int64) {
 func (p *Partition) logChanged(durable bool) {
 	q := p.m.delayed
 	q.publish(p.waits[WaitLogEnd])
-	if start := p.Log.LogStartOffset(); p.logStart.Swap(start) < start {
+	if start := p.log.LogStartOffset(); p.logStart.Swap(start) < start {
 		// Records were deleted (DeleteRecords, retention): a Fetch
 		// waiting below the new log start answers OFFSET_OUT_OF_RANGE
 		// now rather than at its deadline.
@@ -101,7 +101,7 @@ func (p *Partition) logChanged(durable bool) {
 	q.publish(p.waits[WaitDurable])
 	p.roleMu.Lock()
 	p.refreshHWLocked(p.m.now().UnixMilli())
-	if p.Log.DurableErr() != nil {
+	if p.log.DurableErr() != nil {
 		// The log failed or closed: waiters surface its error.
 		p.changedLocked()
 	}
@@ -146,7 +146,7 @@ func (p *Partition) WaitCommitted(ctx context.Context, end int64, epoch int32) e
 		p.roleMu.Unlock()
 		// Surface a failed or closed log (ErrLogDirOffline) rather
 		// than wait: its high watermark cannot move.
-		if err := p.Log.DurableErr(); err != nil {
+		if err := p.log.DurableErr(); err != nil {
 			return err
 		}
 		// NB: registered after the checks: an event in between finds
@@ -168,10 +168,10 @@ func (p *Partition) WaitCommitted(ctx context.Context, end int64, epoch int32) e
 // (its error), the partition changes role, or ctx is done.
 func (p *Partition) waitDurable(ctx context.Context, offset int64) error {
 	for {
-		if err := p.Log.DurableErr(); err != nil {
+		if err := p.log.DurableErr(); err != nil {
 			return err
 		}
-		if p.Log.DurableOffset() >= offset {
+		if p.log.DurableOffset() >= offset {
 			return nil
 		}
 		op := p.m.Watch([]WatchSpec{{P: p, Kind: WaitDurable, At: offset}}, time.Time{})
@@ -184,7 +184,7 @@ func (p *Partition) waitDurable(ctx context.Context, offset int64) error {
 		if op.Outcome() == Changed {
 			// Failed or closed, or the role changed, which the
 			// caller re-checks.
-			return p.Log.DurableErr()
+			return p.log.DurableErr()
 		}
 	}
 }
@@ -192,16 +192,20 @@ func (p *Partition) waitDurable(ctx context.Context, offset int64) error {
 // FollowerFetched records that follower id fetched at fetchOffset (under
 // samsa's durability rule, its log is fsynced below that offset). It may
 // advance the high watermark and propose adding the follower to the ISR.
+// A fetch offset past the leader's log end says nothing of the follower
+// (its Fetch is answered OFFSET_OUT_OF_RANGE) and is ignored, as is a
+// call on a partition this broker does not lead.
 func (p *Partition) FollowerFetched(id int32, fetchOffset int64) {
 	p.roleMu.Lock()
 	ls := p.role.leader
-	if ls == nil {
+	leo := p.log.LogEndOffset()
+	if ls == nil || fetchOffset > leo {
 		p.roleMu.Unlock()
 		return
 	}
 	nowMs := p.m.now().UnixMilli()
-	ls.LeaderAppended(p.Log.LogEndOffset(), nowMs)
-	ls.LeaderDurable(p.Log.DurableOffset(), nowMs)
+	ls.LeaderAppended(leo, nowMs)
+	ls.LeaderDurable(p.log.DurableOffset(), nowMs)
 	_, expand := ls.FollowerFetch(id, fetchOffset, nowMs)
 	p.refreshHWLocked(nowMs)
 	epoch := p.LeaderEpoch()
@@ -223,7 +227,7 @@ func (p *Partition) tick(nowMs int64) {
 		p.roleMu.Unlock()
 		return
 	}
-	ls.LeaderAppended(p.Log.LogEndOffset(), nowMs)
+	ls.LeaderAppended(p.log.LogEndOffset(), nowMs)
 	p.refreshHWLocked(nowMs)
 	shrink := ls.Tick(nowMs)
 	epoch := p.LeaderEpoch()
@@ -282,7 +286,7 @@ func (p *Partition) applyInfo(info PartitionInfo) {
 		// written in it, so OffsetForLeaderEpoch answers followers
 		// correctly at once (KIP-101). Without it the broker must not
 		// lead: followers could keep records the leader does not have.
-		if err := p.Log.AssignLeaderEpoch(info.LeaderEpoch); err != nil {
+		if err := p.log.AssignLeaderEpoch(info.LeaderEpoch); err != nil {
 			p.m.log.Error("replica: record leader epoch; not taking leadership", "topic", p.TP.Topic, "partition", p.TP.Partition, "err", err)
 			info.Leader = -1
 		}
@@ -303,9 +307,9 @@ func (p *Partition) applyInfo(info PartitionInfo) {
 			}
 			p.m.log.Info("replica: became leader", "topic", p.TP.Topic, "partition", p.TP.Partition,
 				"leader_epoch", info.LeaderEpoch, "prev_leader_epoch", p.LeaderEpoch(), "partition_epoch", info.PartitionEpoch,
-				"isr", info.ISR, "replicas", info.Replicas, "log_end_offset", p.Log.LogEndOffset(), "high_watermark", hw)
+				"isr", info.ISR, "replicas", info.Replicas, "log_end_offset", p.log.LogEndOffset(), "high_watermark", hw)
 			p.role.leader = NewLeaderState(self, info.Replicas, info.ISR, info.LeaderEpoch, info.PartitionEpoch,
-				p.Log.LogEndOffset(), hw, nowMs, isrCfg)
+				p.log.LogEndOffset(), hw, nowMs, isrCfg)
 			p.role.following = -1
 			p.role.truncate = false
 		} else {
@@ -325,7 +329,7 @@ func (p *Partition) applyInfo(info PartitionInfo) {
 		if info.Leader != p.role.following || info.LeaderEpoch != p.LeaderEpoch() {
 			p.m.log.Info("replica: became follower", "topic", p.TP.Topic, "partition", p.TP.Partition,
 				"leader", info.Leader, "leader_epoch", info.LeaderEpoch, "prev_leader_epoch", p.LeaderEpoch(),
-				"was_leader", wasLeader, "log_end_offset", p.Log.LogEndOffset())
+				"was_leader", wasLeader, "log_end_offset", p.log.LogEndOffset())
 			p.role.following = info.Leader
 			p.role.truncate = info.Leader >= 0
 		}

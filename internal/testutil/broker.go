@@ -13,8 +13,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"samsa/internal/cli"
 	"samsa/internal/config"
+	"samsa/internal/node"
 )
 
 // Broker is an in-process samsa broker.
@@ -22,7 +22,7 @@ type Broker struct {
 	t       testing.TB
 	Dir     string
 	cfgArgs []string
-	Node    *cli.Node
+	Node    *node.Node
 	logTo   io.Writer // where the broker logs; nil discards
 	// Log keeps the broker's log, in JSON, if it was started by
 	// StartBrokerLogged or StartClusterLogged; nil otherwise.
@@ -104,7 +104,7 @@ func (b *Broker) tryStart() error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	n, err := cli.StartNode(ctx, cfg, testLogger(cfg, b.Log, b.logTo))
+	n, err := node.Start(ctx, node.Config{Broker: cfg, Logger: testLogger(cfg, b.Log, b.logTo)})
 	if err != nil {
 		return fmt.Errorf("start broker: %w", err)
 	}
@@ -120,15 +120,15 @@ func testLogger(cfg *config.Broker, lb *LogBuffer, w io.Writer) *slog.Logger {
 	case w != nil:
 		c := *cfg
 		c.LogLevel = slog.LevelDebug
-		return cli.NewLogger(w, &c)
+		return node.NewLogger(w, &c)
 	case lb != nil:
 		c := *cfg
 		c.LogFormat = "json"
-		return cli.NewLogger(lb, &c)
+		return node.NewLogger(lb, &c)
 	case os.Getenv("SAMSA_TEST_LOG") != "":
 		c := *cfg
 		c.LogLevel = slog.LevelDebug
-		return cli.NewLogger(os.Stderr, &c)
+		return node.NewLogger(os.Stderr, &c)
 	}
 	return slog.New(slog.DiscardHandler)
 }

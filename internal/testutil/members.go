@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"samsa/internal/cli"
 	"samsa/internal/config"
+	"samsa/internal/node"
 )
 
 // StartMemberCluster starts n brokers (node ids 0..n-1) that each embed
@@ -69,14 +69,14 @@ func StartMemberCluster(t testing.TB, n int, overrides ...string) *Cluster {
 
 // startNode is Broker.start without the test's goroutine, so that several
 // brokers can start at once.
-func startNode(args []string) (*cli.Node, error) {
+func startNode(args []string) (*node.Node, error) {
 	cfg, err := config.Load("", args)
 	if err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	return cli.StartNode(ctx, cfg, testLogger(cfg, nil, nil))
+	return node.Start(ctx, node.Config{Broker: cfg, Logger: testLogger(cfg, nil, nil)})
 }
 
 // freeAddr returns a free 127.0.0.1 address. The port is free when

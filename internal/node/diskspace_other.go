@@ -1,6 +1,6 @@
 //go:build !unix
 
-package cli
+package node
 
 // diskSpace is not measured on this platform.
 func diskSpace(string) (free, size int64) { return 0, 0 }

@@ -1,4 +1,4 @@
-package broker
+package node
 
 import (
 	"context"
@@ -19,9 +19,12 @@ import (
 	"samsa/internal/storage"
 )
 
-// leaderClient is how this broker's followers talk to partition leaders
-// (replica.LeaderClient): Kafka Fetch and OffsetForLeaderEpoch requests with
-// this broker's replica id, over one franz-go connection per leader.
+// leaderClient is this broker's connections to the other brokers, on the
+// inter-broker listener, one franz-go connection per broker: its
+// followers talk to partition leaders through it (replica.LeaderClient:
+// Kafka Fetch and OffsetForLeaderEpoch requests with this broker's
+// replica id), and the broker sends transaction markers and verifications
+// over it (broker.InterBroker).
 type leaderClient struct {
 	cluster *cluster.Cluster
 	self    int32
@@ -44,15 +47,16 @@ func newLeaderClient(c *cluster.Cluster, self int32, listener string, opts []kgo
 	return &leaderClient{cluster: c, self: self, log: log, listener: listener, opts: opts, clients: make(map[int32]*leaderConn)}
 }
 
-// broker returns a connection to the leader's current address.
-func (lc *leaderClient) broker(leader int32) (*kgo.Broker, error) {
+// Broker returns a connection to broker leader's current address on the
+// inter-broker listener (broker.InterBroker).
+func (lc *leaderClient) Broker(leader int32) (*kgo.Broker, error) {
 	br, ok := lc.cluster.Image().Brokers[leader]
 	if !ok {
-		return nil, fmt.Errorf("broker: leader %d is not registered", leader)
+		return nil, fmt.Errorf("node: broker %d is not registered", leader)
 	}
 	host, port, ok := br.Endpoint(lc.listener)
 	if !ok {
-		return nil, fmt.Errorf("broker: leader %d has no listener %s (inter.broker.listener.name)", leader, lc.listener)
+		return nil, fmt.Errorf("node: broker %d has no listener %s (inter.broker.listener.name)", leader, lc.listener)
 	}
 	addr := net.JoinHostPort(host, strconv.Itoa(int(port)))
 	lc.mu.Lock()
@@ -89,7 +93,7 @@ func (lc *leaderClient) Close() {
 
 // Fetch implements replica.LeaderClient.
 func (lc *leaderClient) Fetch(ctx context.Context, leader int32, r replica.FetchRequest) (replica.FetchResponse, error) {
-	br, err := lc.broker(leader)
+	br, err := lc.Broker(leader)
 	if err != nil {
 		return replica.FetchResponse{}, err
 	}
@@ -157,7 +161,7 @@ func (lc *leaderClient) Fetch(ctx context.Context, leader int32, r replica.Fetch
 
 // EpochEndOffset implements replica.LeaderClient.
 func (lc *leaderClient) EpochEndOffset(ctx context.Context, leader int32, tp storage.TopicPartition, currentLeaderEpoch, epoch int32) (int32, int64, error) {
-	br, err := lc.broker(leader)
+	br, err := lc.Broker(leader)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -184,7 +188,7 @@ func (lc *leaderClient) EpochEndOffset(ctx context.Context, leader int32, tp sto
 			return rp.LeaderEpoch, rp.EndOffset, nil
 		}
 	}
-	return 0, 0, fmt.Errorf("broker: OffsetForLeaderEpoch response without %s-%d", tp.Topic, tp.Partition)
+	return 0, 0, fmt.Errorf("node: OffsetForLeaderEpoch response without %s-%d", tp.Topic, tp.Partition)
 }
 
 // isrWriter writes a leader's ISR changes (replica.ISRWriter) with a
@@ -228,4 +232,4 @@ func (w isrWriter) AlterISR(ctx context.Context, tp storage.TopicPartition, lead
 
 // errIneligibleReplica refuses an ISR expansion to a broker that is not
 // registered or is shutting down (Kafka's INELIGIBLE_REPLICA).
-var errIneligibleReplica = errors.New("broker: replica not eligible for the ISR")
+var errIneligibleReplica = errors.New("node: replica not eligible for the ISR")

@@ -1,4 +1,4 @@
-package cli
+package node
 
 import (
 	"log/slog"

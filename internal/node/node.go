@@ -1,4 +1,4 @@
-package cli
+package node
 
 import (
 	"context"
@@ -18,25 +18,44 @@ import (
 	"samsa/internal/broker"
 	"samsa/internal/cluster"
 	"samsa/internal/config"
+	"samsa/internal/replica"
 	"samsa/internal/server"
 	"samsa/internal/storage"
 	"samsa/internal/vfs"
 )
 
+// Config is what a node is started with.
+type Config struct {
+	// Broker is the broker's configuration, under Kafka's names
+	// (config.Load).
+	Broker *config.Broker
+	// Logger is the broker's logger (NewLogger); nil discards.
+	Logger *slog.Logger
+	// Version and Commit label the samsa_build_info metric; empty is
+	// "devel" and "unknown".
+	Version, Commit string
+}
+
 // Node is one running samsa broker: etcd membership, logs, the Kafka
-// listeners and the admin HTTP server. Start it with StartNode and stop it
-// with Shutdown or Close.
+// listeners and the admin HTTP server. Start it with Start and stop it
+// with Shutdown or Close. Its methods are safe for concurrent use.
 type Node struct {
 	cfg     *config.Broker
+	version Config // Version and Commit
 	log     *slog.Logger
 	cluster *cluster.Cluster
 	logs    *storage.Manager
-	broker  *broker.Broker
-	server  *server.Server
-	admin   *admin.Server
-	lns     []net.Listener
-	wg      sync.WaitGroup // Serve goroutines
-	lock    *dirLock       // the log dir's .lock, released last
+	// peers is the connections to the other brokers (followers' fetches,
+	// transaction markers).
+	peers    *leaderClient
+	replicas *replica.Manager
+	rec      *reconciler
+	broker   *broker.Broker
+	server   *server.Server
+	admin    *admin.Server
+	lns      []net.Listener
+	wg       sync.WaitGroup // Serve goroutines
+	lock     *dirLock       // the log dir's .lock, released last
 
 	// bg is the context of the goroutines goAttach starts (JWKS
 	// refreshes); stop cancels it, and bgWG counts them.
@@ -48,9 +67,16 @@ type Node struct {
 	closeErr  error
 }
 
-// StartNode starts a broker with cfg. It returns once the listeners accept
-// connections.
-func StartNode(ctx context.Context, cfg *config.Broker, log *slog.Logger) (_ *Node, err error) {
+// Start starts a broker with nc. It returns once the listeners accept
+// connections and the partitions the cluster metadata assigns here are
+// hosted, or with the error of the first part that did not start (the
+// parts started before it are closed). ctx bounds the start, not the
+// node's life.
+func Start(ctx context.Context, nc Config) (_ *Node, err error) {
+	cfg, log := nc.Broker, nc.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
 	if len(cfg.LogDirs) != 1 {
 		return nil, fmt.Errorf("log.dirs: samsa serves exactly one log dir, got %d", len(cfg.LogDirs))
 	}
@@ -61,7 +87,7 @@ func StartNode(ctx context.Context, cfg *config.Broker, log *slog.Logger) (_ *No
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("log dir: %w", err)
 	}
-	n := &Node{cfg: cfg, log: log}
+	n := &Node{cfg: cfg, log: log, version: Config{Version: nc.Version, Commit: nc.Commit}}
 	n.bg, n.stop = context.WithCancel(context.Background())
 	// The hot-path metrics exist before the parts that update them; the
 	// scrape-time collectors are registered once the parts run.
@@ -184,7 +210,7 @@ func StartNode(ctx context.Context, cfg *config.Broker, log *slog.Logger) (_ *No
 		RetentionCheckInterval: time.Duration(cfg.LogRetentionCheckIntervalMs) * time.Millisecond,
 		CleanerDisable:         !cfg.LogCleanerEnable,
 		CleanerBackoff:         time.Duration(cfg.LogCleanerBackoffMs) * time.Millisecond,
-		DefaultConfig:          broker.StorageConfig(defaults),
+		DefaultConfig:          StorageConfig(defaults),
 		FlushObserver:          flushes,
 	})
 	if err != nil {
@@ -211,13 +237,36 @@ func StartNode(ctx context.Context, cfg *config.Broker, log *slog.Logger) (_ *No
 	if err != nil {
 		return nil, err
 	}
+	brokerLog := log.With(PkgKey, "broker")
+	n.peers = newLeaderClient(n.cluster, cfg.NodeID, cfg.InterBrokerListenerName, ibOpts, brokerLog)
+	n.replicas = replica.NewManager(replica.Config{
+		Logs:   n.logs,
+		FS:     vfs.Default,
+		Self:   cfg.NodeID,
+		Logger: log.With(PkgKey, "replica"),
+		ISR: replica.ISRConfig{
+			ReplicaLagTimeMaxMs: cfg.ReplicaLagTimeMaxMs,
+			MinInsyncReplicas:   int(cfg.MinInsyncReplicas),
+		},
+		Client:    n.peers,
+		ISRWriter: isrWriter{n.cluster, cfg.NodeID},
+	})
+	// NB: the reconciler's lines are the broker's (pkg=broker), as they
+	// were when the broker ran it; log.level.overrides names no node.
+	n.rec = newReconciler(n.cluster, n.replicas, n.logs, cfg, brokerLog)
 	n.broker, err = broker.New(broker.Config{
-		Broker: cfg, Cluster: n.cluster, Logs: n.logs, LogDir: dir, Logger: log.With(PkgKey, "broker"),
-		InterBrokerOpts: ibOpts, Connections: conns, OnRebalance: onRebal,
+		Broker: cfg, Cluster: n.cluster, Replicas: n.replicas, LogDir: dir, Logger: brokerLog,
+		InterBroker: n.peers, Reconcile: n.rec.reconcile, Connections: conns, OnRebalance: onRebal,
 	})
 	if err != nil {
 		return nil, withPrefix("broker: ", err)
 	}
+	n.rec.broker = n.broker
+	// Host the partitions the image assigns here before serving.
+	if err := n.rec.reconcile(); err != nil {
+		return nil, withPrefix("broker: ", err)
+	}
+	n.rec.start()
 	n.server = server.New(server.Config{
 		MaxRequestBytes:   cfg.SocketRequestMaxBytes,
 		IdleTimeout:       time.Duration(cfg.ConnectionsMaxIdleMs) * time.Millisecond,
@@ -365,8 +414,20 @@ func (n *Node) Close() error {
 			}
 		}
 		n.wg.Wait()
+		if n.rec != nil {
+			n.rec.close()
+		}
 		if n.broker != nil {
 			errs = append(errs, n.broker.Close())
+		}
+		if n.replicas != nil {
+			errs = append(errs, n.replicas.Close())
+			// A snapshot of the producer state at a clean stop, so the
+			// next start replays nothing.
+			errs = append(errs, n.rec.maintainProducers())
+		}
+		if n.peers != nil {
+			n.peers.Close()
 		}
 		if n.logs != nil {
 			errs = append(errs, n.logs.Close())

@@ -1,4 +1,4 @@
-package cli
+package node
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
@@ -32,8 +32,8 @@ func (m nodeMetrics) PartitionStats() []admin.PartitionStats {
 		out = append(out, admin.PartitionStats{
 			Topic: p.TP.Topic, Partition: p.TP.Partition,
 			Leader: st.Leader, Replicas: st.Replicas, ISR: st.ISR, MinISR: st.MinISR,
-			LogStartOffset: p.Log.LogStartOffset(), LogEndOffset: p.Log.LogEndOffset(), HighWatermark: st.HighWatermark,
-			SizeBytes: p.Log.Size(), Segments: p.Log.SegmentCount(),
+			LogStartOffset: p.LogStartOffset(), LogEndOffset: p.LogEndOffset(), HighWatermark: st.HighWatermark,
+			SizeBytes: p.Size(), Segments: p.SegmentCount(),
 			BytesIn: t.BytesIn.Load(), RecordsIn: t.RecordsIn.Load(), ProduceRequests: t.ProduceRequests.Load(),
 			BytesOut: t.BytesOut.Load(), RecordsOut: t.RecordsOut.Load(), FetchRequests: t.FetchRequests.Load(),
 			ReplicationBytesIn: t.ReplicationBytesIn.Load(), ReplicationBytesOut: t.ReplicationBytesOut.Load(),
@@ -105,7 +105,13 @@ func (o serverObserver) ObserveError(key, code int16) { o.m.ObserveError(key, co
 
 // registerMetrics registers the scrape-time collectors over n.
 func registerMetrics(reg *prometheus.Registry, n *Node) {
-	v := buildVersion()
+	v := n.version
+	if v.Version == "" {
+		v.Version = "devel"
+	}
+	if v.Commit == "" {
+		v.Commit = "unknown"
+	}
 	m := nodeMetrics{n}
 	reg.MustRegister(admin.NewCollector(admin.Sources{Server: m, Partitions: m, Groups: m, Cluster: m},
 		admin.CollectorConfig{PartitionLevel: n.cfg.MetricsPartitionLevel, Version: v.Version, Commit: v.Commit}))

@@ -1,4 +1,4 @@
-package cli
+package node
 
 import (
 	"errors"
@@ -14,7 +14,7 @@ import (
 // the same name.
 const lockFileName = ".lock"
 
-// errLogDirLocked is returned by StartNode when another process holds the
+// errLogDirLocked is returned by Start when another process holds the
 // lock of a log dir.
 var errLogDirLocked = errors.New("cli: log dir in use")
 

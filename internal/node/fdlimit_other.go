@@ -1,6 +1,6 @@
 //go:build !unix
 
-package cli
+package node
 
 // openFileLimit is not read on this platform.
 func openFileLimit() uint64 { return 0 }

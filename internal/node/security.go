@@ -1,4 +1,4 @@
-package cli
+package node
 
 import (
 	"context"
@@ -205,7 +205,7 @@ func interBrokerOpts(cfg *config.Broker) ([]kgo.Opt, error) {
 			return nil, fmt.Errorf("listener.name.%s.%s.sasl.jaas.config: needs username and password for inter-broker connections",
 				strings.ToLower(ib.Name), strings.ToLower(m))
 		}
-		mech, ok := clientMechanism(m, user, pass)
+		mech, ok := ClientMechanism(m, user, pass)
 		if !ok {
 			return nil, errors.New("sasl.mechanism.inter.broker.protocol: " + m + " cannot be used between brokers")
 		}
@@ -214,9 +214,11 @@ func interBrokerOpts(cfg *config.Broker) ([]kgo.Opt, error) {
 	return opts, nil
 }
 
-// clientMechanism returns franz-go's client side of a SASL mechanism
-// with a username and password; ok is false for other mechanisms.
-func clientMechanism(mechanism, user, pass string) (m kgosasl.Mechanism, ok bool) {
+// ClientMechanism returns franz-go's client side of a SASL mechanism
+// with a username and password; ok is false for other mechanisms. The
+// brokers' connections to each other use it, and so do the command
+// line's clients.
+func ClientMechanism(mechanism, user, pass string) (m kgosasl.Mechanism, ok bool) {
 	switch mechanism {
 	case sasl.PLAIN:
 		return plain.Auth{User: user, Pass: pass}.AsMechanism(), true
