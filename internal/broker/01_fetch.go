@@ -16,8 +16,11 @@ package broker
 //   request naming a session id gets FETCH_SESSION_ID_NOT_FOUND.
 // * v9: CurrentLeaderEpoch per partition (KIP-320): FENCED_LEADER_EPOCH or
 //   UNKNOWN_LEADER_EPOCH when it differs from the leader's.
-// * v11: RackID and PreferredReadReplica (KIP-392); always -1: no follower
-//   fetching.
+// * v11: RackID and PreferredReadReplica (KIP-392, follower_fetch.go): with
+//   replica.selector.class set to the rack-aware selector, a leader sends a
+//   consumer whose rack it is not in to an in-sync replica in that rack,
+//   with no records; a follower serves a v11+ consumer's fetch up to the
+//   high watermark it knows (the last stable offset at read_committed).
 // * v12: flexible versions; DivergingEpoch, only used by replicas.
 // * v13: topic ids instead of names (KIP-516); UNKNOWN_TOPIC_ID.
 // * v15: ReplicaState replaces ReplicaID (KIP-903).
@@ -445,6 +448,9 @@ func (b *Broker) fetchOnce(req *kmsg.FetchRequest, listener string, allowed func
 			sp.RecordBatches = []byte{} // librdkafka rejects a null record set
 			tp := storage.TopicPartition{Topic: name, Partition: rp.Partition}
 			p, err := b.replicas.Leader(tp)
+			if err != nil && follower < 0 && req.Version >= 11 {
+				p, err = b.followerReadable(tp, err)
+			}
 			switch {
 			case name == "":
 				// Reference: KafkaApis.handleFetchRequest answers an
@@ -475,6 +481,12 @@ func (b *Broker) fetchOnce(req *kmsg.FetchRequest, listener string, allowed func
 			default:
 				if code := checkLeaderEpoch(p, rp.CurrentLeaderEpoch); code != 0 {
 					sp.ErrorCode = code
+					f.done = true
+					break
+				}
+				if follower < 0 && req.Version >= 11 && b.sendToReadReplica(img, p, req.Rack, rp.FetchOffset, &sp) {
+					// Reference: Kafka answers at once, without reading
+					// (KAFKA-13767): the consumer moves to that replica.
 					f.done = true
 					break
 				}

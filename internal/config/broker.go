@@ -145,6 +145,7 @@ type Broker struct {
 	TransactionVersion                        int16             // transaction.version
 	ProducerIDExpirationMs                    int32             // producer.id.expiration.ms
 	ReplicaLagTimeMaxMs                       int64             // replica.lag.time.max.ms
+	ReplicaSelectorClass                      string            // replica.selector.class; "" or RackAwareReplicaSelector
 	ReplicaFetchMaxBytes                      int32             // replica.fetch.max.bytes
 	ReplicaFetchMinBytes                      int32             // replica.fetch.min.bytes
 	ReplicaFetchResponseMaxBytes              int32             // replica.fetch.response.max.bytes
@@ -352,6 +353,7 @@ func FromRaw(set map[string]string) (*Broker, error) {
 	b.TransactionVersion = int16(r.int64("transaction.version"))
 	b.ProducerIDExpirationMs = r.int32("producer.id.expiration.ms")
 	b.ReplicaLagTimeMaxMs = r.int64("replica.lag.time.max.ms")
+	b.ReplicaSelectorClass = r.str("replica.selector.class")
 	b.ReplicaFetchMaxBytes = r.int32("replica.fetch.max.bytes")
 	b.ReplicaFetchMinBytes = r.int32("replica.fetch.min.bytes")
 	b.ReplicaFetchResponseMaxBytes = r.int32("replica.fetch.response.max.bytes")
@@ -615,3 +617,8 @@ func Default() *Broker {
 	}
 	return b
 }
+
+// RackAwareReplicaSelector is the replica.selector.class value that lets
+// consumers fetch from an in-sync replica in their rack (KIP-392), Kafka's
+// class name for it.
+const RackAwareReplicaSelector = "org.apache.kafka.common.replica.RackAwareReplicaSelector"

@@ -549,6 +549,8 @@ var brokerDefs = []Def{
 		Doc: "Longest time a follower fetch waits on the leader."},
 	{Name: "replica.lag.time.max.ms", Type: TypeLong, Default: "30000", ReadOnly: true, Validate: atLeast(1),
 		Doc: "A follower not caught up for this long leaves the ISR."},
+	{Name: "replica.selector.class", Type: TypeString, Null: true, ReadOnly: true, Validate: oneOf("", RackAwareReplicaSelector),
+		Doc: "How a leader picks the replica a consumer fetches from (KIP-392): unset, always the leader; " + RackAwareReplicaSelector + ", an in-sync replica in the consumer's client.rack."},
 	{Name: "socket.receive.buffer.bytes", Type: TypeInt, Default: "102400", ReadOnly: true,
 		Doc: "SO_RCVBUF of client sockets; -1 keeps the OS default."},
 	{Name: "socket.request.max.bytes", Type: TypeInt, Default: "104857600", ReadOnly: true, Validate: atLeast(1),

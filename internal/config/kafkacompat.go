@@ -81,7 +81,6 @@ var refusedKafkaNames = map[string]struct {
 	"principal.builder.class":                {"a principal builder", []string{"", "org.apache.kafka.common.security.authenticator.DefaultKafkaPrincipalBuilder"}},
 	"sasl.kerberos.service.name":             {"SASL GSSAPI (Kerberos)", []string{""}},
 	"sasl.kerberos.principal.to.local.rules": {"Kerberos principal mapping", []string{"", "DEFAULT"}},
-	"replica.selector.class":                 {"fetching from follower replicas (KIP-392)", []string{""}},
 	"create.topic.policy.class.name":         {"a CreateTopics policy", []string{""}},
 	"alter.config.policy.class.name":         {"an AlterConfigs policy", []string{""}},
 	"client.quota.callback.class":            {"a client quota callback", []string{""}},

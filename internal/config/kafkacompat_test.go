@@ -80,7 +80,6 @@ func TestKafkaConfigsThatWouldChangeBehaviourAreRefused(t *testing.T) {
 	}{
 		{"principal.builder.class=com.example.Builder", true},
 		{"principal.builder.class=org.apache.kafka.common.security.authenticator.DefaultKafkaPrincipalBuilder", false},
-		{"replica.selector.class=org.apache.kafka.common.replica.RackAwareReplicaSelector", true},
 		{"create.topic.policy.class.name=com.example.Policy", true},
 		{"remote.log.storage.system.enable=true", true},
 		{"remote.log.storage.system.enable=false", false},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -27,6 +28,8 @@ type Cluster struct {
 }
 
 // StartCluster starts n brokers (node ids 0..n-1). overrides apply to every
+// broker, with "{node.id}" in them replaced by the broker's node id (as in
+// "broker.rack=rack-{node.id}").
 // broker. Everything is stopped when the test ends.
 func StartCluster(t testing.TB, n int, overrides ...string) *Cluster {
 	t.Helper()
@@ -62,13 +65,16 @@ func startCluster(t testing.TB, n int, logged bool, overrides []string) *Cluster
 		if logged {
 			b.Log = new(LogBuffer)
 		}
-		b.cfgArgs = append([]string{
+		b.cfgArgs = []string{
 			"listeners=PLAINTEXT://127.0.0.1:0",
 			"log.dirs=" + b.Dir,
 			"admin.listener=",
 			fmt.Sprintf("node.id=%d", i),
 			"etcd.endpoints=" + e.ClientURL(),
-		}, overrides...)
+		}
+		for _, o := range overrides {
+			b.cfgArgs = append(b.cfgArgs, strings.ReplaceAll(o, "{node.id}", strconv.Itoa(i)))
+		}
 		b.start()
 		c.Brokers = append(c.Brokers, b)
 	}
