@@ -34,6 +34,11 @@ type Config struct {
 	// Version and Commit label the samsa_build_info metric; empty is
 	// "devel" and "unknown".
 	Version, Commit string
+	// FS is the file system of the log dir's partitions; nil is the
+	// operating system's. Tests pass a vfs.MemFS to cut the power
+	// (MemFS.CrashClone keeps only what was fsynced); meta.properties,
+	// the dir lock and an embedded etcd stay on the real disk.
+	FS vfs.FS
 }
 
 // Node is one running samsa broker: etcd membership, logs, the Kafka
@@ -203,8 +208,12 @@ func Start(ctx context.Context, nc Config) (_ *Node, err error) {
 	if err != nil {
 		return nil, err
 	}
+	fs := nc.FS
+	if fs == nil {
+		fs = vfs.Default
+	}
 	n.logs, err = storage.OpenManager(storage.ManagerConfig{
-		FS:                     vfs.Default,
+		FS:                     fs,
 		Dir:                    dir,
 		Logger:                 log.With(PkgKey, "storage"),
 		RetentionCheckInterval: time.Duration(cfg.LogRetentionCheckIntervalMs) * time.Millisecond,
@@ -241,7 +250,7 @@ func Start(ctx context.Context, nc Config) (_ *Node, err error) {
 	n.peers = newLeaderClient(n.cluster, cfg.NodeID, cfg.InterBrokerListenerName, ibOpts, brokerLog)
 	n.replicas = replica.NewManager(replica.Config{
 		Logs:   n.logs,
-		FS:     vfs.Default,
+		FS:     fs,
 		Self:   cfg.NodeID,
 		Logger: log.With(PkgKey, "replica"),
 		ISR: replica.ISRConfig{

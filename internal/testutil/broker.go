@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +16,7 @@ import (
 
 	"samsa/internal/config"
 	"samsa/internal/node"
+	"samsa/internal/vfs"
 )
 
 // Broker is an in-process samsa broker.
@@ -27,6 +29,10 @@ type Broker struct {
 	// Log keeps the broker's log, in JSON, if it was started by
 	// StartBrokerLogged or StartClusterLogged; nil otherwise.
 	Log *LogBuffer
+	// FS holds the broker's partitions (node.Config.FS); nil is the
+	// disk. Set it between Cluster.Kill and Cluster.Start to restart the
+	// broker on another file system, such as a MemFS.CrashClone.
+	FS vfs.FS
 }
 
 // StartBroker starts a broker on 127.0.0.1 with a free port and a data dir
@@ -104,7 +110,14 @@ func (b *Broker) tryStart() error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	n, err := node.Start(ctx, node.Config{Broker: cfg, Logger: testLogger(cfg, b.Log, b.logTo)})
+	if mfs, ok := b.FS.(*vfs.MemFS); ok {
+		// The log dir's parents exist on a real disk before the broker
+		// starts; on a MemFS they must be as durable.
+		if err := mfs.MkdirAllDurable(filepath.Dir(b.Dir)); err != nil {
+			return err
+		}
+	}
+	n, err := node.Start(ctx, node.Config{Broker: cfg, Logger: testLogger(cfg, b.Log, b.logTo), FS: b.FS})
 	if err != nil {
 		return fmt.Errorf("start broker: %w", err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"samsa/internal/cluster"
+	"samsa/internal/vfs"
 )
 
 // Cluster is an in-process multi-broker samsa cluster: one embedded etcd
@@ -33,17 +34,24 @@ type Cluster struct {
 // broker. Everything is stopped when the test ends.
 func StartCluster(t testing.TB, n int, overrides ...string) *Cluster {
 	t.Helper()
-	return startCluster(t, n, false, overrides)
+	return startCluster(t, n, false, nil, overrides)
+}
+
+// StartClusterOnFS is StartCluster with broker i's partitions on fss[i]
+// (len(fss) brokers), for tests that cut the power (vfs.MemFS).
+func StartClusterOnFS(t testing.TB, fss []vfs.FS, overrides ...string) *Cluster {
+	t.Helper()
+	return startCluster(t, len(fss), false, fss, overrides)
 }
 
 // StartClusterLogged is StartCluster with each broker's log kept in its
 // Broker.Log, in JSON at log.level.
 func StartClusterLogged(t testing.TB, n int, overrides ...string) *Cluster {
 	t.Helper()
-	return startCluster(t, n, true, overrides)
+	return startCluster(t, n, true, nil, overrides)
 }
 
-func startCluster(t testing.TB, n int, logged bool, overrides []string) *Cluster {
+func startCluster(t testing.TB, n int, logged bool, fss []vfs.FS, overrides []string) *Cluster {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -62,6 +70,9 @@ func startCluster(t testing.TB, n int, logged bool, overrides []string) *Cluster
 	})
 	for i := 0; i < n; i++ {
 		b := &Broker{t: t, Dir: t.TempDir()}
+		if fss != nil {
+			b.FS = fss[i]
+		}
 		if logged {
 			b.Log = new(LogBuffer)
 		}

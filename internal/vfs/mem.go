@@ -2,9 +2,11 @@ package vfs
 
 import (
 	"bytes"
+	"errors"
 	"io"
 	"os"
 	"path"
+	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -29,7 +31,12 @@ type MemFS struct {
 	// mu guards every node and every open file's position.
 	mu   sync.Mutex
 	root *memNode
+	// cut is set by CutPower: every later change fails.
+	cut bool
 }
+
+// ErrPowerCut is the error of every change to a MemFS after CutPower.
+var ErrPowerCut = errors.New("vfs: power cut")
 
 // memNode is a file or a directory (an inode). Its fields are guarded by
 // MemFS.mu.
@@ -118,6 +125,9 @@ func (fs *MemFS) OpenReadWrite(name string) (File, error) {
 func (fs *MemFS) open(op, name string, write, trunc, appendMode bool) (File, error) {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
+	if fs.cut && (write || trunc) {
+		return nil, pathErr(op, name, ErrPowerCut)
+	}
 	dir, base, err := fs.parentLocked(op, name)
 	if err != nil {
 		return nil, err
@@ -160,6 +170,9 @@ func (n *memNode) truncateLocked(size int) {
 func (fs *MemFS) Remove(name string) error {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
+	if fs.cut {
+		return pathErr("remove", name, ErrPowerCut)
+	}
 	dir, base, err := fs.parentLocked("remove", name)
 	if err != nil {
 		return err
@@ -180,6 +193,9 @@ func (fs *MemFS) Remove(name string) error {
 func (fs *MemFS) RemoveAll(name string) error {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
+	if fs.cut {
+		return pathErr("removeall", name, ErrPowerCut)
+	}
 	if len(splitPath(name)) == 0 {
 		clear(fs.root.children)
 		return nil
@@ -199,6 +215,9 @@ func (fs *MemFS) RemoveAll(name string) error {
 func (fs *MemFS) Rename(oldname, newname string) error {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
+	if fs.cut {
+		return pathErr("rename", oldname, ErrPowerCut)
+	}
 	odir, obase, err := fs.parentLocked("rename", oldname)
 	if err != nil {
 		return err
@@ -228,6 +247,9 @@ func (fs *MemFS) Rename(oldname, newname string) error {
 func (fs *MemFS) MkdirAll(dir string, _ os.FileMode) error {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
+	if fs.cut {
+		return pathErr("mkdir", dir, ErrPowerCut)
+	}
 	n := fs.root
 	for _, e := range splitPath(dir) {
 		next := n.children[e]
@@ -240,6 +262,24 @@ func (fs *MemFS) MkdirAll(dir string, _ os.FileMode) error {
 		n = next
 	}
 	return nil
+}
+
+// MkdirAllDurable creates dir and its parents and makes every level's
+// entry durable, as directories that existed on the disk before the
+// program started: a test's log dir lives under paths (t.TempDir) that a
+// program never creates itself, so a crash must not take them away.
+func (fs *MemFS) MkdirAllDurable(dir string) error {
+	if err := fs.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
+		if err := fs.SyncDir(d); err != nil {
+			return err
+		}
+		if d == filepath.Dir(d) {
+			return nil
+		}
+	}
 }
 
 // List returns the sorted names of dir's entries.
@@ -276,6 +316,9 @@ func (fs *MemFS) Stat(name string) (os.FileInfo, error) {
 func (fs *MemFS) SyncDir(dir string) error {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
+	if fs.cut {
+		return pathErr("sync", dir, ErrPowerCut)
+	}
 	n := fs.lookupLocked(dir)
 	if n == nil {
 		return pathErr("open", dir, os.ErrNotExist)
@@ -290,6 +333,19 @@ func (fs *MemFS) SyncDir(dir string) error {
 	return nil
 }
 
+// CutPower is a power cut: atomically with respect to every other
+// operation it returns CrashClone's copy and makes every later change of
+// the receiver (a write, sync, truncate, create, rename, remove, mkdir or
+// directory sync) fail with ErrPowerCut, so that nothing the program does
+// after the cut becomes durable or is reported as such. Reads still
+// work. Restart the program on the returned MemFS.
+func (fs *MemFS) CutPower() *MemFS {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	fs.cut = true
+	return fs.crashCloneLocked()
+}
+
 // CrashClone returns a new MemFS holding only what a power cut would leave:
 // directory entries as of each directory's last SyncDir (reached through
 // durable entries from the root), and file contents as of their last Sync.
@@ -298,6 +354,10 @@ func (fs *MemFS) SyncDir(dir string) error {
 func (fs *MemFS) CrashClone() *MemFS {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
+	return fs.crashCloneLocked()
+}
+
+func (fs *MemFS) crashCloneLocked() *MemFS {
 	seen := map[*memNode]*memNode{} // hard links are not possible, but renames race nothing
 	var clone func(n *memNode) *memNode
 	clone = func(n *memNode) *memNode {
@@ -366,6 +426,9 @@ var _ File = (*memFile)(nil)
 func (f *memFile) checkLocked(op string, write bool) error {
 	if f.closed {
 		return pathErr(op, f.name, os.ErrClosed)
+	}
+	if f.fs.cut && (write || op == "sync") {
+		return pathErr(op, f.name, ErrPowerCut)
 	}
 	if write && !f.write {
 		return pathErr(op, f.name, syscall.EBADF)

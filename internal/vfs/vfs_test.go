@@ -384,3 +384,62 @@ func TestInjectedSyncFailureLeavesDataUndurable(t *testing.T) {
 		t.Fatalf("after crash %q", got)
 	}
 }
+
+// TestCutPowerKeepsWhatWasSyncedAndRefusesEverythingAfter: the clone holds
+// the synced content only; after the cut, every change of the old MemFS
+// fails with ErrPowerCut and reads still work.
+func TestCutPowerKeepsWhatWasSyncedAndRefusesEverythingAfter(t *testing.T) {
+	fs := NewMemFS()
+	if err := fs.MkdirAll("/d", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f, err := fs.Create("/d/f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write([]byte("synced")); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if err := fs.SyncDir("/d"); err != nil {
+		t.Fatal(err)
+	}
+	if err := fs.SyncDir("/"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write([]byte("-lost")); err != nil {
+		t.Fatal(err)
+	}
+	clone := fs.CutPower()
+
+	for name, err := range map[string]error{
+		"write":    func() error { _, err := f.Write([]byte("x")); return err }(),
+		"sync":     f.Sync(),
+		"truncate": f.Truncate(0),
+		"create":   func() error { _, err := fs.Create("/d/g"); return err }(),
+		"rename":   fs.Rename("/d/f", "/d/h"),
+		"remove":   fs.Remove("/d/f"),
+		"mkdir":    fs.MkdirAll("/e", 0o755),
+		"syncdir":  fs.SyncDir("/d"),
+	} {
+		if !errors.Is(err, ErrPowerCut) {
+			t.Errorf("%s after the cut: %v, want ErrPowerCut", name, err)
+		}
+	}
+	buf := make([]byte, 64)
+	if n, _ := f.ReadAt(buf, 0); string(buf[:n]) != "synced-lost" {
+		t.Errorf("read after the cut: %q", buf[:n])
+	}
+	g, err := clone.Open("/d/f")
+	if err != nil {
+		t.Fatalf("clone: %v", err)
+	}
+	if n, _ := g.ReadAt(buf, 0); string(buf[:n]) != "synced" {
+		t.Errorf("clone holds %q, want the synced content", buf[:n])
+	}
+	if _, err := clone.Create("/d/g"); err != nil {
+		t.Errorf("the clone refuses changes: %v", err)
+	}
+}
