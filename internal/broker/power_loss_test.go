@@ -109,7 +109,7 @@ func TestPowerLossLosesNoAcknowledgedRecord(t *testing.T) {
 	for p := range int32(partitions) {
 		end := logEnd(t, c.Client(), topic, p)
 		seen := map[string]int64{}
-		for _, r := range consumePartition(t, c, topic, p, end) {
+		for _, r := range consumeTopicPartition(t, c, topic, p, end) {
 			if at, dup := seen[string(r.Value)]; dup {
 				t.Errorf("partition %d: %q at offsets %d and %d", p, r.Value, at, r.Offset)
 			}
@@ -138,9 +138,9 @@ func TestPowerLossLosesNoAcknowledgedRecord(t *testing.T) {
 	t.Logf("%d acknowledged records, all in the final logs", ackedN.Load())
 }
 
-// consumePartition reads partition p of topic from offset 0 to end with a
+// consumeTopicPartition reads partition p of topic from offset 0 to end with a
 // client seeded with every broker.
-func consumePartition(t *testing.T, c *testutil.Cluster, topic string, p int32, end int64) []*kgo.Record {
+func consumeTopicPartition(t *testing.T, c *testutil.Cluster, topic string, p int32, end int64) []*kgo.Record {
 	t.Helper()
 	cl := c.Client(kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {p: kgo.NewOffset().At(0)}}),
 		kgo.FetchMaxWait(200*time.Millisecond))

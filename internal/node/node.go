@@ -39,6 +39,10 @@ type Config struct {
 	// (MemFS.CrashClone keeps only what was fsynced); meta.properties,
 	// the dir lock and an embedded etcd stay on the real disk.
 	FS vfs.FS
+	// Now is the broker's clock for retention, timestamps, ISR lag,
+	// sessions and timeouts; nil is time.Now. Tests skew it and make it
+	// jump (TESTPLAN S-24); etcd's leases keep etcd's own clock.
+	Now func() time.Time
 }
 
 // Node is one running samsa broker: etcd membership, logs, the Kafka
@@ -221,6 +225,7 @@ func Start(ctx context.Context, nc Config) (_ *Node, err error) {
 		CleanerBackoff:         time.Duration(cfg.LogCleanerBackoffMs) * time.Millisecond,
 		DefaultConfig:          StorageConfig(defaults),
 		FlushObserver:          flushes,
+		Now:                    nc.Now,
 	})
 	if err != nil {
 		return nil, withPrefix("storage: ", err)
@@ -259,6 +264,7 @@ func Start(ctx context.Context, nc Config) (_ *Node, err error) {
 		},
 		Client:    n.peers,
 		ISRWriter: isrWriter{n.cluster, cfg.NodeID},
+		Now:       nc.Now,
 	})
 	// NB: the reconciler's lines are the broker's (pkg=broker), as they
 	// were when the broker ran it; log.level.overrides names no node.
@@ -266,6 +272,7 @@ func Start(ctx context.Context, nc Config) (_ *Node, err error) {
 	n.broker, err = broker.New(broker.Config{
 		Broker: cfg, Cluster: n.cluster, Replicas: n.replicas, LogDir: dir, Logger: brokerLog,
 		InterBroker: n.peers, Reconcile: n.rec.reconcile, Connections: conns, OnRebalance: onRebal,
+		Now: nc.Now,
 	})
 	if err != nil {
 		return nil, withPrefix("broker: ", err)

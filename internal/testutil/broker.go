@@ -33,6 +33,9 @@ type Broker struct {
 	// disk. Set it between Cluster.Kill and Cluster.Start to restart the
 	// broker on another file system, such as a MemFS.CrashClone.
 	FS vfs.FS
+	// Now is the broker's clock (node.Config.Now); nil is time.Now. Set
+	// it before the broker starts (Cluster.Start).
+	Now func() time.Time
 }
 
 // StartBroker starts a broker on 127.0.0.1 with a free port and a data dir
@@ -117,7 +120,7 @@ func (b *Broker) tryStart() error {
 			return err
 		}
 	}
-	n, err := node.Start(ctx, node.Config{Broker: cfg, Logger: testLogger(cfg, b.Log, b.logTo), FS: b.FS})
+	n, err := node.Start(ctx, node.Config{Broker: cfg, Logger: testLogger(cfg, b.Log, b.logTo), FS: b.FS, Now: b.Now})
 	if err != nil {
 		return fmt.Errorf("start broker: %w", err)
 	}

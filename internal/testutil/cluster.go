@@ -34,24 +34,31 @@ type Cluster struct {
 // broker. Everything is stopped when the test ends.
 func StartCluster(t testing.TB, n int, overrides ...string) *Cluster {
 	t.Helper()
-	return startCluster(t, n, false, nil, overrides)
+	return startCluster(t, n, false, nil, nil, overrides)
+}
+
+// StartClusterWithClocks is StartCluster with broker i on clocks[i]
+// (len(clocks) brokers; node.Config.Now), for clock skew and jump tests.
+func StartClusterWithClocks(t testing.TB, clocks []func() time.Time, overrides ...string) *Cluster {
+	t.Helper()
+	return startCluster(t, len(clocks), false, nil, clocks, overrides)
 }
 
 // StartClusterOnFS is StartCluster with broker i's partitions on fss[i]
 // (len(fss) brokers), for tests that cut the power (vfs.MemFS).
 func StartClusterOnFS(t testing.TB, fss []vfs.FS, overrides ...string) *Cluster {
 	t.Helper()
-	return startCluster(t, len(fss), false, fss, overrides)
+	return startCluster(t, len(fss), false, fss, nil, overrides)
 }
 
 // StartClusterLogged is StartCluster with each broker's log kept in its
 // Broker.Log, in JSON at log.level.
 func StartClusterLogged(t testing.TB, n int, overrides ...string) *Cluster {
 	t.Helper()
-	return startCluster(t, n, true, nil, overrides)
+	return startCluster(t, n, true, nil, nil, overrides)
 }
 
-func startCluster(t testing.TB, n int, logged bool, fss []vfs.FS, overrides []string) *Cluster {
+func startCluster(t testing.TB, n int, logged bool, fss []vfs.FS, clocks []func() time.Time, overrides []string) *Cluster {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -72,6 +79,9 @@ func startCluster(t testing.TB, n int, logged bool, fss []vfs.FS, overrides []st
 		b := &Broker{t: t, Dir: t.TempDir()}
 		if fss != nil {
 			b.FS = fss[i]
+		}
+		if clocks != nil {
+			b.Now = clocks[i]
 		}
 		if logged {
 			b.Log = new(LogBuffer)
