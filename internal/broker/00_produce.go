@@ -189,7 +189,13 @@ func (b *Broker) handleProduce(ctx context.Context, c *server.Conn, req *kmsg.Pr
 						break
 					}
 				}
-				res, err := b.appendBatch(p, guard, rp.Records, int(tc.MaxMessageBytes), tc.MessageTimestampType == "LogAppendTime", tc.Compact(), nowMs)
+				res, err := b.appendBatch(p, guard, rp.Records, batchRules{
+					maxMessageBytes: int(tc.MaxMessageBytes),
+					logAppendTime:   tc.MessageTimestampType == "LogAppendTime",
+					compacted:       tc.Compact(),
+					beforeMaxMs:     tc.MessageTimestampBeforeMaxMs,
+					afterMaxMs:      tc.MessageTimestampAfterMaxMs,
+				}, nowMs)
 				if err != nil {
 					sp.ErrorCode = errCode(err).Code
 					sp.ErrorMessage = errMessage(err)
@@ -260,7 +266,18 @@ func (b *Broker) handleProduce(ctx context.Context, c *server.Conn, req *kmsg.Pr
 
 // appendBatch validates the records of one partition of a produce request
 // and appends them.
-func (b *Broker) appendBatch(p *replica.Partition, guard replica.VerificationGuard, records []byte, maxMessageBytes int, logAppendTime, compacted bool, nowMs int64) (replica.AppendResult, error) {
+// batchRules are the topic configs a produced batch is checked against.
+type batchRules struct {
+	maxMessageBytes int
+	logAppendTime   bool // message.timestamp.type=LogAppendTime
+	compacted       bool
+	// beforeMaxMs and afterMaxMs are message.timestamp.before.max.ms and
+	// message.timestamp.after.max.ms.
+	beforeMaxMs, afterMaxMs int64
+}
+
+func (b *Broker) appendBatch(p *replica.Partition, guard replica.VerificationGuard, records []byte, r batchRules, nowMs int64) (replica.AppendResult, error) {
+	maxMessageBytes, logAppendTime, compacted := r.maxMessageBytes, r.logAppendTime, r.compacted
 	if len(records) > maxMessageBytes {
 		return replica.AppendResult{}, errMessageTooLarge
 	}
@@ -280,14 +297,27 @@ func (b *Broker) appendBatch(p *replica.Partition, guard replica.VerificationGua
 	// bombs, far above what a real batch of that size holds). A
 	// compacted topic keeps the latest record per key, so a record
 	// without one has no meaning there (Kafka rejects it the same way).
-	if _, err := batch.Validate(record.ValidateOptions{
+	info, err := batch.Validate(record.ValidateOptions{
 		FromClient:  true,
 		RequireKeys: compacted,
-	}); err != nil {
+	})
+	if err != nil {
 		if errors.Is(err, record.ErrMissingKey) {
 			return replica.AppendResult{}, errNoKeyOnCompactedTopic
 		}
 		return replica.AppendResult{}, err
+	}
+	// Reference: KIP-937, Kafka's LogValidator: with CreateTime every
+	// record's timestamp is within before.max.ms behind and after.max.ms
+	// ahead of the broker's clock (LogAppendTime replaces them).
+	if !logAppendTime {
+		// NB: -1 is a record without a timestamp, which Kafka lets by.
+		if late := nowMs - info.MinTimestamp; info.MinTimestamp != -1 && late > r.beforeMaxMs {
+			return replica.AppendResult{}, fmt.Errorf("%w: a record is %d ms older than the broker's clock, above message.timestamp.before.max.ms %d", errInvalidTimestamp, late, r.beforeMaxMs)
+		}
+		if early := info.MaxTimestamp - nowMs; early > r.afterMaxMs {
+			return replica.AppendResult{}, fmt.Errorf("%w: a record is %d ms ahead of the broker's clock, above message.timestamp.after.max.ms %d", errInvalidTimestamp, early, r.afterMaxMs)
+		}
 	}
 	switch pid := batch.ProducerID(); {
 	case batch.Control():

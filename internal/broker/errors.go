@@ -29,6 +29,10 @@ var (
 	// in the producer's transaction, answered TRANSACTION_ABORTABLE
 	// where the version knows it (KIP-890): the client aborts and goes on.
 	errTxnAbortable = errors.New("broker: the partition is not in the transaction; abort it")
+	// errInvalidTimestamp is a CreateTime record outside
+	// message.timestamp.before.max.ms / after.max.ms of the broker's clock
+	// (KIP-937): INVALID_TIMESTAMP.
+	errInvalidTimestamp = errors.New("broker: record timestamp out of range")
 	// errNoKeyOnCompactedTopic maps to INVALID_RECORD, as in Kafka.
 	errNoKeyOnCompactedTopic = fmt.Errorf("%w: a compacted topic cannot accept a record without a key", record.ErrInvalidRecord)
 )
@@ -91,6 +95,8 @@ func errCode(err error) *kerr.Error {
 		return kerr.InvalidConfig
 	case errors.Is(err, errMessageTooLarge):
 		return kerr.MessageTooLarge
+	case errors.Is(err, errInvalidTimestamp):
+		return kerr.InvalidTimestamp
 	case errors.Is(err, errTransactional):
 		return kerr.InvalidTxnState
 	case errors.Is(err, errTxnAbortable):

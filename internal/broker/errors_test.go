@@ -70,6 +70,7 @@ func TestErrCodeMapsEverySentinel(t *testing.T) {
 		{txn.ErrTransactionalIDNotFound, kerr.TransactionalIDNotFound},
 		{errTopicName, kerr.InvalidTopicException},
 		{errMessageTooLarge, kerr.MessageTooLarge},
+		{errInvalidTimestamp, kerr.InvalidTimestamp},
 		{errTransactional, kerr.InvalidTxnState},
 		{errSecurityDisabled, kerr.SecurityDisabled},
 		{acl.ErrInvalidBinding, kerr.InvalidRequest},

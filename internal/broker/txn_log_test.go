@@ -191,7 +191,7 @@ func TestReadCommittedSeesOnlyCommittedRecords(t *testing.T) {
 	if off := e.marker(pb, 0, false); off != 7 {
 		t.Fatalf("abort marker at %d, want 7", off)
 	}
-	openTs := time.Now().Add(time.Hour).UnixMilli()
+	openTs := time.Now().Add(30 * time.Minute).UnixMilli() // ahead of every other record, within message.timestamp.after.max.ms
 	bb := record.NewBuilder(record.CodecNone, openTs)
 	bb.ProducerID, bb.ProducerEpoch, bb.BaseSequence, bb.Transactional = pa, 0, 2, true
 	bb.Add(record.Record{Value: []byte("a-open-0")})

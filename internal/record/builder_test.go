@@ -195,3 +195,28 @@ func TestRecordsDecodesKmsgBatchEveryCodec(t *testing.T) {
 		})
 	}
 }
+
+// TestValidateReportsTheRecordsTimestampRange checks the smallest and
+// largest record timestamps Validate computes from the records (not the
+// header), uncompressed and through the streaming check: the broker
+// bounds both by message.timestamp.before/after.max.ms (KIP-937).
+func TestValidateReportsTheRecordsTimestampRange(t *testing.T) {
+	for _, c := range []Codec{CodecNone, CodecGzip, CodecSnappy, CodecLZ4, CodecZstd} {
+		bb := NewBuilder(c, 1_700_000_000_000)
+		for _, d := range []int64{40, -25, 0, 90, 3} {
+			bb.Add(Record{TimestampDelta: d, Value: []byte("v")})
+		}
+		b, err := bb.Build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		info, err := b.Validate(ValidateOptions{FromClient: true})
+		if err != nil {
+			t.Fatalf("%s: %v", c, err)
+		}
+		if info.MinTimestamp != 1_700_000_000_000-25 || info.MaxTimestamp != 1_700_000_000_000+90 {
+			t.Errorf("%s: timestamps %d..%d, want %d..%d", c, info.MinTimestamp, info.MaxTimestamp,
+				int64(1_700_000_000_000-25), int64(1_700_000_000_000+90))
+		}
+	}
+}

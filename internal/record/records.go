@@ -107,17 +107,17 @@ func (b Batch) recordsData(maxDecompressed int) ([]byte, error) {
 // without a key fails with ErrMissingKey. When out is non-nil (len n)
 // the records are decoded into it, aliasing data. It returns the largest
 // timestampDelta. The caller has checked n*minRecordSize <= len(data).
-func scanRecords(data []byte, n int32, strict bool, lastDelta int32, requireKeys bool, out []Record) (maxTsDelta int64, err error) {
+func scanRecords(data []byte, n int32, strict bool, lastDelta int32, requireKeys bool, out []Record) (ts tsRange, err error) {
 	pos := 0
 	prev := int32(-1)
 	for i := int32(0); i < n; i++ {
 		length, k := readVarint(data, pos)
 		if k == 0 {
-			return 0, corruptf("record %d: malformed length varint", i)
+			return tsRange{}, corruptf("record %d: malformed length varint", i)
 		}
 		pos += k
 		if length < minRecordBody || int(length) > len(data)-pos {
-			return 0, corruptf("record %d: length %d with %d bytes left", i, length, len(data)-pos)
+			return tsRange{}, corruptf("record %d: length %d with %d bytes left", i, length, len(data)-pos)
 		}
 		rec := data[pos : pos+int(length)]
 		pos += int(length)
@@ -125,39 +125,42 @@ func scanRecords(data []byte, n int32, strict bool, lastDelta int32, requireKeys
 		p := 1 // attributes
 		tsDelta, k := readVarlong(rec, p)
 		if k == 0 {
-			return 0, corruptf("record %d: malformed timestampDelta", i)
+			return tsRange{}, corruptf("record %d: malformed timestampDelta", i)
 		}
 		p += k
 		offDelta, k := readVarint(rec, p)
 		if k == 0 {
-			return 0, corruptf("record %d: malformed offsetDelta", i)
+			return tsRange{}, corruptf("record %d: malformed offsetDelta", i)
 		}
 		p += k
 		if err := checkOffsetDelta(i, offDelta, prev, lastDelta, strict); err != nil {
-			return 0, err
+			return tsRange{}, err
 		}
 		prev = offDelta
-		if i == 0 || tsDelta > maxTsDelta {
-			maxTsDelta = tsDelta
+		if i == 0 || tsDelta > ts.max {
+			ts.max = tsDelta
+		}
+		if i == 0 || tsDelta < ts.min {
+			ts.min = tsDelta
 		}
 
 		var key, value []byte
 		if p, key, err = readBytes(rec, p, i, "key"); err != nil {
-			return 0, err
+			return tsRange{}, err
 		}
 		if requireKeys && key == nil {
-			return 0, fmt.Errorf("%w: record %d", ErrMissingKey, i)
+			return tsRange{}, fmt.Errorf("%w: record %d", ErrMissingKey, i)
 		}
 		if p, value, err = readBytes(rec, p, i, "value"); err != nil {
-			return 0, err
+			return tsRange{}, err
 		}
 		hc, k := readVarint(rec, p)
 		if k == 0 {
-			return 0, corruptf("record %d: malformed header count", i)
+			return tsRange{}, corruptf("record %d: malformed header count", i)
 		}
 		p += k
 		if hc < 0 || int64(hc)*minHeaderSize > int64(len(rec)-p) {
-			return 0, corruptf("record %d: %d headers in %d bytes", i, hc, len(rec)-p)
+			return tsRange{}, corruptf("record %d: %d headers in %d bytes", i, hc, len(rec)-p)
 		}
 		var headers []Header
 		if out != nil && hc > 0 {
@@ -166,21 +169,21 @@ func scanRecords(data []byte, n int32, strict bool, lastDelta int32, requireKeys
 		for h := int32(0); h < hc; h++ {
 			kl, k := readVarint(rec, p)
 			if k == 0 || kl < 0 || int(kl) > len(rec)-p-k {
-				return 0, corruptf("record %d header %d: bad key length", i, h)
+				return tsRange{}, corruptf("record %d header %d: bad key length", i, h)
 			}
 			p += k
 			hk := rec[p : p+int(kl)]
 			p += int(kl)
 			var hv []byte
 			if p, hv, err = readBytes(rec, p, i, "header value"); err != nil {
-				return 0, err
+				return tsRange{}, err
 			}
 			if headers != nil {
 				headers[h] = Header{Key: string(hk), Value: hv}
 			}
 		}
 		if p != len(rec) {
-			return 0, corruptf("record %d: %d bytes left over in a %d byte record", i, len(rec)-p, len(rec))
+			return tsRange{}, corruptf("record %d: %d bytes left over in a %d byte record", i, len(rec)-p, len(rec))
 		}
 		if out != nil {
 			out[i] = Record{
@@ -194,9 +197,9 @@ func scanRecords(data []byte, n int32, strict bool, lastDelta int32, requireKeys
 		}
 	}
 	if pos != len(data) {
-		return 0, corruptf("%d bytes after the last of %d records", len(data)-pos, n)
+		return tsRange{}, corruptf("%d bytes after the last of %d records", len(data)-pos, n)
 	}
-	return maxTsDelta, nil
+	return ts, nil
 }
 
 // checkOffsetDelta checks record i's offset delta: with strict it must be

@@ -29,10 +29,10 @@ var streamReaders = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 
 // more than max decompressed bytes (which bounds the CPU a compression
 // bomb costs). With requireKeys a record without a key fails with
 // ErrMissingKey.
-func validateCompressed(c Codec, src []byte, n int32, strict bool, lastDelta int32, requireKeys bool, max int64) (maxTsDelta int64, err error) {
+func validateCompressed(c Codec, src []byte, n int32, strict bool, lastDelta int32, requireKeys bool, max int64) (ts tsRange, err error) {
 	r, release, err := decompressor(c, src, max)
 	if err != nil {
-		return 0, err
+		return tsRange{}, err
 	}
 	defer release()
 	br := streamReaders.Get().(*bufio.Reader)
@@ -47,69 +47,72 @@ func validateCompressed(c Codec, src []byte, n int32, strict bool, lastDelta int
 		s.open = false
 		length, err := s.varint(i, "length")
 		if err != nil {
-			return 0, err
+			return tsRange{}, err
 		}
 		if length < minRecordBody {
-			return 0, corruptf("record %d: length %d", i, length)
+			return tsRange{}, corruptf("record %d: length %d", i, length)
 		}
 		if int64(length) > s.left {
-			return 0, ErrDecompressedTooLarge
+			return tsRange{}, ErrDecompressedTooLarge
 		}
 		s.open, s.rec = true, int64(length)
 		if _, err := s.byte(i, "attributes"); err != nil {
-			return 0, err
+			return tsRange{}, err
 		}
 		tsDelta, err := s.varlong(i, "timestampDelta")
 		if err != nil {
-			return 0, err
+			return tsRange{}, err
 		}
 		offDelta, err := s.varint(i, "offsetDelta")
 		if err != nil {
-			return 0, err
+			return tsRange{}, err
 		}
 		if err := checkOffsetDelta(i, offDelta, prev, lastDelta, strict); err != nil {
-			return 0, err
+			return tsRange{}, err
 		}
 		prev = offDelta
-		if i == 0 || tsDelta > maxTsDelta {
-			maxTsDelta = tsDelta
+		if i == 0 || tsDelta > ts.max {
+			ts.max = tsDelta
+		}
+		if i == 0 || tsDelta < ts.min {
+			ts.min = tsDelta
 		}
 		keyLen, err := s.bytes(i, "key", "key length", true)
 		if err != nil {
-			return 0, err
+			return tsRange{}, err
 		}
 		if requireKeys && keyLen < 0 {
-			return 0, fmt.Errorf("%w: record %d", ErrMissingKey, i)
+			return tsRange{}, fmt.Errorf("%w: record %d", ErrMissingKey, i)
 		}
 		if _, err := s.bytes(i, "value", "value length", true); err != nil {
-			return 0, err
+			return tsRange{}, err
 		}
 		hc, err := s.varint(i, "header count")
 		if err != nil {
-			return 0, err
+			return tsRange{}, err
 		}
 		if hc < 0 || int64(hc)*minHeaderSize > s.rec {
-			return 0, corruptf("record %d: %d headers in %d bytes", i, hc, s.rec)
+			return tsRange{}, corruptf("record %d: %d headers in %d bytes", i, hc, s.rec)
 		}
 		for range hc {
 			if _, err := s.bytes(i, "header key", "header key length", false); err != nil {
-				return 0, err
+				return tsRange{}, err
 			}
 			if _, err := s.bytes(i, "header value", "header value length", true); err != nil {
-				return 0, err
+				return tsRange{}, err
 			}
 		}
 		if s.rec != 0 {
-			return 0, corruptf("record %d: %d bytes left over in a %d byte record", i, s.rec, length)
+			return tsRange{}, corruptf("record %d: %d bytes left over in a %d byte record", i, s.rec, length)
 		}
 	}
 	switch _, err := br.ReadByte(); {
 	case err == nil:
-		return 0, corruptf("bytes after the last of %d records", n)
+		return tsRange{}, corruptf("bytes after the last of %d records", n)
 	case !errors.Is(err, io.EOF):
-		return 0, s.readErr(n, err)
+		return tsRange{}, s.readErr(n, err)
 	}
-	return maxTsDelta, nil
+	return ts, nil
 }
 
 // recordStream reads the fields of one record at a time from a

@@ -26,8 +26,12 @@ type ValidateOptions struct {
 // ValidationInfo is what Validate learned while checking.
 type ValidationInfo struct {
 	MaxTimestamp int64 // largest record timestamp, computed from the records
+	MinTimestamp int64 // smallest record timestamp
 	NumRecords   int32
 }
+
+// tsRange is the smallest and largest timestampDelta of a batch's records.
+type tsRange struct{ min, max int64 }
 
 // Validate checks b completely: magic 2, batchLength equal to len(b)-12, CRC,
 // record count, record lengths, offset deltas 0..n-1 in order with the last
@@ -86,7 +90,7 @@ func (b Batch) Validate(opts ValidateOptions) (ValidationInfo, error) {
 		return ValidationInfo{}, fmt.Errorf("%w: attributes name codec %d", ErrUnsupportedCodec, int8(c))
 	}
 	data := []byte(b[HeaderSize:])
-	var maxDelta int64
+	var ts tsRange
 	var err error
 	if c != CodecNone {
 		// NB: a compressed section can legitimately be far smaller than
@@ -96,16 +100,16 @@ func (b Batch) Validate(opts ValidateOptions) (ValidationInfo, error) {
 		if max <= 0 {
 			max = DefaultMaxDecompressedBytes
 		}
-		if maxDelta, err = validateCompressed(c, data, n, !opts.AllowCompacted, last, opts.RequireKeys, max); err != nil {
+		if ts, err = validateCompressed(c, data, n, !opts.AllowCompacted, last, opts.RequireKeys, max); err != nil {
 			return ValidationInfo{}, fmt.Errorf("record: %s batch: %w", c, err)
 		}
-		return ValidationInfo{MaxTimestamp: b.BaseTimestamp() + maxDelta, NumRecords: n}, nil
+		return ValidationInfo{MaxTimestamp: b.BaseTimestamp() + ts.max, MinTimestamp: b.BaseTimestamp() + ts.min, NumRecords: n}, nil
 	}
 	if int64(n)*minRecordSize > int64(len(data)) {
 		return ValidationInfo{}, corruptf("%d records cannot fit in %d bytes", n, len(data))
 	}
-	if maxDelta, err = scanRecords(data, n, !opts.AllowCompacted, last, opts.RequireKeys, nil); err != nil {
+	if ts, err = scanRecords(data, n, !opts.AllowCompacted, last, opts.RequireKeys, nil); err != nil {
 		return ValidationInfo{}, err
 	}
-	return ValidationInfo{MaxTimestamp: b.BaseTimestamp() + maxDelta, NumRecords: n}, nil
+	return ValidationInfo{MaxTimestamp: b.BaseTimestamp() + ts.max, MinTimestamp: b.BaseTimestamp() + ts.min, NumRecords: n}, nil
 }
