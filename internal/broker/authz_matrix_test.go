@@ -1304,7 +1304,9 @@ var mxAPIs = []mxAPI{
 			req.RebalanceTimeoutMillis, req.SubscribedTopicNames = -1, []string{topic}
 			return req
 		},
-		got: func(m kmsg.Response, _ string) mxGot { return mxCode(m.(*kmsg.ConsumerGroupHeartbeatResponse).ErrorCode) }},
+		got: func(m kmsg.Response, _ string) mxGot {
+			return mxCode(m.(*kmsg.ConsumerGroupHeartbeatResponse).ErrorCode)
+		}},
 	{key: 69, checks: []mxCheck{{index: 0}}, noTopic: true,
 		ref: "KafkaApis.handleConsumerGroupDescribe",
 		build: func(e *mxEnv, t *testing.T, _ string) kmsg.Request {
