@@ -214,3 +214,316 @@ func TestConsumerGroupKeepsAtLeastOnce(t *testing.T) {
 		})
 	}
 }
+
+// consumerJoin is a raw first ConsumerGroupHeartbeat (v1) of member id.
+func consumerJoin(group, id string, topics ...string) *kmsg.ConsumerGroupHeartbeatRequest {
+	req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+	req.Group, req.MemberID, req.MemberEpoch = group, id, 0
+	req.RebalanceTimeoutMillis = 30000
+	req.SubscribedTopicNames = topics
+	req.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+	return req
+}
+
+// TestConsumerGroupErrorCodes checks, request by request, the codes
+// Kafka answers: invalid heartbeats, epochs that fence, commits and
+// fetches at a stale epoch or of an unknown member, a classic group
+// asked as a consumer group and the other way round, and deletion.
+func TestConsumerGroupErrorCodes(t *testing.T) {
+	b := testutil.StartBroker(t, consumerGroupBrokerConfig...)
+	adm := b.Admin()
+	testutil.CreateTopic(t, adm, "codes", 2)
+	cl := b.Client()
+	hb := func(req *kmsg.ConsumerGroupHeartbeatRequest) *kmsg.ConsumerGroupHeartbeatResponse {
+		t.Helper()
+		var resp *kmsg.ConsumerGroupHeartbeatResponse
+		testutil.Eventually(t, 20*time.Second, func() error {
+			resp = request[*kmsg.ConsumerGroupHeartbeatResponse](t, cl, req)
+			if c := resp.ErrorCode; c == kerr.NotCoordinator.Code || c == kerr.CoordinatorLoadInProgress.Code || c == kerr.CoordinatorNotAvailable.Code {
+				return kerr.ErrorForCode(c)
+			}
+			return nil
+		})
+		return resp
+	}
+	code := func(c int16) string {
+		if c == 0 {
+			return "OK"
+		}
+		return kerr.ErrorForCode(c).(*kerr.Error).Message
+	}
+
+	// A member joins; the coordinator answers with its epoch and all
+	// partitions.
+	join := hb(consumerJoin("cg-codes", "m1", "codes"))
+	if join.ErrorCode != 0 || join.MemberEpoch != 1 || join.MemberID == nil || *join.MemberID != "m1" ||
+		join.Assignment == nil || len(join.Assignment.Topics) != 1 || len(join.Assignment.Topics[0].Partitions) != 2 ||
+		join.HeartbeatIntervalMillis != 150 {
+		t.Fatalf("join: %+v", join)
+	}
+
+	bad := func(mut func(*kmsg.ConsumerGroupHeartbeatRequest)) *kmsg.ConsumerGroupHeartbeatRequest {
+		req := consumerJoin("cg-codes", "m2", "codes")
+		mut(req)
+		return req
+	}
+	for _, tc := range []struct {
+		name string
+		req  *kmsg.ConsumerGroupHeartbeatRequest
+		want *kerr.Error
+	}{
+		{"no member id at v1", bad(func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.MemberID = "" }), kerr.InvalidRequest},
+		{"owned partitions on join", bad(func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.Topics = nil }), kerr.InvalidRequest},
+		{"no rebalance timeout on join", bad(func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.RebalanceTimeoutMillis = -1 }), kerr.InvalidRequest},
+		{"no subscription on join", bad(func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.SubscribedTopicNames = nil }), kerr.InvalidRequest},
+		{"epoch -3", bad(func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.MemberEpoch = -3 }), kerr.InvalidRequest},
+		{"unknown assignor", bad(func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.ServerAssignor = kmsg.StringPtr("sticky") }), kerr.UnsupportedAssignor},
+		{"bad regex", bad(func(r *kmsg.ConsumerGroupHeartbeatRequest) {
+			r.SubscribedTopicNames, r.SubscribedTopicRegex = nil, kmsg.StringPtr("co(des")
+		}), kerr.InvalidRegularExpression},
+		{"unknown member", bad(func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.MemberEpoch = 1 }), kerr.UnknownMemberID},
+		{"epoch ahead", bad(func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.MemberID, r.MemberEpoch = "m1", 5 }), kerr.FencedMemberEpoch},
+		{"static leave without instance", bad(func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.MemberID, r.MemberEpoch = "m1", -2 }), kerr.InvalidRequest},
+		{"unknown group", bad(func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.Group, r.MemberEpoch = "cg-none", 1 }), kerr.GroupIDNotFound},
+	} {
+		resp := hb(tc.req)
+		if resp.ErrorCode != tc.want.Code {
+			t.Errorf("%s: %s, want %s", tc.name, code(resp.ErrorCode), tc.want.Message)
+		}
+		if resp.ErrorCode == kerr.InvalidRequest.Code && (resp.ErrorMessage == nil || *resp.ErrorMessage == "") {
+			t.Errorf("%s: INVALID_REQUEST without a message", tc.name)
+		}
+	}
+
+	// OffsetCommit v9 carries the member epoch.
+	v8 := pinned(t, b, 8, 8)
+	commit := func(version int16, member string, epoch int32) int16 {
+		req := commitReq("cg-codes", member, epoch, "codes", map[int32]int64{0: 5})
+		c := cl
+		if version < 9 {
+			c = v8
+		}
+		resp := request[*kmsg.OffsetCommitResponse](t, c, req)
+		return resp.Topics[0].Partitions[0].ErrorCode
+	}
+	for _, tc := range []struct {
+		name    string
+		version int16
+		member  string
+		epoch   int32
+		want    int16
+	}{
+		{"current epoch", 9, "m1", 1, 0},
+		{"stale epoch", 9, "m1", 2, kerr.StaleMemberEpoch.Code},
+		{"unknown member", 9, "m9", 1, kerr.UnknownMemberID.Code},
+		{"below v9", 8, "m1", 1, kerr.UnsupportedVersion.Code},
+		{"admin commit to a group with members", 9, "", -1, kerr.UnknownMemberID.Code},
+	} {
+		if got := commit(tc.version, tc.member, tc.epoch); got != tc.want {
+			t.Errorf("commit %s: %s, want %s", tc.name, code(got), code(tc.want))
+		}
+	}
+	fetch := func(member *string, epoch int32) (int16, int64) {
+		req := kmsg.NewPtrOffsetFetchRequest()
+		req.Version = 9
+		g := kmsg.NewOffsetFetchRequestGroup()
+		g.Group, g.MemberID, g.MemberEpoch = "cg-codes", member, epoch
+		ft := kmsg.NewOffsetFetchRequestGroupTopic()
+		ft.Topic, ft.Partitions = "codes", []int32{0}
+		g.Topics = append(g.Topics, ft)
+		req.Groups = append(req.Groups, g)
+		resp := request[*kmsg.OffsetFetchResponse](t, cl, req)
+		rg := resp.Groups[0]
+		if rg.ErrorCode != 0 || len(rg.Topics) == 0 {
+			return rg.ErrorCode, -1
+		}
+		return 0, rg.Topics[0].Partitions[0].Offset
+	}
+	if c, off := fetch(kmsg.StringPtr("m1"), 1); c != 0 || off != 5 {
+		t.Errorf("fetch at the member's epoch: %s offset %d, want offset 5", code(c), off)
+	}
+	if c, _ := fetch(kmsg.StringPtr("m1"), 7); c != kerr.StaleMemberEpoch.Code {
+		t.Errorf("fetch at another epoch: %s", code(c))
+	}
+	if c, _ := fetch(kmsg.StringPtr("m9"), 1); c != kerr.UnknownMemberID.Code {
+		t.Errorf("fetch of an unknown member: %s", code(c))
+	}
+	if c, off := fetch(nil, -1); c != 0 || off != 5 {
+		t.Errorf("admin fetch: %s offset %d", code(c), off)
+	}
+
+	// DescribeGroups v5 describes a consumer group as Dead (Kafka before
+	// v6); ConsumerGroupDescribe does not know a classic group.
+	dg := kmsg.NewPtrDescribeGroupsRequest()
+	dg.Groups = []string{"cg-codes"}
+	if resp := request[*kmsg.DescribeGroupsResponse](t, cl, dg); resp.Groups[0].ErrorCode != 0 || resp.Groups[0].State != "Dead" {
+		t.Errorf("DescribeGroups of a consumer group: %+v", resp.Groups[0])
+	}
+	r := &rawJoin{cl: cl, group: "classic-codes"}
+	r.join(t, "codes")
+	classic := hb(bad(func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.Group = "classic-codes" }))
+	if classic.ErrorCode != kerr.GroupIDNotFound.Code {
+		t.Errorf("heartbeat to a classic group with members: %s", code(classic.ErrorCode))
+	}
+	if _, err := describeConsumerGroup(context.Background(), cl, "classic-codes"); !errorsIs(err, kerr.GroupIDNotFound) {
+		t.Errorf("ConsumerGroupDescribe of a classic group: %v", err)
+	}
+
+	// A consumer group with members is not deleted; once its last member
+	// leaves, it is, and its offsets with it.
+	del := func() int16 {
+		req := kmsg.NewPtrDeleteGroupsRequest()
+		req.Groups = []string{"cg-codes"}
+		return request[*kmsg.DeleteGroupsResponse](t, cl, req).Groups[0].ErrorCode
+	}
+	if c := del(); c != kerr.NonEmptyGroup.Code {
+		t.Errorf("delete with a member: %s", code(c))
+	}
+	leave := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+	leave.Group, leave.MemberID, leave.MemberEpoch = "cg-codes", "m1", -1
+	if resp := hb(leave); resp.ErrorCode != 0 || resp.MemberEpoch != -1 {
+		t.Fatalf("leave: %+v", resp)
+	}
+	g, err := describeConsumerGroup(context.Background(), cl, "cg-codes")
+	if err != nil || g.State != "Empty" || len(g.Members) != 0 {
+		t.Fatalf("after leave: %+v %v", g, err)
+	}
+	if c := del(); c != 0 {
+		t.Errorf("delete empty: %s", code(c))
+	}
+	if _, err := describeConsumerGroup(context.Background(), cl, "cg-codes"); !errorsIs(err, kerr.GroupIDNotFound) {
+		t.Errorf("deleted group described: %v", err)
+	}
+	if c, off := fetch(nil, -1); c != 0 || off != -1 {
+		t.Errorf("offsets of the deleted group: %s offset %d", code(c), off)
+	}
+}
+
+// TestConsumerGroupSurvivesBrokerRestart restarts the broker under a
+// consuming KIP-848 group: the coordinator rebuilds the group from
+// __consumer_offsets (members, epochs, assignments), the members go on
+// without rejoining, and consumption resumes from the committed offsets.
+func TestConsumerGroupSurvivesBrokerRestart(t *testing.T) {
+	const partitions = 4
+	b := testutil.StartBroker(t, consumerGroupBrokerConfig...)
+	adm := b.Admin()
+	topic, group := "cg-restart", "cg-restart"
+	testutil.CreateTopic(t, adm, topic, partitions)
+	l := newGroupLedger(t)
+	admin := b.Client()
+	prod := b.Client(kgo.RecordPartitioner(kgo.RoundRobinPartitioner()), kgo.DefaultProduceTopic(topic))
+	produce := func(n int, tag string) {
+		rs := make([]*kgo.Record, n)
+		for i := range rs {
+			rs[i] = kgo.StringRecord(fmt.Sprintf("%s-%d", tag, i))
+		}
+		produceSync(t, prod, rs...)
+		l.addProduced(rs)
+	}
+	produce(40, "before")
+	start := func(name string) *groupMember {
+		// NB: a session longer than the restart, so that the members are
+		// still in the reloaded group when they come back.
+		return startGroupMember(t, b, l, name, group, topic, kgo.CooperativeStickyBalancer(), false, kgo.ServerSideBalancer())
+	}
+	m0, m1 := start("m0"), start("m1")
+	waitConsumerGroupStable(t, admin, l, group, partitions, []*groupMember{m0, m1})
+	testutil.Eventually(t, 30*time.Second, l.allProcessed)
+	before, err := describeConsumerGroup(context.Background(), admin, group)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	b.Restart()
+
+	// Right after the load, before any member heartbeats again.
+	var after kmsg.ConsumerGroupDescribeResponseGroup
+	testutil.Eventually(t, 20*time.Second, func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		after, err = describeConsumerGroup(ctx, admin, group)
+		return err
+	})
+	if after.Epoch < before.Epoch || len(after.Members) != 2 {
+		t.Fatalf("reloaded group %+v, before restart %+v", after, before)
+	}
+	ids := func(g kmsg.ConsumerGroupDescribeResponseGroup) []string {
+		var out []string
+		for _, m := range g.Members {
+			out = append(out, m.MemberID)
+		}
+		sort.Strings(out)
+		return out
+	}
+	if !slices.Equal(ids(before), ids(after)) {
+		t.Fatalf("members %v after restart, %v before", ids(after), ids(before))
+	}
+	produce(40, "after")
+	testutil.Eventually(t, 30*time.Second, l.allProcessed)
+	waitConsumerGroupStable(t, admin, l, group, partitions, []*groupMember{m0, m1})
+	final, err := describeConsumerGroup(context.Background(), admin, group)
+	if err != nil || !slices.Equal(ids(final), ids(before)) {
+		t.Fatalf("members %v after restart (%v), want the same %v: a member had to rejoin", ids(final), err, ids(before))
+	}
+	dups := l.check()
+	t.Logf("%d processed twice", dups)
+}
+
+// TestConsumerGroupRegexPicksUpNewTopic: a member subscribed by regular
+// expression (the broker matches it, SubscribedTopicRegex) gets the
+// partitions of a matching topic created after it joined, and not those
+// of a topic that does not match.
+func TestConsumerGroupRegexPicksUpNewTopic(t *testing.T) {
+	b := testutil.StartBroker(t, consumerGroupBrokerConfig...)
+	adm := b.Admin()
+	testutil.CreateTopic(t, adm, "rx-a", 2)
+	testutil.CreateTopic(t, adm, "other-rx", 1)
+	cons := b.Client(
+		kgo.ConsumerGroup("cg-regex"),
+		kgo.ConsumeRegex(),
+		kgo.ConsumeTopics("^rx-.*"),
+		kgo.ServerSideBalancer(),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchMaxWait(100*time.Millisecond),
+		kgo.MetadataMinAge(100*time.Millisecond),
+		kgo.MetadataMaxAge(500*time.Millisecond),
+	)
+	prod := b.Client(kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
+	ctx := ctxT(t, 60*time.Second)
+	got := map[string]int{}
+	consume := func(topic string, want int) {
+		t.Helper()
+		for got[topic] < want {
+			fs := cons.PollFetches(ctx)
+			if ctx.Err() != nil {
+				t.Fatalf("consume %s: %v (got %v)", topic, ctx.Err(), got)
+			}
+			fs.EachRecord(func(r *kgo.Record) { got[r.Topic]++ })
+		}
+	}
+	produceSync(t, prod, &kgo.Record{Topic: "rx-a", Value: []byte("1")}, &kgo.Record{Topic: "rx-a", Value: []byte("2")},
+		&kgo.Record{Topic: "other-rx", Value: []byte("x")})
+	consume("rx-a", 2)
+
+	testutil.CreateTopic(t, adm, "rx-b", 3)
+	produceSync(t, prod, &kgo.Record{Topic: "rx-b", Value: []byte("3")}, &kgo.Record{Topic: "rx-b", Value: []byte("4")},
+		&kgo.Record{Topic: "rx-b", Value: []byte("5")})
+	consume("rx-b", 3)
+	if got["other-rx"] != 0 {
+		t.Errorf("consumed %d records of other-rx, which the regex does not match", got["other-rx"])
+	}
+	g, err := describeConsumerGroup(ctx, cons, "cg-regex")
+	if err != nil || len(g.Members) != 1 || g.Members[0].SubscribedTopicRegex == nil {
+		t.Fatalf("group %+v %v", g, err)
+	}
+	n := 0
+	for _, tp := range g.Members[0].Assignment.TopicPartitions {
+		n += len(tp.Partitions)
+		if tp.Topic == "other-rx" {
+			t.Errorf("assigned other-rx")
+		}
+	}
+	if n != 5 {
+		t.Errorf("member assigned %d partitions, want 5 (rx-a and rx-b)", n)
+	}
+}
