@@ -283,7 +283,6 @@ func TestConsumerGroupErrorCodes(t *testing.T) {
 		}), kerr.InvalidRegularExpression},
 		{"unknown member", bad(func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.MemberEpoch = 1 }), kerr.UnknownMemberID},
 		{"epoch ahead", bad(func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.MemberID, r.MemberEpoch = "m1", 5 }), kerr.FencedMemberEpoch},
-		{"static leave without instance", bad(func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.MemberID, r.MemberEpoch = "m1", -2 }), kerr.InvalidRequest},
 		{"unknown group", bad(func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.Group, r.MemberEpoch = "cg-none", 1 }), kerr.GroupIDNotFound},
 	} {
 		resp := hb(tc.req)
@@ -526,4 +525,66 @@ func TestConsumerGroupRegexPicksUpNewTopic(t *testing.T) {
 	if n != 5 {
 		t.Errorf("member assigned %d partitions, want 5 (rx-a and rx-b)", n)
 	}
+}
+
+// TestConsumerGroupStaticMemberRestart restarts a static member
+// (group.instance.id) of a KIP-848 group within its session: it leaves
+// with epoch -2, keeps its partitions meanwhile, and comes back with a
+// new member id to the same partitions without a new group epoch, so the
+// other member is not disturbed.
+func TestConsumerGroupStaticMemberRestart(t *testing.T) {
+	const partitions = 4
+	b := testutil.StartBroker(t, append(slices.Clone(consumerGroupBrokerConfig), "group.consumer.session.timeout.ms=10000",
+		"group.consumer.max.session.timeout.ms=10000")...)
+	adm := b.Admin()
+	topic, group := "cg-static", "cg-static"
+	testutil.CreateTopic(t, adm, topic, partitions)
+	l := newGroupLedger(t)
+	admin := b.Client()
+	start := func(name, instance string) *groupMember {
+		return startGroupMember(t, b, l, name, group, topic, kgo.CooperativeStickyBalancer(), false,
+			kgo.ServerSideBalancer(), kgo.InstanceID(instance))
+	}
+	a, other := start("a1", "a"), start("b", "b")
+	waitConsumerGroupStable(t, admin, l, group, partitions, []*groupMember{a, other})
+	before, err := describeConsumerGroup(context.Background(), admin, group)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.mu.Lock()
+	held := slices.Sorted(maps.Keys(l.owned["a1"]))
+	revokesBefore := l.revokes["b"]
+	l.mu.Unlock()
+
+	a.leave(l)
+	g, err := describeConsumerGroup(context.Background(), admin, group)
+	if err != nil || len(g.Members) != 2 {
+		t.Fatalf("after the static leave: %+v %v", g, err)
+	}
+	for _, m := range g.Members {
+		if m.InstanceID != nil && *m.InstanceID == "a" && (m.MemberEpoch != -2 || len(m.Assignment.TopicPartitions) == 0) {
+			t.Fatalf("static member after leaving: epoch %d assignment %v, want -2 keeping its partitions", m.MemberEpoch, m.Assignment)
+		}
+	}
+
+	a2 := start("a2", "a")
+	waitConsumerGroupStable(t, admin, l, group, partitions, []*groupMember{a2, other})
+	after, err := describeConsumerGroup(context.Background(), admin, group)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.Epoch != before.Epoch {
+		t.Errorf("group epoch %d after the static restart, %d before: the restart rebalanced", after.Epoch, before.Epoch)
+	}
+	l.mu.Lock()
+	got := slices.Sorted(maps.Keys(l.owned["a2"]))
+	revokes := l.revokes["b"]
+	l.mu.Unlock()
+	if !slices.Equal(got, held) {
+		t.Errorf("restarted static member holds %v, held %v before", got, held)
+	}
+	if revokes != revokesBefore {
+		t.Errorf("the other member revoked partitions %d times during the restart", revokes-revokesBefore)
+	}
+	l.check()
 }

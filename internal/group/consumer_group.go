@@ -484,11 +484,11 @@ func (g *ConsumerGroup) validate(req ConsumerHeartbeatRequest, v1 bool) error {
 			return errf(ErrInvalidRequest, "SubscribedTopicNames or SubscribedTopicRegex must be set in first request.")
 		}
 	case e == StaticLeaveEpoch:
+		// NB: Kafka 3.7 also wanted the InstanceId here; franz-go's
+		// static leave sends only the member id, and Kafka 4 finds the
+		// member by it (a dynamic member leaving with -2 just leaves).
 		if req.MemberID == "" {
 			return errf(ErrInvalidRequest, "MemberId can't be empty.")
-		}
-		if req.InstanceID == nil {
-			return errf(ErrInvalidRequest, "InstanceId can't be null.")
 		}
 	default:
 		return errf(ErrInvalidRequest, "MemberEpoch is invalid.")
@@ -842,6 +842,9 @@ func (g *ConsumerGroup) leave(now time.Time, topics Topics, req ConsumerHeartbea
 		if m == nil {
 			return res, Change{}, errf(ErrUnknownMemberID, "Member %s is not a member of group %s.", req.MemberID, g.id)
 		}
+		if req.MemberEpoch == StaticLeaveEpoch && m.InstanceID != nil {
+			return res, g.staticLeave(now, m), nil
+		}
 	} else {
 		id, ok := g.instances[*req.InstanceID]
 		if ok {
@@ -854,18 +857,22 @@ func (g *ConsumerGroup) leave(now time.Time, topics Topics, req ConsumerHeartbea
 			return res, Change{}, errf(ErrFencedInstanceID, "Static member %s with instance id %s was fenced by member %s.", req.MemberID, *req.InstanceID, m.ID)
 		}
 		if req.MemberEpoch == StaticLeaveEpoch {
-			// The member keeps its place and assignment (what it was
-			// revoking is released) until its session ends.
-			next := m.clone()
-			next.Epoch = StaticLeaveEpoch
-			next.PendingRevocation = PartitionSet{}
-			ch := Change{now: now, Records: []CGRecord{currentAssignmentRecord(g.id, next)}}
-			ch.revokes = append(ch.revokes, revokeTimer{member: m.ID})
-			ch.touch = append(ch.touch, m.ID)
-			return res, ch, nil
+			return res, g.staticLeave(now, m), nil
 		}
 	}
 	return res, g.fence(now, topics, m), nil
+}
+
+// staticLeave keeps a static member's place and assignment (what it was
+// revoking is released) at epoch -2 until its session ends.
+func (g *ConsumerGroup) staticLeave(now time.Time, m *ConsumerMember) Change {
+	next := m.clone()
+	next.Epoch = StaticLeaveEpoch
+	next.PendingRevocation = PartitionSet{}
+	ch := Change{now: now, Records: []CGRecord{currentAssignmentRecord(g.id, next)}}
+	ch.revokes = append(ch.revokes, revokeTimer{member: m.ID})
+	ch.touch = append(ch.touch, m.ID)
+	return ch
 }
 
 // fence removes a member: tombstones for its records, and a group epoch
