@@ -133,6 +133,14 @@ func (c *Coordinator) ConsumerGroupHeartbeat(ctx context.Context, req ConsumerHe
 	if e == nil {
 		return ConsumerHeartbeatResult{}, errf(ErrGroupIDNotFound, "Consumer group %s not found.", req.Group)
 	}
+	forget := false
+	defer func() {
+		// NB: after e.mu is released (deferred below, so it runs
+		// first): the two locks are never held together.
+		if forget {
+			c.forget(e)
+		}
+	}()
 	defer e.mu.Unlock()
 	created := false
 	if e.cg == nil {
@@ -155,7 +163,7 @@ func (c *Coordinator) ConsumerGroupHeartbeat(ctx context.Context, req ConsumerHe
 	if err != nil {
 		if created {
 			e.cg = nil
-			c.forgetIfUnusedLocked(e)
+			forget = unusedLocked(e)
 		}
 		return ConsumerHeartbeatResult{}, err
 	}
@@ -173,15 +181,16 @@ func (c *Coordinator) deleteClassicMetadataLocked(e *entry) error {
 	return nil
 }
 
-// forgetIfUnusedLocked drops an entry that a failed first heartbeat
-// created and that holds nothing. e.mu must be held.
-func (c *Coordinator) forgetIfUnusedLocked(e *entry) {
+// unusedLocked marks removed, and reports, an entry that a failed first
+// heartbeat created and that holds nothing; the caller forgets it once
+// e.mu is released. e.mu must be held.
+func unusedLocked(e *entry) bool {
 	g := e.g
 	if e.cg != nil || len(g.members) > 0 || g.HasOffsets() || g.HasOpenTxns() || g.protocolType != "" || g.generation > 0 {
-		return
+		return false
 	}
 	e.removed = true
-	c.forget(e)
+	return true
 }
 
 // ConsumerMemberDescription is one member of ConsumerGroupDescribe.

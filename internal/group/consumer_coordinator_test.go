@@ -169,3 +169,53 @@ func TestConsumerSessionExpires(t *testing.T) {
 		return nil
 	})
 }
+
+// TestConsumerGroupOffsetsExpire: as Kafka's consumer groups, offsets
+// expire offsets.retention.minutes after their commit, except those of a
+// topic the group subscribes to; the group goes once it is empty and has
+// no offsets left.
+func TestConsumerGroupOffsetsExpire(t *testing.T) {
+	ctx := context.Background()
+	clock := newTestClock()
+	topics := TopicMap{"t": {Name: "t", ID: TopicID{9}, Partitions: 1}, "old": {Name: "old", ID: TopicID{8}, Partitions: 1}}
+	cfg := consumerTestConfig(topics)
+	cfg.Now = clock.Now
+	cfg.OffsetsRetention = time.Hour
+	cfg.OffsetsRetentionCheck = 10 * time.Millisecond
+	cfg.ConsumerSessionTimeout = 100 * time.Hour
+	c := newLoaded(t, cfg, &memLog{})
+	if _, err := c.ConsumerGroupHeartbeat(ctx, cgJoin("m1", "t"), true); err != nil {
+		t.Fatal(err)
+	}
+	for _, topic := range []string{"t", "old"} {
+		if _, err := c.OffsetCommit(ctx, OffsetCommitRequest{Group: "cg", MemberID: "m1", Generation: 1, Version: 9,
+			Topics: []OffsetCommitTopic{{Topic: topic, Partitions: []OffsetCommitPartition{{Partition: 0, Offset: 7, LeaderEpoch: -1}}}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	clock.advance(3 * time.Hour)
+	checkFor(t, 5*time.Second, func() error {
+		if got := fetchOne(t, c, "cg", "old", 0); got.Offset != -1 {
+			return errors.New("offset of an unsubscribed topic not expired yet")
+		}
+		return nil
+	})
+	if got := fetchOne(t, c, "cg", "t", 0); got.Offset != 7 {
+		t.Fatalf("offset of a subscribed topic expired: %+v", got)
+	}
+	if l, _ := c.ListGroups(ctx, ListGroupsRequest{}); len(l) != 1 {
+		t.Fatalf("groups %+v", l)
+	}
+	if _, err := c.ConsumerGroupHeartbeat(ctx, ConsumerHeartbeatRequest{Group: "cg", MemberID: "m1", MemberEpoch: LeaveEpoch}, true); err != nil {
+		t.Fatal(err)
+	}
+	checkFor(t, 5*time.Second, func() error {
+		if l, _ := c.ListGroups(ctx, ListGroupsRequest{}); len(l) != 0 {
+			return errors.New("empty group with expired offsets still listed")
+		}
+		return nil
+	})
+	if got := fetchOne(t, c, "cg", "t", 0); got.Offset != -1 {
+		t.Fatalf("offset after expiry: %+v", got)
+	}
+}

@@ -307,21 +307,23 @@ func (c *Coordinator) expireOffsets(now time.Time) {
 			continue
 		}
 		g := e.g
-		if e.cg != nil && e.cg.State() != ConsumerEmpty {
-			// NB: the classic half of a consumer group is always Empty;
-			// a consumer group's offsets expire only once it is Empty
-			// too.
-			e.mu.Unlock()
-			continue
-		}
 		var recs []KV
-		expired := g.ExpiredOffsets(now, c.cfg.OffsetsRetention)
+		var expired []TopicPartition
+		if e.cg != nil {
+			// Reference: Kafka ConsumerGroup.offsetExpirationCondition
+			// and cleanupExpiredOffsets: by commit time, the topics the
+			// group subscribes to never.
+			expired = g.expiredByCommit(now, c.cfg.OffsetsRetention, e.cg.subscribed)
+		} else {
+			expired = g.ExpiredOffsets(now, c.cfg.OffsetsRetention)
+		}
 		for _, tp := range expired {
 			recs = append(recs, KV{Key: offsetKey(g.id, tp.Topic, tp.Partition)})
 		}
 		// NB: a group with an open transaction stays: its commit would
 		// bring offsets back into a group that no longer exists.
-		dead := g.state == Empty && len(g.offsets) == len(expired) && len(g.pending) == 0 && !g.HasOpenTxns()
+		dead := g.state == Empty && len(g.offsets) == len(expired) && len(g.pending) == 0 && !g.HasOpenTxns() &&
+			(e.cg == nil || e.cg.State() == ConsumerEmpty)
 		if dead && e.cg != nil {
 			for _, r := range e.cg.Delete().Records {
 				recs = append(recs, r.KV())

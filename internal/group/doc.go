@@ -139,7 +139,9 @@
 // expire offsets.retention.minutes after the group became Empty; a Stable
 // consumer group's offsets of topics it no longer subscribes to, after
 // their commit; a group of simple consumers' (no protocol type) after
-// their commit. An Empty group left without offsets becomes Dead.
+// their commit; a KIP-848 consumer group's, after their commit, except
+// those of the topics it subscribes to (Kafka's rule for consumer
+// groups). An Empty group left without offsets becomes Dead.
 //
 // # Consumer groups (KIP-848)
 //
