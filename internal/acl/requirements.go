@@ -262,8 +262,14 @@ var APIRequirements = map[int16]APIRequirement{
 			one(opDescribe, rtTopic, ScopeEachTopic)),
 	}},
 	66: {Key: 66, Name: "ListTransactions", Checks: []Check{one(opDescribe, rtTxn, ScopeEachListedTransactionalID)}},
-	68: {Key: 68, Name: "ConsumerGroupHeartbeat", Checks: []Check{one(opRead, rtGroup, ScopeGroup)}},
-	69: {Key: 69, Name: "ConsumerGroupDescribe", Checks: []Check{one(opDescribe, rtGroup, ScopeEachGroup)},
-		Note: "the documentation says READ; Kafka's broker checks DESCRIBE"},
+	68: {Key: 68, Name: "ConsumerGroupHeartbeat", Checks: []Check{
+		one(opRead, rtGroup, ScopeGroup),
+		when("SubscribedTopicNames set", one(opDescribe, rtTopic, ScopeEachTopic)),
+	}, Note: "any subscribed topic the principal may not describe fails the heartbeat with TOPIC_AUTHORIZATION_FAILED"},
+	69: {Key: 69, Name: "ConsumerGroupDescribe", Checks: []Check{
+		one(opDescribe, rtGroup, ScopeEachGroup),
+		note("a group with a member subscribed or assigned to a topic the principal may not describe is TOPIC_AUTHORIZATION_FAILED",
+			one(opDescribe, rtTopic, ScopeEachTopic)),
+	}, Note: "the documentation says READ; Kafka's broker checks DESCRIBE"},
 	75: {Key: 75, Name: "DescribeTopicPartitions", Checks: []Check{one(opDescribe, rtTopic, ScopeEachTopic)}},
 }

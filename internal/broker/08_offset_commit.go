@@ -11,7 +11,9 @@ package broker
 // * v7: InstanceID (KIP-345).
 // * v8: flexible versions.
 // * v9: the KIP-848 member epoch in Generation; classic groups check it as
-//   the generation.
+//   the generation. A consumer group answers UNKNOWN_MEMBER_ID for a
+//   member it does not know, STALE_MEMBER_EPOCH for another epoch than
+//   the member's, and UNSUPPORTED_VERSION to its members below v9.
 //
 // A commit is answered once it is durable in __consumer_offsets (on the
 // write goroutine).
@@ -28,6 +30,7 @@ import (
 func (b *Broker) handleOffsetCommit(req *kmsg.OffsetCommitRequest) server.Reply {
 	gr := group.OffsetCommitRequest{
 		Group: req.Group, MemberID: req.MemberID, InstanceID: req.InstanceID, Generation: req.Generation,
+		Version: req.Version,
 	}
 	if req.Version == 0 {
 		gr.Generation = -1

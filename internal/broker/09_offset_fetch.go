@@ -13,7 +13,10 @@ package broker
 //   a pending offset for (TxnOffsetCommit) answers UNSTABLE_OFFSET_COMMIT
 //   and offset -1, and the consumer retries.
 // * v8: many groups per request (KIP-709).
-// * v9: MemberID and MemberEpoch (KIP-848), not checked for classic groups.
+// * v9: MemberID and MemberEpoch (KIP-848), not checked for classic
+//   groups; a consumer group answers UNKNOWN_MEMBER_ID or
+//   STALE_MEMBER_EPOCH for a member id it does not know or another epoch
+//   (no member id is not checked, as Kafka's admin fetches).
 
 import (
 	"context"
@@ -32,7 +35,11 @@ func (b *Broker) handleOffsetFetch(ctx context.Context, req *kmsg.OffsetFetchReq
 			topics := fetchTopics(g.Topics, func(t kmsg.OffsetFetchRequestGroupTopic) group.OffsetFetchTopic {
 				return group.OffsetFetchTopic{Topic: t.Topic, Partitions: t.Partitions}
 			})
-			res, err := b.groups.OffsetFetch(ctx, group.OffsetFetchRequest{Group: g.Group, Topics: topics, RequireStable: req.RequireStable})
+			gr := group.OffsetFetchRequest{Group: g.Group, Topics: topics, RequireStable: req.RequireStable}
+			if req.Version >= 9 {
+				gr.MemberID, gr.MemberEpoch = g.MemberID, g.MemberEpoch
+			}
+			res, err := b.groups.OffsetFetch(ctx, gr)
 			rg.ErrorCode = groupCode(err)
 			for _, t := range res.Topics {
 				rt := kmsg.NewOffsetFetchResponseGroupTopic()

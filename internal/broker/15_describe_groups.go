@@ -7,7 +7,8 @@ package broker
 // * v4: InstanceID per member (KIP-345).
 // * v5: flexible versions.
 //
-// An unknown group is described as Dead with no error, as Kafka does before
+// An unknown group, and a consumer group (KIP-848: ConsumerGroupDescribe
+// describes it), is described as Dead with no error, as Kafka does before
 // v6.
 
 import (

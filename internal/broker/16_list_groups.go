@@ -4,7 +4,7 @@ package broker
 //
 // * v3: flexible versions.
 // * v4: StatesFilter (KIP-518).
-// * v5: TypesFilter (KIP-848): samsa's groups are "classic".
+// * v5: TypesFilter and GroupType (KIP-848): "classic" or "consumer".
 
 import (
 	"context"
@@ -21,7 +21,7 @@ func (b *Broker) handleListGroups(ctx context.Context, req *kmsg.ListGroupsReque
 	for _, g := range groups {
 		rg := kmsg.NewListGroupsResponseGroup()
 		rg.Group, rg.ProtocolType, rg.GroupState = g.Group, g.ProtocolType, g.State
-		rg.GroupType = "classic"
+		rg.GroupType = g.Type
 		resp.Groups = append(resp.Groups, rg)
 	}
 	return resp

@@ -158,6 +158,57 @@ func (b *Broker) guard(z authz, body kmsg.Request) (deny kmsg.Response, fix func
 				resp.Groups, _ = split(resp.Groups, func(g kmsg.ListGroupsResponseGroup) bool { return z.group(opDescribe, g.Group) })
 			}
 		}
+	case *kmsg.ConsumerGroupHeartbeatRequest:
+		// Reference: KafkaApis.handleConsumerGroupHeartbeat: READ on the
+		// group, and DESCRIBE on every subscribed topic name. NB: topics
+		// a regular expression matches are not filtered by the member's
+		// DESCRIBE rights (Kafka 4.0+ resolves regexes per principal).
+		deny := int16(0)
+		switch {
+		case !z.group(opRead, r.Group):
+			deny = groupAuthFailed
+		case len(r.SubscribedTopicNames) > 0:
+			for _, t := range r.SubscribedTopicNames {
+				if !z.topic(opDescribe, t) {
+					deny = topicAuthFailed
+					break
+				}
+			}
+		}
+		if deny != 0 {
+			resp := r.ResponseKind().(*kmsg.ConsumerGroupHeartbeatResponse)
+			resp.ErrorCode = deny
+			return resp, nil
+		}
+	case *kmsg.ConsumerGroupDescribeRequest:
+		// Reference: KafkaApis.handleConsumerGroupDescribe: DESCRIBE on
+		// each group; a group with a member subscribed or assigned to a
+		// topic the principal may not describe is
+		// TOPIC_AUTHORIZATION_FAILED.
+		var denied []string
+		r.Groups, denied = split(r.Groups, func(g string) bool { return z.group(opDescribe, g) })
+		return nil, func(m kmsg.Response) {
+			resp := m.(*kmsg.ConsumerGroupDescribeResponse)
+			for i := range resp.Groups {
+				g := &resp.Groups[i]
+				if g.ErrorCode != 0 {
+					continue
+				}
+				if !consumerGroupTopicsDescribable(z, g) {
+					*g = kmsg.NewConsumerGroupDescribeResponseGroup()
+					g.Group, g.ErrorCode = resp.Groups[i].Group, topicAuthFailed
+					continue
+				}
+				if r.IncludeAuthorizedOperations {
+					g.AuthorizedOperations = z.authorizedOperations(kmsg.ACLResourceTypeGroup, g.Group, groupOps...)
+				}
+			}
+			for _, id := range denied {
+				rg := kmsg.NewConsumerGroupDescribeResponseGroup()
+				rg.Group, rg.ErrorCode = id, groupAuthFailed
+				resp.Groups = append(resp.Groups, rg)
+			}
+		}
 	case *kmsg.DeleteGroupsRequest:
 		var denied []string
 		r.Groups, denied = split(r.Groups, func(g string) bool { return z.group(aclDelete, g) })
@@ -577,4 +628,25 @@ func txnOffsetCommitErrors(topics []kmsg.TxnOffsetCommitRequestTopic, code int16
 		out = append(out, rt)
 	}
 	return out
+}
+
+// consumerGroupTopicsDescribable reports whether the principal may
+// describe every topic a described consumer group's members subscribe to
+// or are assigned.
+func consumerGroupTopicsDescribable(z authz, g *kmsg.ConsumerGroupDescribeResponseGroup) bool {
+	for _, m := range g.Members {
+		for _, t := range m.SubscribedTopics {
+			if !z.topic(opDescribe, t) {
+				return false
+			}
+		}
+		for _, a := range []kmsg.Assignment{m.Assignment, m.TargetAssignment} {
+			for _, tp := range a.TopicPartitions {
+				if tp.Topic != "" && !z.topic(opDescribe, tp.Topic) {
+					return false
+				}
+			}
+		}
+	}
+	return true
 }

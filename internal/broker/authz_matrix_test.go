@@ -161,6 +161,7 @@ func (a *mxAPI) name() string {
 // documentation that its broker no longer checks) are skipped as well.
 var mxSkipped = map[int16]map[int]string{
 	10: {2: "key type SHARE needs FindCoordinator v6; samsa serves v0-4"},
+	69: {1: "needs a consumer group with members named mx-g, which the classic rows use; TestConsumerGroupDescribeTopicAuthorization covers it"},
 	24: {0: "kgo sends v4+ (the broker form); TestAddPartitionsToTxnV3Authorization covers v0-3",
 		1: "kgo sends v4+ (the broker form); TestAddPartitionsToTxnV3Authorization covers v0-3"},
 	27: {0: "both alternatives are on the cluster, so the matrix's cells for other operations would deny one alternative for lacking the other; TestWriteTxnMarkersAuthorization covers it"},
@@ -1289,6 +1290,34 @@ var mxAPIs = []mxAPI{
 			for _, rt := range m.(*kmsg.DescribeProducersResponse).Topics {
 				if rt.Topic == topic && len(rt.Partitions) == 1 {
 					return mxCode(rt.Partitions[0].ErrorCode)
+				}
+			}
+			return mxCode(mxNoEntry)
+		}},
+	{key: 68, checks: []mxCheck{{index: 0}, {index: 1}},
+		ref: "KafkaApis.handleConsumerGroupHeartbeat: READ on the group, then DESCRIBE on each subscribed topic",
+		build: func(e *mxEnv, t *testing.T, topic string) kmsg.Request {
+			// NB: epoch 1 of an unknown member changes no group: the
+			// classic group mx-g answers GROUP_ID_NOT_FOUND once allowed.
+			req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+			req.Group, req.MemberID, req.MemberEpoch = mxGroup, "mx-member", 1
+			req.RebalanceTimeoutMillis, req.SubscribedTopicNames = -1, []string{topic}
+			return req
+		},
+		got: func(m kmsg.Response, _ string) mxGot {
+			return mxCode(m.(*kmsg.ConsumerGroupHeartbeatResponse).ErrorCode)
+		}},
+	{key: 69, checks: []mxCheck{{index: 0}}, noTopic: true,
+		ref: "KafkaApis.handleConsumerGroupDescribe",
+		build: func(e *mxEnv, t *testing.T, _ string) kmsg.Request {
+			req := kmsg.NewPtrConsumerGroupDescribeRequest()
+			req.Groups = []string{mxGroup}
+			return req
+		},
+		got: func(m kmsg.Response, _ string) mxGot {
+			for _, g := range m.(*kmsg.ConsumerGroupDescribeResponse).Groups {
+				if g.Group == mxGroup {
+					return mxCode(g.ErrorCode)
 				}
 			}
 			return mxCode(mxNoEntry)

@@ -150,6 +150,7 @@ func New(cfg Config) (*Broker, error) {
 	gcfg := group.ConfigFromBroker(cfg.Broker)
 	gcfg.Logger, gcfg.Now = b.log.With("pkg", "group"), b.now
 	gcfg.OnRebalance = cfg.OnRebalance
+	gcfg.Topics = b.groupTopics
 	b.groups = group.NewCoordinator(gcfg)
 	b.groupsLoaded = make(map[int32]*replica.Partition)
 	b.txns = txn.NewCoordinator(b.txnConfig())
@@ -352,6 +353,10 @@ func (b *Broker) dispatch(ctx context.Context, c *server.Conn, req *server.Reque
 		return inOrder(func(ctx context.Context) kmsg.Response { return b.handleListGroups(ctx, r) })
 	case *kmsg.DeleteGroupsRequest:
 		return b.handleDeleteGroups(r)
+	case *kmsg.ConsumerGroupHeartbeatRequest:
+		return b.handleConsumerGroupHeartbeat(c, req.ClientID, r)
+	case *kmsg.ConsumerGroupDescribeRequest:
+		return inOrder(func(ctx context.Context) kmsg.Response { return b.handleConsumerGroupDescribe(ctx, r) })
 	case *kmsg.DescribeACLsRequest:
 		return inOrder(func(context.Context) kmsg.Response { return b.handleDescribeACLs(c, r) })
 	case *kmsg.CreateACLsRequest:

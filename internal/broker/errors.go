@@ -185,6 +185,20 @@ func errCode(err error) *kerr.Error {
 		return kerr.UnstableOffsetCommit
 	case errors.Is(err, group.ErrInvalidProducerEpoch):
 		return kerr.InvalidProducerEpoch
+	case errors.Is(err, group.ErrInvalidRequest):
+		return kerr.InvalidRequest
+	case errors.Is(err, group.ErrUnsupportedAssignor):
+		return kerr.UnsupportedAssignor
+	case errors.Is(err, group.ErrInvalidRegularExpression):
+		return kerr.InvalidRegularExpression
+	case errors.Is(err, group.ErrFencedMemberEpoch):
+		return kerr.FencedMemberEpoch
+	case errors.Is(err, group.ErrStaleMemberEpoch):
+		return kerr.StaleMemberEpoch
+	case errors.Is(err, group.ErrUnreleasedInstanceID):
+		return kerr.UnreleasedInstanceID
+	case errors.Is(err, group.ErrUnsupportedVersion):
+		return kerr.UnsupportedVersion
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		return kerr.RequestTimedOut
 	}

@@ -221,7 +221,7 @@ type groupMember struct {
 	proxy  *testutil.Proxy
 }
 
-func startGroupMember(t *testing.T, b *testutil.Broker, l *groupLedger, name, group, topic string, balancer kgo.GroupBalancer, viaProxy bool) *groupMember {
+func startGroupMember(t *testing.T, b *testutil.Broker, l *groupLedger, name, group, topic string, balancer kgo.GroupBalancer, viaProxy bool, extra ...kgo.Opt) *groupMember {
 	t.Helper()
 	m := &groupMember{name: name, done: make(chan struct{}), kill: make(chan struct{})}
 	opts := []kgo.Opt{
@@ -240,6 +240,7 @@ func startGroupMember(t *testing.T, b *testutil.Broker, l *groupLedger, name, gr
 		kgo.OnPartitionsRevoked(l.onRevoked(name, topic)),
 		kgo.OnPartitionsLost(l.onRevoked(name, topic)),
 	}
+	opts = append(opts, extra...)
 	if viaProxy {
 		m.proxy = testutil.NewProxy(t, b.Addr())
 		opts = append(opts, kgo.Dialer(m.proxy.Dialer()), kgo.RetryTimeout(2*time.Second), kgo.RequestRetries(2))

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -269,3 +271,45 @@ func groupCode(err error) int16 {
 	}
 	return errorCode(errCode(err))
 }
+
+// imageTopics is a metadata image as the consumer groups see topics
+// (group.Topics).
+type imageTopics struct {
+	img   *cluster.Image
+	names []string // sorted, made on first use
+}
+
+// groupTopics returns the current image's topics for consumer groups.
+func (b *Broker) groupTopics() group.Topics { return &imageTopics{img: b.cluster.Image()} }
+
+func topicInfo(t *cluster.Topic) group.TopicInfo {
+	return group.TopicInfo{Name: t.Name, ID: t.ID, Partitions: int32(len(t.Replicas))}
+}
+
+func (t *imageTopics) Topic(name string) (group.TopicInfo, bool) {
+	x := t.img.Topics[name]
+	if x == nil {
+		return group.TopicInfo{}, false
+	}
+	return topicInfo(x), true
+}
+
+func (t *imageTopics) TopicByID(id group.TopicID) (group.TopicInfo, bool) {
+	x := t.img.TopicIDs[id]
+	if x == nil {
+		return group.TopicInfo{}, false
+	}
+	return topicInfo(x), true
+}
+
+func (t *imageTopics) Names() []string {
+	if t.names == nil {
+		t.names = slices.Sorted(maps.Keys(t.img.Topics))
+	}
+	return t.names
+}
+
+// Version is the etcd revision of the image: it moves with every
+// metadata change, which only makes the groups look at their topics
+// again.
+func (t *imageTopics) Version() int64 { return t.img.Revision }

@@ -133,6 +133,14 @@ type Broker struct {
 	GroupMinSessionTimeoutMs                  int32             // group.min.session.timeout.ms
 	GroupMaxSessionTimeoutMs                  int32             // group.max.session.timeout.ms
 	GroupMaxSize                              int32             // group.max.size
+	GroupConsumerSessionTimeoutMs             int32             // group.consumer.session.timeout.ms
+	GroupConsumerMinSessionTimeoutMs          int32             // group.consumer.min.session.timeout.ms
+	GroupConsumerMaxSessionTimeoutMs          int32             // group.consumer.max.session.timeout.ms
+	GroupConsumerHeartbeatIntervalMs          int32             // group.consumer.heartbeat.interval.ms
+	GroupConsumerMinHeartbeatIntervalMs       int32             // group.consumer.min.heartbeat.interval.ms
+	GroupConsumerMaxHeartbeatIntervalMs       int32             // group.consumer.max.heartbeat.interval.ms
+	GroupConsumerMaxSize                      int32             // group.consumer.max.size
+	GroupConsumerAssignors                    []string          // group.consumer.assignors
 	TransactionStateLogNumParts               int32             // transaction.state.log.num.partitions
 	TransactionStateLogRF                     int16             // transaction.state.log.replication.factor
 	TransactionStateLogMinISR                 int32             // transaction.state.log.min.isr
@@ -341,6 +349,18 @@ func FromRaw(set map[string]string) (*Broker, error) {
 	b.GroupMinSessionTimeoutMs = r.int32("group.min.session.timeout.ms")
 	b.GroupMaxSessionTimeoutMs = r.int32("group.max.session.timeout.ms")
 	b.GroupMaxSize = r.int32("group.max.size")
+	b.GroupConsumerSessionTimeoutMs = r.int32("group.consumer.session.timeout.ms")
+	b.GroupConsumerMinSessionTimeoutMs = r.int32("group.consumer.min.session.timeout.ms")
+	b.GroupConsumerMaxSessionTimeoutMs = r.int32("group.consumer.max.session.timeout.ms")
+	b.GroupConsumerHeartbeatIntervalMs = r.int32("group.consumer.heartbeat.interval.ms")
+	b.GroupConsumerMinHeartbeatIntervalMs = r.int32("group.consumer.min.heartbeat.interval.ms")
+	b.GroupConsumerMaxHeartbeatIntervalMs = r.int32("group.consumer.max.heartbeat.interval.ms")
+	b.GroupConsumerMaxSize = r.int32("group.consumer.max.size")
+	for _, a := range strings.Split(r.str("group.consumer.assignors"), ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			b.GroupConsumerAssignors = append(b.GroupConsumerAssignors, a)
+		}
+	}
 	b.TransactionStateLogNumParts = r.int32("transaction.state.log.num.partitions")
 	b.TransactionStateLogRF = int16(r.int64("transaction.state.log.replication.factor"))
 	b.TransactionStateLogMinISR = r.int32("transaction.state.log.min.isr")
@@ -447,6 +467,21 @@ func (b *Broker) check() error {
 	if b.GroupMinSessionTimeoutMs > b.GroupMaxSessionTimeoutMs {
 		return fmt.Errorf("%w: group.min.session.timeout.ms (%d) above group.max.session.timeout.ms (%d)",
 			ErrInvalidConfig, b.GroupMinSessionTimeoutMs, b.GroupMaxSessionTimeoutMs)
+	}
+	// Reference: Kafka GroupCoordinatorConfig: the session timeout and
+	// the heartbeat interval within their bounds, the interval below the
+	// timeout.
+	if b.GroupConsumerSessionTimeoutMs < b.GroupConsumerMinSessionTimeoutMs || b.GroupConsumerSessionTimeoutMs > b.GroupConsumerMaxSessionTimeoutMs {
+		return fmt.Errorf("%w: group.consumer.session.timeout.ms (%d) outside group.consumer.min.session.timeout.ms (%d) and group.consumer.max.session.timeout.ms (%d)",
+			ErrInvalidConfig, b.GroupConsumerSessionTimeoutMs, b.GroupConsumerMinSessionTimeoutMs, b.GroupConsumerMaxSessionTimeoutMs)
+	}
+	if b.GroupConsumerHeartbeatIntervalMs < b.GroupConsumerMinHeartbeatIntervalMs || b.GroupConsumerHeartbeatIntervalMs > b.GroupConsumerMaxHeartbeatIntervalMs {
+		return fmt.Errorf("%w: group.consumer.heartbeat.interval.ms (%d) outside group.consumer.min.heartbeat.interval.ms (%d) and group.consumer.max.heartbeat.interval.ms (%d)",
+			ErrInvalidConfig, b.GroupConsumerHeartbeatIntervalMs, b.GroupConsumerMinHeartbeatIntervalMs, b.GroupConsumerMaxHeartbeatIntervalMs)
+	}
+	if b.GroupConsumerHeartbeatIntervalMs >= b.GroupConsumerSessionTimeoutMs {
+		return fmt.Errorf("%w: group.consumer.heartbeat.interval.ms (%d) must be below group.consumer.session.timeout.ms (%d)",
+			ErrInvalidConfig, b.GroupConsumerHeartbeatIntervalMs, b.GroupConsumerSessionTimeoutMs)
 	}
 	if len(b.EtcdEndpoints) > 0 && b.EtcdInitialCluster != "" {
 		return fmt.Errorf("%w: etcd.endpoints and etcd.initial.cluster: set one (an external etcd, or embedded members)", ErrInvalidConfig)

@@ -85,7 +85,7 @@ var refusedKafkaNames = map[string]struct {
 	"alter.config.policy.class.name":         {"an AlterConfigs policy", []string{""}},
 	"client.quota.callback.class":            {"a client quota callback", []string{""}},
 	"remote.log.storage.system.enable":       {"tiered storage", []string{"false"}},
-	"group.coordinator.rebalance.protocols":  {"group protocols other than classic", []string{"classic"}},
+	"group.coordinator.rebalance.protocols":  {"group protocols other than classic and consumer (share groups)", []string{"classic,consumer", "consumer,classic", "classic", "consumer"}},
 }
 
 // loadNotes collects what Load accepted but did not apply.

@@ -83,7 +83,8 @@ func TestKafkaConfigsThatWouldChangeBehaviourAreRefused(t *testing.T) {
 		{"create.topic.policy.class.name=com.example.Policy", true},
 		{"remote.log.storage.system.enable=true", true},
 		{"remote.log.storage.system.enable=false", false},
-		{"group.coordinator.rebalance.protocols=classic,consumer", true},
+		{"group.coordinator.rebalance.protocols=classic,consumer,share", true},
+		{"group.coordinator.rebalance.protocols=classic,consumer", false},
 		{"group.coordinator.rebalance.protocols=classic", false},
 		{"sasl.kerberos.service.name=kafka", true},
 	} {

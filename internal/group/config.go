@@ -23,6 +23,17 @@ type Config struct {
 	// offset commits and tombstones as well as group metadata.
 	OffsetsCommitTimeout time.Duration // offsets.commit.timeout.ms (5000)
 
+	// Consumer groups (KIP-848).
+	ConsumerSessionTimeout    time.Duration // group.consumer.session.timeout.ms (45000)
+	ConsumerHeartbeatInterval time.Duration // group.consumer.heartbeat.interval.ms (5000)
+	ConsumerMaxSize           int32         // group.consumer.max.size (MaxInt32)
+	// ConsumerAssignors are the server-side assignors, the default first
+	// (group.consumer.assignors: uniform, range).
+	ConsumerAssignors []string
+	// Topics returns the cluster's topics for consumer group
+	// subscriptions; nil means none.
+	Topics func() Topics
+
 	// Logger receives coordinator events; nil discards them.
 	Logger *slog.Logger
 	// Now is the clock; nil means time.Now.
@@ -47,7 +58,24 @@ func ConfigFromBroker(b *config.Broker) Config {
 		MaxSize:                b.GroupMaxSize,
 		OffsetsRetention:       time.Duration(b.OffsetsRetentionMinutes) * time.Minute,
 		OffsetsTopicPartitions: b.OffsetsTopicNumPartitions,
+
+		ConsumerSessionTimeout:    ms(int64(b.GroupConsumerSessionTimeoutMs)),
+		ConsumerHeartbeatInterval: ms(int64(b.GroupConsumerHeartbeatIntervalMs)),
+		ConsumerMaxSize:           b.GroupConsumerMaxSize,
+		ConsumerAssignors:         assignorNames(b.GroupConsumerAssignors),
 	}
+}
+
+// assignorNames maps group.consumer.assignors entries to assignor names,
+// dropping unknown ones (the config's validation refuses them).
+func assignorNames(list []string) []string {
+	var out []string
+	for _, s := range list {
+		if n, ok := AssignorName(s); ok {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // withDefaults fills zero fields with Kafka's defaults.
@@ -75,6 +103,14 @@ func (c Config) withDefaults() Config {
 	def(&c.OffsetsCommitTimeout, 5*time.Second)
 	if c.OffsetMetadataMaxBytes <= 0 {
 		c.OffsetMetadataMaxBytes = 4096
+	}
+	def(&c.ConsumerSessionTimeout, 45*time.Second)
+	def(&c.ConsumerHeartbeatInterval, 5*time.Second)
+	if c.ConsumerMaxSize <= 0 {
+		c.ConsumerMaxSize = math.MaxInt32
+	}
+	if len(c.ConsumerAssignors) == 0 {
+		c.ConsumerAssignors = []string{UniformAssignor, RangeAssignor}
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)

@@ -28,8 +28,11 @@ type entry struct {
 	// mu guards the fields below and is held across the Log.Append of the
 	// group's records, so that a group's records reach the log in the order
 	// its state changed (Kafka's group lock).
-	mu      sync.Mutex
-	g       *Group
+	mu sync.Mutex
+	g  *Group
+	// cg is the group's KIP-848 state when it is a consumer group (nil
+	// for a classic group); g then only holds its offsets.
+	cg      *ConsumerGroup
 	removed bool // deleted or unloaded: look the group up again
 	waiters map[Waiter]chan reply
 	// logged is the state and generation the log last reported.
@@ -279,7 +282,10 @@ func (c *Coordinator) fireTimers(now time.Time) time.Time {
 			if d := e.g.Deadline(); !d.IsZero() && !now.Before(d) {
 				c.applyLocked(e, e.g.Tick(now))
 			}
-			if d := e.g.Deadline(); !d.IsZero() && (next.IsZero() || d.Before(next)) {
+			if d := e.deadlineLocked(); !d.IsZero() && !now.Before(d) && e.cg != nil {
+				c.tickConsumerLocked(e, now)
+			}
+			if d := e.deadlineLocked(); !d.IsZero() && (next.IsZero() || d.Before(next)) {
 				next = d
 			}
 		}
@@ -302,14 +308,27 @@ func (c *Coordinator) expireOffsets(now time.Time) {
 		}
 		g := e.g
 		var recs []KV
-		expired := g.ExpiredOffsets(now, c.cfg.OffsetsRetention)
+		var expired []TopicPartition
+		if e.cg != nil {
+			// Reference: Kafka ConsumerGroup.offsetExpirationCondition
+			// and cleanupExpiredOffsets: by commit time, the topics the
+			// group subscribes to never.
+			expired = g.expiredByCommit(now, c.cfg.OffsetsRetention, e.cg.subscribed)
+		} else {
+			expired = g.ExpiredOffsets(now, c.cfg.OffsetsRetention)
+		}
 		for _, tp := range expired {
 			recs = append(recs, KV{Key: offsetKey(g.id, tp.Topic, tp.Partition)})
 		}
 		// NB: a group with an open transaction stays: its commit would
 		// bring offsets back into a group that no longer exists.
-		dead := g.state == Empty && len(g.offsets) == len(expired) && len(g.pending) == 0 && !g.HasOpenTxns()
-		if dead {
+		dead := g.state == Empty && len(g.offsets) == len(expired) && len(g.pending) == 0 && !g.HasOpenTxns() &&
+			(e.cg == nil || e.cg.State() == ConsumerEmpty)
+		if dead && e.cg != nil {
+			for _, r := range e.cg.Delete().Records {
+				recs = append(recs, r.KV())
+			}
+		} else if dead {
 			recs = append(recs, KV{Key: groupKey(g.id)})
 		}
 		if len(recs) > 0 {
@@ -511,6 +530,10 @@ func (c *Coordinator) JoinGroup(ctx context.Context, req JoinGroupRequest) (Join
 	if e == nil {
 		return JoinGroupResult{MemberID: req.MemberID}, ErrUnknownMemberID
 	}
+	if err := c.leaveConsumerProtocolLocked(e); err != nil {
+		e.mu.Unlock()
+		return JoinGroupResult{MemberID: req.MemberID}, err
+	}
 	w, ch := c.park(e)
 	c.applyLocked(e, e.g.Join(c.cfg.Now(), req, w))
 	d := e.g.Deadline()
@@ -610,8 +633,14 @@ func (c *Coordinator) OffsetCommit(ctx context.Context, req OffsetCommitRequest)
 	}
 	defer e.mu.Unlock()
 	now := c.cfg.Now()
-	if err := e.g.ValidateCommit(now, req); err != nil {
-		return commitResult(req, err), err
+	var verr error
+	if e.cg != nil {
+		verr = e.cg.ValidateCommit(req.MemberID, req.Generation, req.Version, false)
+	} else {
+		verr = e.g.ValidateCommit(now, req)
+	}
+	if verr != nil {
+		return commitResult(req, verr), verr
 	}
 	res, recs, offs := c.offsetRecords(req.Group, req.Topics, now)
 	if len(recs) == 0 {
@@ -708,7 +737,11 @@ func (c *Coordinator) TxnOffsetCommit(ctx context.Context, req TxnOffsetCommitRe
 		return fail(err)
 	}
 	defer e.mu.Unlock()
-	if err := e.g.ValidateTxnCommit(req); err != nil {
+	if e.cg != nil {
+		if err := e.cg.ValidateCommit(req.MemberID, req.Generation, 0, true); err != nil {
+			return fail(err)
+		}
+	} else if err := e.g.ValidateTxnCommit(req); err != nil {
 		return fail(err)
 	}
 	res, recs, offs := c.offsetRecords(req.Group, req.Topics, c.cfg.Now())
@@ -827,6 +860,11 @@ func (c *Coordinator) OffsetFetch(ctx context.Context, req OffsetFetchRequest) (
 		return NewGroup(req.Group, c.gcfg, time.Time{}).FetchOffsets(req), nil
 	}
 	defer e.mu.Unlock()
+	if e.cg != nil {
+		if err := e.cg.ValidateFetch(req.MemberID, req.MemberEpoch); err != nil {
+			return OffsetFetchResult{}, err
+		}
+	}
 	return e.g.FetchOffsets(req), nil
 }
 
@@ -884,6 +922,11 @@ func (c *Coordinator) DescribeGroup(ctx context.Context, group string) (GroupDes
 		return GroupDescription{Group: group, State: Dead.String()}, ErrGroupIDNotFound
 	}
 	defer e.mu.Unlock()
+	if e.cg != nil {
+		// Reference: Kafka 4 describeGroups: a consumer group is not a
+		// classic group (v6+ returns the error with the Dead state).
+		return GroupDescription{Group: group, State: Dead.String()}, errf(ErrGroupIDNotFound, "Group %s is not a classic group.", group)
+	}
 	return e.g.Describe(), nil
 }
 
@@ -902,14 +945,16 @@ func (c *Coordinator) ListGroups(ctx context.Context, req ListGroupsRequest) ([]
 		}
 	}
 	c.mu.Unlock()
-	if len(req.Types) > 0 && !containsFold(req.Types, "classic") {
-		return nil, err
-	}
 	var out []ListedGroup
 	for _, e := range c.snapshot() {
 		e.mu.Lock()
-		if !e.removed && e.g.state != Dead && (len(req.States) == 0 || containsFold(req.States, e.g.state.String())) {
-			out = append(out, ListedGroup{Group: e.g.id, ProtocolType: e.g.protocolType, State: e.g.state.String()})
+		lg := ListedGroup{Group: e.g.id, ProtocolType: e.g.protocolType, State: e.g.state.String(), Type: "classic"}
+		if e.cg != nil {
+			lg = ListedGroup{Group: e.g.id, ProtocolType: ConsumerProtocolType, State: e.cg.State().String(), Type: "consumer"}
+		}
+		live := !e.removed && e.g.state != Dead && (e.cg == nil || e.cg.State() != ConsumerDead)
+		if live && (len(req.States) == 0 || containsFold(req.States, lg.State)) && (len(req.Types) == 0 || containsFold(req.Types, lg.Type)) {
+			out = append(out, lg)
 		}
 		e.mu.Unlock()
 	}
@@ -945,11 +990,14 @@ func (c *Coordinator) deleteGroup(ctx context.Context, id string) error {
 		return ErrGroupIDNotFound
 	}
 	g := e.g
-	switch g.state {
-	case Dead:
+	switch {
+	case g.state == Dead:
 		e.mu.Unlock()
 		return ErrGroupIDNotFound
-	case Empty:
+	case e.cg != nil && e.cg.State() != ConsumerEmpty:
+		e.mu.Unlock()
+		return ErrNonEmptyGroup
+	case g.state == Empty:
 	default:
 		e.mu.Unlock()
 		return ErrNonEmptyGroup
@@ -963,7 +1011,13 @@ func (c *Coordinator) deleteGroup(ctx context.Context, id string) error {
 	// Reference: Kafka OffsetMetadataManager.deleteAllOffsets: tombstones
 	// for the partitions only open transactions have offsets for, too.
 	recs = append(recs, g.pendingOnlyTombstones()...)
-	recs = append(recs, KV{Key: groupKey(id)})
+	if e.cg != nil {
+		for _, r := range e.cg.Delete().Records {
+			recs = append(recs, r.KV())
+		}
+	} else {
+		recs = append(recs, KV{Key: groupKey(id)})
+	}
 	if _, err := c.appendRecords(ctx, e.log, recs); err != nil {
 		e.mu.Unlock()
 		return storeErr(err)
@@ -993,7 +1047,7 @@ func (c *Coordinator) Load(ctx context.Context, partition int32, log Log) error 
 	c.mu.Unlock()
 	defer close(ps.loaded)
 
-	groups, err := c.replay(ctx, log)
+	groups, cgs, err := c.replay(ctx, log)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.mu.parts[partition] != ps {
@@ -1003,8 +1057,14 @@ func (c *Coordinator) Load(ctx context.Context, partition int32, log Log) error 
 		delete(c.mu.parts, partition)
 		return fmt.Errorf("group: load __consumer_offsets-%d: %w", partition, err)
 	}
+	now := c.cfg.Now()
 	for id, g := range groups {
-		c.mu.groups[id] = newEntry(partition, log, g)
+		e := newEntry(partition, log, g)
+		if cg := cgs[id]; cg != nil {
+			cg.StartSessions(now)
+			e.cg = cg
+		}
+		c.mu.groups[id] = e
 		for pid := range g.txnOffsets {
 			c.noteTxn(partition, pid, id)
 		}
@@ -1026,10 +1086,15 @@ func (c *Coordinator) Load(ctx context.Context, partition int32, log Log) error 
 //
 // Reference: Kafka OffsetMetadataManager.replay and
 // replayEndTransactionMarker.
-func (c *Coordinator) replay(ctx context.Context, log Log) (map[string]*Group, error) {
+func (c *Coordinator) replay(ctx context.Context, log Log) (map[string]*Group, map[string]*ConsumerGroup, error) {
 	now := c.cfg.Now()
 	groups := map[string]*Group{}
 	meta := map[string][]byte{}
+	// cgs holds the consumer groups; consumerLast the groups whose latest
+	// group record (classic metadata or consumer group epoch) is a
+	// consumer group's.
+	cgs := map[string]*ConsumerGroup{}
+	consumerLast := map[string]bool{}
 	// open holds, by producer id, the groups it has pending offsets in.
 	open := map[int64]map[string]bool{}
 	get := func(id string) *Group {
@@ -1075,28 +1140,58 @@ func (c *Coordinator) replay(ctx context.Context, log Log) (map[string]*Group, e
 		case kindGroup:
 			get(k.group)
 			meta[k.group] = r.Value
+			if r.Value != nil {
+				consumerLast[k.group] = false
+			}
+		case kindConsumer:
+			rec, err := parseCGRecord(r.Key, r.Value)
+			if err != nil {
+				return err
+			}
+			get(k.group)
+			cg := cgs[k.group]
+			if cg == nil {
+				cg = NewConsumerGroup(k.group, c.consumerConfig())
+				cgs[k.group] = cg
+			}
+			cg.ApplyRecord(rec)
+			if rec.Kind == CGGroupEpoch {
+				if rec.Tombstone {
+					delete(cgs, k.group)
+					consumerLast[k.group] = false
+				} else {
+					consumerLast[k.group] = true
+				}
+			}
 		}
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
+	}
+	for id := range cgs {
+		if !consumerLast[id] {
+			delete(cgs, id)
+		}
 	}
 	out := map[string]*Group{}
 	for id, g := range groups {
 		m := meta[id]
-		if m == nil && !g.HasOffsets() && !g.HasOpenTxns() {
+		if cgs[id] != nil {
+			m = nil
+		} else if m == nil && !g.HasOffsets() && !g.HasOpenTxns() {
 			continue
 		}
 		if m != nil {
 			v, err := parseGroupValue(m)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			g.restore(v, now)
 		}
 		out[id] = g
 	}
-	return out, nil
+	return out, cgs, nil
 }
 
 // Unload stops serving the partition's groups: waiting calls fail with

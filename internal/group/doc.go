@@ -1,5 +1,6 @@
 // Package group is the consumer group coordinator: Kafka's classic group
-// protocol (JoinGroup, SyncGroup, Heartbeat, LeaveGroup), committed offsets
+// protocol (JoinGroup, SyncGroup, Heartbeat, LeaveGroup), the KIP-848
+// consumer protocol (ConsumerGroupHeartbeat), committed offsets
 // (OffsetCommit, OffsetFetch, OffsetDelete), DescribeGroups, ListGroups and
 // DeleteGroups, persisted in the __consumer_offsets partitions in Kafka's
 // own record schemas so that Kafka tooling can read the topic.
@@ -138,7 +139,65 @@
 // expire offsets.retention.minutes after the group became Empty; a Stable
 // consumer group's offsets of topics it no longer subscribes to, after
 // their commit; a group of simple consumers' (no protocol type) after
-// their commit. An Empty group left without offsets becomes Dead.
+// their commit; a KIP-848 consumer group's, after their commit, except
+// those of the topics it subscribes to (Kafka's rule for consumer
+// groups). An Empty group left without offsets becomes Dead.
+//
+// # Consumer groups (KIP-848)
+//
+// ConsumerGroup is the state machine of a group of the consumer protocol
+// (ConsumerGroupHeartbeat). Like Group it has no goroutines, IO or clock;
+// a call returns a Change whose Records the runtime writes before it
+// calls Apply, and loading applies the replayed records one by one
+// (ApplyRecord), so the runtime and the loader share one code path.
+//
+//	member heartbeat
+//	  1. member metadata changed?      -> member metadata record
+//	     subscription or its topics'
+//	     partitions changed?           -> partition metadata, group epoch + 1
+//	  2. group epoch > target epoch?   -> target assignment (assignor),
+//	                                      target member records, target epoch
+//	  3. reconcile the member:
+//	     Stable at an older epoch, or the revocation done:
+//	       keep current ∩ target; revoke current - target
+//	         (UnrevokedPartitions, same epoch, until the member's owned
+//	          list no longer has them)
+//	       else move to the target epoch, add the target's partitions no
+//	         other member owns (UnreleasedPartitions while some are still
+//	         owned, else Stable)            -> current assignment record
+//
+// Invariant: a partition is owned (assigned or pending revocation) by at
+// most one member; CheckInvariants verifies it. Epoch -1 removes a member
+// (tombstones, group epoch + 1); -2 keeps a static member's place and
+// assignment until its session ends, and a new member id with the same
+// group.instance.id takes them over without a new epoch. Sessions
+// (group.consumer.session.timeout.ms) and revocations (the member's
+// rebalance timeout) that expire fence the member the same way.
+//
+// Records, in Kafka's schemas (key version = record type; values are
+// version 0, flexible):
+//
+//	key  record                         value fields
+//	3    ConsumerGroupMetadata          group epoch
+//	4    ConsumerGroupPartitionMetadata subscribed topics: id, name, partitions
+//	5    ConsumerGroupMemberMetadata    instance, rack, client id/host,
+//	                                    topic names, regex, rebalance timeout,
+//	                                    server assignor
+//	6    ConsumerGroupTargetAssignmentMetadata  target epoch
+//	7    ConsumerGroupTargetAssignmentMember    partitions by topic id
+//	8    ConsumerGroupCurrentMemberAssignment   epoch, previous epoch, state,
+//	                                    assigned, pending revocation
+//
+// Keys 5, 7 and 8 carry the member id after the group id. Deleting a group
+// writes tombstones for all of them, the group epoch last.
+//
+// The coordinator keeps a consumer group in the same entry as its offsets
+// (entry.cg next to entry.g). One protocol at a time, as Kafka with
+// group.consumer.migration.policy=disabled: a classic JoinGroup of a
+// consumer group with members is ErrInconsistentGroupProtocol, a
+// ConsumerGroupHeartbeat of a classic group with members is
+// ErrGroupIDNotFound; an empty group of either protocol is replaced (its
+// records deleted) and keeps its offsets.
 //
 // # Concurrency
 //

@@ -23,6 +23,16 @@ var (
 	ErrOffsetMetadataTooLarge    = errors.New("group: offset metadata too large")
 	ErrUnknownTopicOrPartition   = errors.New("group: unknown topic or partition")
 	ErrUnstableOffsetCommit      = errors.New("group: unstable offset commit")
+	// Consumer groups (KIP-848).
+	ErrInvalidRequest           = errors.New("group: invalid request")
+	ErrUnsupportedAssignor      = errors.New("group: unsupported assignor")
+	ErrInvalidRegularExpression = errors.New("group: invalid regular expression")
+	ErrFencedMemberEpoch        = errors.New("group: fenced member epoch")
+	ErrStaleMemberEpoch         = errors.New("group: stale member epoch")
+	ErrUnreleasedInstanceID     = errors.New("group: unreleased instance id")
+	// ErrUnsupportedVersion: a consumer group member committed with
+	// OffsetCommit below v9.
+	ErrUnsupportedVersion = errors.New("group: unsupported version")
 	// ErrInvalidProducerEpoch: the __consumer_offsets partition knows a
 	// newer epoch of the producer of a TxnOffsetCommit (Log.AppendTxn
 	// wraps it).

@@ -282,7 +282,7 @@ func (e *groupEnv) handle(t *testing.T, d *datadriven.TestData) string {
 
 // TestGroupScripts runs testdata/*.txt; each file starts with "new".
 func TestGroupScripts(t *testing.T) {
-	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
+	datadriven.Walk(t, "testdata/classic", func(t *testing.T, path string) {
 		var env *groupEnv
 		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
 			if d.Cmd == "new" {

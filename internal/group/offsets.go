@@ -299,6 +299,28 @@ func (g *Group) ExpiredOffsets(now time.Time, retention time.Duration) []TopicPa
 	return out
 }
 
+// expiredByCommit returns the offsets committed at least retention ago,
+// but none of a topic in skip (a consumer group's subscribed topics) nor
+// one an open transaction is about to replace.
+func (g *Group) expiredByCommit(now time.Time, retention time.Duration, skip map[string]TopicInfo) []TopicPartition {
+	var out []TopicPartition
+	for tp, c := range g.offsets {
+		if _, ok := skip[tp.topic]; ok || g.hasPendingTxnOffset(tp) {
+			continue
+		}
+		if now.Sub(c.CommitTime) >= retention {
+			out = append(out, TopicPartition{Topic: tp.topic, Partition: tp.partition})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Topic != out[j].Topic {
+			return out[i].Topic < out[j].Topic
+		}
+		return out[i].Partition < out[j].Partition
+	})
+	return out
+}
+
 // TopicPartition names a partition.
 type TopicPartition struct {
 	Topic     string

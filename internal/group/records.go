@@ -88,6 +88,7 @@ const (
 	kindOther recordKind = iota
 	kindOffset
 	kindGroup
+	kindConsumer // a KIP-848 consumer group record (key versions 3-8)
 )
 
 // parsedKey is a decoded __consumer_offsets key.
@@ -116,8 +117,15 @@ func parseKey(b []byte) (parsedKey, error) {
 		}
 		return parsedKey{kind: kindGroup, group: k.Group}, nil
 	default:
-		// Newer record types (KIP-848 consumer groups, share groups) are
-		// not ours.
+		if isConsumerGroupKey(ver) {
+			r := reader{b: b[2:]}
+			g := r.str16()
+			if r.err != nil {
+				return parsedKey{}, fmt.Errorf("group: consumer group record key: %w", r.err)
+			}
+			return parsedKey{kind: kindConsumer, group: g}, nil
+		}
+		// Other record types (share groups) are not ours.
 		return parsedKey{kind: kindOther}, nil
 	}
 }

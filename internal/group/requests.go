@@ -125,6 +125,9 @@ type OffsetCommitRequest struct {
 	InstanceID *string
 	Generation int32
 	Topics     []OffsetCommitTopic
+	// Version is the request's version: a consumer group (KIP-848)
+	// member must commit with v9+.
+	Version int16
 }
 
 // TxnOffsetCommitRequest is a TxnOffsetCommit request: offsets committed
@@ -175,6 +178,10 @@ type OffsetFetchRequest struct {
 	// RequireStable (v7+, KIP-447) asks for ErrUnstableOffsetCommit on the
 	// partitions an open transaction has an offset for.
 	RequireStable bool
+	// MemberID and MemberEpoch (v9+, KIP-848) are checked against a
+	// consumer group's member; MemberID nil and MemberEpoch -1 are not.
+	MemberID    *string
+	MemberEpoch int32
 }
 
 // FetchedOffset is one partition's committed offset; Offset is -1 and
@@ -231,7 +238,7 @@ type GroupDescription struct {
 // ListGroupsRequest filters ListGroups; empty filters match everything.
 type ListGroupsRequest struct {
 	States []string // v4+ (KIP-518), compared case-insensitively
-	Types  []string // v5+ (KIP-848): group types; only "classic" matches our groups
+	Types  []string // v5+ (KIP-848): group types; "classic" or "consumer"
 }
 
 // ListedGroup is one group of a ListGroups response.
@@ -239,4 +246,5 @@ type ListedGroup struct {
 	Group        string
 	ProtocolType string
 	State        string
+	Type         string // "classic" or "consumer" (KIP-848)
 }

@@ -1,0 +1,310 @@
+package group
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"strings"
+	"time"
+)
+
+// consumerConfig is the configuration of the coordinator's consumer
+// groups.
+func (c *Coordinator) consumerConfig() ConsumerGroupConfig {
+	return ConsumerGroupConfig{
+		SessionTimeout:    c.cfg.ConsumerSessionTimeout,
+		HeartbeatInterval: c.cfg.ConsumerHeartbeatInterval,
+		MaxSize:           c.cfg.ConsumerMaxSize,
+		Assignors:         c.cfg.ConsumerAssignors,
+		NewMemberID:       newConsumerMemberID,
+	}
+}
+
+// newConsumerMemberID returns a random UUID in URL-safe base64, as
+// Kafka's Uuid.toString makes member ids for ConsumerGroupHeartbeat v0.
+func newConsumerMemberID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return base64.RawURLEncoding.EncodeToString(b[:])
+}
+
+// topics returns the coordinator's view of the cluster's topics.
+func (c *Coordinator) topics() Topics {
+	if c.cfg.Topics == nil {
+		return TopicMap{}
+	}
+	return c.cfg.Topics()
+}
+
+// deadlineLocked is the entry's earliest deadline, classic or consumer.
+// e.mu must be held.
+func (e *entry) deadlineLocked() time.Time {
+	d := e.g.Deadline()
+	if e.cg != nil {
+		if cd := e.cg.Deadline(); !cd.IsZero() && (d.IsZero() || cd.Before(d)) {
+			d = cd
+		}
+	}
+	return d
+}
+
+// storeConsumerLocked writes a consumer group change and applies it once
+// durable. A change without records (a heartbeat that only keeps a
+// session) is applied without a write. e.mu must be held.
+//
+// NB: the write runs under the coordinator's lifetime, not the request's
+// context, as applyLocked's: a client giving up must not leave the log
+// and the group apart.
+func (c *Coordinator) storeConsumerLocked(e *entry, ch Change) error {
+	if !ch.Empty() {
+		recs := make([]KV, len(ch.Records))
+		for i, r := range ch.Records {
+			recs[i] = r.KV()
+		}
+		if _, err := c.appendRecords(c.lifetime, e.log, recs); err != nil {
+			c.cfg.Logger.Warn("group: storing consumer group records", "group", e.g.id, "err", err)
+			return storeErr(err)
+		}
+	}
+	prevEpoch := e.cg.Epoch()
+	e.cg.Apply(ch)
+	if e.cg.Epoch() != prevEpoch {
+		c.rebalances.Add(1)
+		c.cfg.Logger.Info("group: consumer group epoch bumped", "group", e.g.id, "epoch", e.cg.Epoch(),
+			"members", e.cg.Size(), "state", e.cg.State().String())
+	}
+	return nil
+}
+
+// tickConsumerLocked fences the consumer group members whose session or
+// rebalance timeout ended. e.mu must be held.
+func (c *Coordinator) tickConsumerLocked(e *entry, now time.Time) {
+	ch, fenced := e.cg.Tick(now, c.topics())
+	if len(fenced) == 0 {
+		return
+	}
+	if err := c.storeConsumerLocked(e, ch); err != nil {
+		return // tried again at the next tick
+	}
+	c.cfg.Logger.Info("group: consumer group members fenced", "group", e.g.id, "members", fenced)
+}
+
+// leaveConsumerProtocolLocked prepares an entry for a classic JoinGroup:
+// a consumer group with members refuses it (ErrInconsistentGroupProtocol);
+// an empty one is deleted (its tombstones written) and the group goes on
+// as a classic group with its offsets. e.mu must be held.
+//
+// NB: with group.consumer.migration.policy=disabled Kafka answers a
+// classic member of a non-empty consumer group the same way; online
+// migration between the protocols is not implemented.
+func (c *Coordinator) leaveConsumerProtocolLocked(e *entry) error {
+	if e.cg == nil {
+		return nil
+	}
+	if e.cg.State() != ConsumerEmpty {
+		return ErrInconsistentGroupProtocol
+	}
+	recs := []KV{}
+	for _, r := range e.cg.Delete().Records {
+		recs = append(recs, r.KV())
+	}
+	if _, err := c.appendRecords(c.lifetime, e.log, recs); err != nil {
+		return storeErr(err)
+	}
+	e.cg = nil
+	return nil
+}
+
+// ConsumerGroupHeartbeat handles a ConsumerGroupHeartbeat (v1 tells
+// whether the member must name its own id). It stores the group's
+// changes in __consumer_offsets before it answers. A group of the classic
+// protocol with members answers ErrGroupIDNotFound; an empty classic
+// group becomes a consumer group, keeping its offsets.
+func (c *Coordinator) ConsumerGroupHeartbeat(ctx context.Context, req ConsumerHeartbeatRequest, v1 bool) (ConsumerHeartbeatResult, error) {
+	if req.Group == "" {
+		return ConsumerHeartbeatResult{}, errf(ErrInvalidRequest, "GroupId can't be empty.")
+	}
+	join := req.MemberEpoch == JoinEpoch
+	e, err := c.locked(req.Group, join)
+	if err != nil {
+		return ConsumerHeartbeatResult{}, err
+	}
+	if e == nil {
+		return ConsumerHeartbeatResult{}, errf(ErrGroupIDNotFound, "Consumer group %s not found.", req.Group)
+	}
+	forget := false
+	defer func() {
+		// NB: after e.mu is released (deferred below, so it runs
+		// first): the two locks are never held together.
+		if forget {
+			c.forget(e)
+		}
+	}()
+	defer e.mu.Unlock()
+	created := false
+	if e.cg == nil {
+		g := e.g
+		if !join || g.state != Empty || len(g.members) > 0 {
+			return ConsumerHeartbeatResult{}, errf(ErrGroupIDNotFound, "Group %s is not a consumer group.", req.Group)
+		}
+		e.cg = NewConsumerGroup(req.Group, c.consumerConfig())
+		created = true
+	}
+	now := c.cfg.Now()
+	res, ch, err := e.cg.Heartbeat(now, c.topics(), req, v1)
+	if err == nil && created && (e.g.generation > 0 || e.g.protocolType != "") {
+		// The empty classic group it replaces: its metadata goes.
+		err = c.deleteClassicMetadataLocked(e)
+	}
+	if err == nil {
+		err = c.storeConsumerLocked(e, ch)
+	}
+	if err != nil {
+		if created {
+			e.cg = nil
+			forget = unusedLocked(e)
+		}
+		return ConsumerHeartbeatResult{}, err
+	}
+	c.maybeKick(e.deadlineLocked())
+	return res, nil
+}
+
+// deleteClassicMetadataLocked writes the tombstone of an empty classic
+// group's metadata. e.mu must be held.
+func (c *Coordinator) deleteClassicMetadataLocked(e *entry) error {
+	if _, err := c.appendRecords(c.lifetime, e.log, []KV{{Key: groupKey(e.g.id)}}); err != nil {
+		return storeErr(err)
+	}
+	e.g.protocolType, e.g.generation = "", 0
+	return nil
+}
+
+// unusedLocked marks removed, and reports, an entry that a failed first
+// heartbeat created and that holds nothing; the caller forgets it once
+// e.mu is released. e.mu must be held.
+func unusedLocked(e *entry) bool {
+	g := e.g
+	if e.cg != nil || len(g.members) > 0 || g.HasOffsets() || g.HasOpenTxns() || g.protocolType != "" || g.generation > 0 {
+		return false
+	}
+	e.removed = true
+	return true
+}
+
+// ConsumerMemberDescription is one member of ConsumerGroupDescribe.
+type ConsumerMemberDescription struct {
+	MemberID             string
+	InstanceID           *string
+	RackID               *string
+	MemberEpoch          int32
+	ClientID             string
+	ClientHost           string
+	SubscribedTopicNames []string
+	SubscribedTopicRegex *string
+	Assignment           []TopicPartitions
+	TargetAssignment     []TopicPartitions
+}
+
+// ConsumerGroupDescription is one group of ConsumerGroupDescribe.
+type ConsumerGroupDescription struct {
+	Group           string
+	State           string
+	Epoch           int32
+	AssignmentEpoch int32
+	AssignorName    string
+	Members         []ConsumerMemberDescription
+}
+
+// ConsumerGroupDescribe describes a consumer group; a classic or unknown
+// group is ErrGroupIDNotFound.
+func (c *Coordinator) ConsumerGroupDescribe(ctx context.Context, group string) (ConsumerGroupDescription, error) {
+	e, err := c.locked(group, false)
+	if err != nil {
+		return ConsumerGroupDescription{Group: group}, err
+	}
+	if e == nil {
+		return ConsumerGroupDescription{Group: group}, errf(ErrGroupIDNotFound, "Group %s not found.", group)
+	}
+	defer e.mu.Unlock()
+	if e.cg == nil {
+		return ConsumerGroupDescription{Group: group}, errf(ErrGroupIDNotFound, "Group %s is not a consumer group.", group)
+	}
+	return e.cg.Describe(), nil
+}
+
+// Describe returns the group's description.
+func (g *ConsumerGroup) Describe() ConsumerGroupDescription {
+	d := ConsumerGroupDescription{Group: g.id, State: g.State().String(), Epoch: g.epoch,
+		AssignmentEpoch: g.assignmentEpoch, AssignorName: g.PreferredAssignor()}
+	for _, id := range g.sortedMemberIDs() {
+		m := g.members[id]
+		md := ConsumerMemberDescription{MemberID: id, InstanceID: m.InstanceID, RackID: m.RackID, MemberEpoch: m.Epoch,
+			ClientID: m.ClientID, ClientHost: m.ClientHost, SubscribedTopicNames: append([]string{}, m.SubscribedTopicNames...),
+			Assignment: m.Assigned.list(), TargetAssignment: g.target[id].list()}
+		if m.SubscribedTopicRegex != "" {
+			re := m.SubscribedTopicRegex
+			md.SubscribedTopicRegex = &re
+		}
+		d.Members = append(d.Members, md)
+	}
+	return d
+}
+
+// ValidateCommit checks an OffsetCommit (or, with txn, a
+// TxnOffsetCommit) of a consumer group: epoch -1 commits only to a group
+// without members; otherwise the member must exist
+// (ErrUnknownMemberID), commit with v9+ (ErrUnsupportedVersion, plain
+// commits only), at its current epoch (ErrStaleMemberEpoch).
+//
+// Reference: Kafka ConsumerGroup.validateOffsetCommit.
+func (g *ConsumerGroup) ValidateCommit(memberID string, epoch int32, version int16, txn bool) error {
+	if epoch < 0 && len(g.members) == 0 {
+		return nil
+	}
+	m := g.members[memberID]
+	if m == nil {
+		return errf(ErrUnknownMemberID, "Member %s is not a member of group %s.", memberID, g.id)
+	}
+	if !txn && version < 9 {
+		return errf(ErrUnsupportedVersion, "OffsetCommit version 9 or above must be used by members using the modern group protocol")
+	}
+	if epoch != m.Epoch {
+		return errf(ErrStaleMemberEpoch, "The received member epoch %d does not match the expected member epoch %d.", epoch, m.Epoch)
+	}
+	return nil
+}
+
+// ValidateFetch checks the member of an OffsetFetch v9+: a request
+// without member id is not checked (admin clients, and requests below
+// v9).
+//
+// Reference: Kafka ConsumerGroup.validateOffsetFetch.
+func (g *ConsumerGroup) ValidateFetch(memberID *string, epoch int32) error {
+	if memberID == nil {
+		return nil
+	}
+	m := g.members[*memberID]
+	if m == nil {
+		return errf(ErrUnknownMemberID, "Member %s is not a member of group %s.", *memberID, g.id)
+	}
+	if epoch != m.Epoch {
+		return errf(ErrStaleMemberEpoch, "The received member epoch %d does not match the expected member epoch %d.", epoch, m.Epoch)
+	}
+	return nil
+}
+
+// ErrorMessage returns the message a consumer group error carries for
+// the client (Kafka's exception message), "" when it has none.
+func ErrorMessage(err error) string {
+	u := errors.Unwrap(err)
+	if u == nil {
+		return ""
+	}
+	msg, p := err.Error(), u.Error()+": "
+	if !strings.HasPrefix(msg, p) {
+		return ""
+	}
+	return msg[len(p):]
+}
