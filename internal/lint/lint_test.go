@@ -19,7 +19,7 @@ var allowed = map[string][]string{
 	"cmd/samsa-dev":      {"cli"},
 	"internal/cli":       {"server", "broker", "cluster", "admin", "config", "storage", "vfs", "record", "txn", "sasl", "tlsconfig", "acl", "quota"},
 	"internal/server":    {"config"},
-	"internal/broker":    {"cluster", "replica", "group", "txn", "record", "config", "server", "storage", "vfs", "sasl", "acl", "quota"},
+	"internal/broker":    {"cluster", "replica", "group", "txn", "record", "config", "server", "storage", "vfs", "sasl", "acl", "quota", "fetchsession"},
 	"internal/group":     {"replica", "record", "config", "storage"},
 	"internal/txn":       {"record", "vfs", "config"},
 	"internal/replica":   {"storage", "record", "config", "txn", "vfs"},
@@ -35,6 +35,9 @@ var allowed = map[string][]string{
 	"internal/tlsconfig": {},
 	"internal/lint":      {},
 	"internal/testutil":  nil, // anything
+
+	// KIP-227 fetch sessions: the broker's cache and the follower's handler.
+	"internal/fetchsession": {},
 }
 
 // TestForbiddenImports fails on an import between samsa packages that the
