@@ -16,6 +16,7 @@ import (
 	"samsa/internal/acl"
 	"samsa/internal/cluster"
 	"samsa/internal/config"
+	"samsa/internal/fetchsession"
 	"samsa/internal/group"
 	"samsa/internal/quota"
 	"samsa/internal/replica"
@@ -62,6 +63,10 @@ type Broker struct {
 	leaders     *leaderClient // followers' connections to leaders
 
 	topicConfigs atomic.Pointer[topicConfigCache]
+
+	// fetchSessions are the KIP-227 fetch sessions of consumers and
+	// followers (fetch_session.go).
+	fetchSessions *fetchsession.Cache
 
 	groups *group.Coordinator
 	// txns is the transaction coordinator.
@@ -125,6 +130,10 @@ func New(cfg Config) (*Broker, error) {
 		b.now = time.Now
 	}
 	b.ctx, b.cancelCtx = context.WithCancel(context.Background())
+	b.fetchSessions = fetchsession.New(fetchsession.Config{
+		MaxSlots:   int(cfg.Broker.MaxIncrementalFetchSessionCacheSlots),
+		EvictionMs: cfg.Broker.MinIncrementalFetchSessionEvictionMs,
+	})
 	fs := cfg.FS
 	if fs == nil {
 		fs = vfs.Default
