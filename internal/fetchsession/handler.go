@@ -35,7 +35,9 @@ type Handler struct {
 		topicIDs bool
 		// sent holds the partitions the session has, by topic name and
 		// partition, with the Key (name and id) and Params last sent.
-		sent map[nameKey]Partition
+		sent map[nameKey]*sentPartition
+		// gen numbers the Builds, to mark the partitions each wants.
+		gen uint64
 		// full: the request in flight is a full fetch.
 		full bool
 	}
@@ -46,6 +48,13 @@ type nameKey struct {
 	partition int32
 }
 
+// sentPartition is a partition of the session and the Build that last
+// wanted it.
+type sentPartition struct {
+	Partition
+	gen uint64
+}
+
 // Build returns the next request's Plan for the partitions wanted now,
 // each with both its topic name and its id set in Key. The Handler takes it
 // that the broker will hold the session so; Done or Failed says whether it
@@ -53,36 +62,51 @@ type nameKey struct {
 func (h *Handler) Build(want []Partition) Plan {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	next := make(map[nameKey]Partition, len(want))
-	for _, p := range want {
-		next[nameKey{p.Topic, p.Partition}] = p
-	}
 	plan := Plan{SessionID: h.mu.id, Epoch: h.mu.epoch}
-	old := h.mu.sent
-	h.mu.sent = next
+	h.mu.gen++
+	gen := h.mu.gen
 	if h.mu.epoch == InitialEpoch || h.mu.epoch == FinalEpoch {
 		h.mu.full = true
+		h.mu.sent = make(map[nameKey]*sentPartition, len(want))
+		for _, p := range want {
+			h.mu.sent[nameKey{p.Topic, p.Partition}] = &sentPartition{Partition: p, gen: gen}
+		}
 		plan.Full, plan.Send = true, want
 		return plan
 	}
 	h.mu.full = false
+	// NB: an idle fetch of many partitions changes nothing here: one
+	// lookup per partition, no allocation.
+	kept, added := 0, 0
 	for _, p := range want {
-		prev, ok := old[nameKey{p.Topic, p.Partition}]
+		k := nameKey{p.Topic, p.Partition}
+		prev := h.mu.sent[k]
 		switch {
-		case !ok:
+		case prev == nil:
+			h.mu.sent[k] = &sentPartition{Partition: p, gen: gen}
 			plan.Send = append(plan.Send, p)
+			added++
+			continue
+		case prev.gen == gen:
+			continue // named twice
 		case prev.TopicID != p.TopicID && h.mu.topicIDs:
 			// A topic recreated under its name is another partition
 			// to a session keyed by id.
 			plan.Forget = append(plan.Forget, prev.Key)
 			plan.Send = append(plan.Send, p)
-		case prev != p:
+		case prev.Partition != p:
 			plan.Send = append(plan.Send, p)
 		}
+		prev.Partition, prev.gen = p, gen
+		kept++
 	}
-	for k, prev := range old {
-		if _, ok := next[k]; !ok {
-			plan.Forget = append(plan.Forget, prev.Key)
+	if kept+added < len(h.mu.sent) {
+		// Some partitions are no longer wanted.
+		for k, prev := range h.mu.sent {
+			if prev.gen != gen {
+				plan.Forget = append(plan.Forget, prev.Key)
+				delete(h.mu.sent, k)
+			}
 		}
 	}
 	slices.SortFunc(plan.Forget, func(a, b Key) int {

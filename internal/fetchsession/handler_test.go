@@ -50,6 +50,12 @@ func TestHandler(t *testing.T) {
 			{want: []Partition{moved}, plan: "incr id=42 epoch=3 send=[] forget=[t-1/1 u-0/2]", done: ok, after: "42/4"},
 			{want: []Partition{moved, u0}, plan: "incr id=42 epoch=4 send=[u-0@7] forget=[]", done: ok, after: "42/5"},
 		}},
+		{"a change, an addition and a removal in one fetch", []step{
+			{want: []Partition{t0, t1, u0}, plan: "full id=0 epoch=0 send=[t-0@5 t-1@0 u-0@7] forget=[]", done: ok, after: "42/1"},
+			{want: []Partition{moved, t1}, plan: "incr id=42 epoch=1 send=[t-0@9] forget=[u-0/2]", done: ok, after: "42/2"},
+			{want: []Partition{t1, u0, t1}, plan: "incr id=42 epoch=2 send=[u-0@7] forget=[t-0/1]", done: ok, after: "42/3"},
+			{want: []Partition{t1, u0}, plan: "incr id=42 epoch=3 send=[] forget=[]", done: ok, after: "42/4"},
+		}},
 		{"a topic recreated under its name is forgotten by its old id and sent", []step{
 			{want: []Partition{t0, t1}, plan: "full id=0 epoch=0 send=[t-0@5 t-1@0] forget=[]", done: ok, after: "42/1"},
 			{want: []Partition{t0, recreated}, plan: "incr id=42 epoch=1 send=[t-1@0] forget=[t-1/1]", done: ok, after: "42/2"},
