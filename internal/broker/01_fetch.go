@@ -289,7 +289,7 @@ func (q *fetchQuota) reply(b *Broker, req *kmsg.FetchRequest, f *fetchResult) se
 		b.quotas.bytes.Record(now, q.bytes.Sensor, math.Inf(1), -size)
 	}
 	resp := req.ResponseKind().(*kmsg.FetchResponse)
-	resp.SessionID = f.session.abandon()
+	f.session.throttled(f, resp)
 	return throttleReply(server.Reply{Msg: resp}, req.Version, throttle)
 }
 

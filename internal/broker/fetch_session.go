@@ -168,13 +168,15 @@ func (s *fetchSession) respond(f *fetchResult) {
 	f.resp.Topics, f.regions = topics, regions
 }
 
-// abandon returns the session id of a response sent without its
-// partitions (fetchsession.Context.Abandon); 0 on a nil session.
-func (s *fetchSession) abandon() int32 {
+// throttled sets the session id of resp, the response a quota sent
+// instead of f's, without its partitions (fetchsession.Context.Abandon),
+// and its session error if f had one. It is a no-op on a nil session.
+func (s *fetchSession) throttled(f *fetchResult, resp *kmsg.FetchResponse) {
 	if s == nil {
-		return 0
+		return
 	}
-	return s.x.Abandon()
+	resp.ErrorCode = f.resp.ErrorCode
+	resp.SessionID = s.x.Abandon()
 }
 
 // withSession returns q carrying s for the results it reads; the shared
