@@ -11,9 +11,9 @@ package broker
 //   reads up to the high watermark and AbortedTransactions is null. Both
 //   report the last stable offset in LastStableOffset, as Kafka does.
 // * v5: LogStartOffset.
-// * v7: fetch sessions (KIP-227). samsa refuses sessions as Kafka allows:
-//   every response carries session id 0, so clients send full fetches. A
-//   request naming a session id gets FETCH_SESSION_ID_NOT_FOUND.
+// * v7: fetch sessions (KIP-227): incremental fetches, for consumers and
+//   followers, in a cache of max.incremental.fetch.session.cache.slots
+//   sessions (fetch_session.go, internal/fetchsession).
 // * v9: CurrentLeaderEpoch per partition (KIP-320): FENCED_LEADER_EPOCH or
 //   UNKNOWN_LEADER_EPOCH when it differs from the leader's.
 // * v11: RackID and PreferredReadReplica (KIP-392, follower_fetch.go): with
@@ -73,10 +73,9 @@ func (b *Broker) handleFetch(ctx context.Context, c *server.Conn, req *kmsg.Fetc
 	if refused(1, req.Version) {
 		return refuseFetch(req)
 	}
-	if req.Version >= 7 && req.SessionID != 0 {
-		resp := req.ResponseKind().(*kmsg.FetchResponse)
-		resp.ErrorCode = kerr.FetchSessionIDNotFound.Code
-		return server.Reply{Msg: resp}
+	req, session, early := b.openFetchSession(req) // fetch_session.go
+	if early != nil {
+		return *early
 	}
 	// Reference: KafkaApis.handleFetchRequest: a follower's fetch needs
 	// CLUSTER_ACTION (else every partition fails, CVE-2018-1288), a
@@ -99,7 +98,7 @@ func (b *Broker) handleFetch(ctx context.Context, c *server.Conn, req *kmsg.Fetc
 			}
 		}
 	}
-	q := b.newFetchQuota(c, req, clientID)
+	q := b.newFetchQuota(c, req, clientID).withSession(session)
 	f := q.fetch(b, req, c.Listener, allowed)
 	if f.done || f.n >= int64(req.MinBytes) || req.MaxWaitMillis <= 0 {
 		return q.reply(b, req, f)
@@ -201,6 +200,9 @@ type fetchQuota struct {
 	maxBytes int64
 	// work is the time spent reading the logs, for request_percentage.
 	work time.Duration
+	// session, if not nil, is the request's fetch session, given to
+	// each result read.
+	session *fetchSession
 }
 
 // noFetchQuota is the fetchQuota of fetches no quota applies to. It is
@@ -232,11 +234,14 @@ func (q *fetchQuota) on() bool { return q.bytes.Found || q.requests.Found }
 // fetch is fetchOnce, timed when request_percentage applies.
 func (q *fetchQuota) fetch(b *Broker, req *kmsg.FetchRequest, listener string, allowed func(string) bool) *fetchResult {
 	if !q.requests.Found {
-		return b.fetchOnce(req, listener, allowed, q.maxBytes)
+		f := b.fetchOnce(req, listener, allowed, q.maxBytes)
+		f.session = q.session
+		return f
 	}
 	start := b.now()
 	f := b.fetchOnce(req, listener, allowed, q.maxBytes)
 	q.work += b.now().Sub(start)
+	f.session = q.session
 	return f
 }
 
@@ -287,6 +292,7 @@ func (q *fetchQuota) reply(b *Broker, req *kmsg.FetchRequest, f *fetchResult) se
 		b.quotas.bytes.Record(now, q.bytes.Sensor, math.Inf(1), -size)
 	}
 	resp := req.ResponseKind().(*kmsg.FetchResponse)
+	f.session.throttled(f, resp)
 	return throttleReply(server.Reply{Msg: resp}, req.Version, throttle)
 }
 
@@ -316,6 +322,10 @@ type fetchResult struct {
 	served []servedPartition
 	// follower is set for a follower's fetch.
 	follower bool
+	// session, if not nil, is the request's fetch session (KIP-227,
+	// fetch_session.go); sessionDone is set once it saw the response.
+	session     *fetchSession
+	sessionDone bool
 }
 
 // fetchPart is one partition of a Fetch as a long-poll watches it: the
@@ -357,6 +367,7 @@ func (f *fetchResult) count() {
 // response carrying KIP-951 leader hints goes through kmsg instead, which
 // encodes the tagged fields the sendfile encoder leaves out.
 func (f *fetchResult) reply() server.Reply {
+	f.session.respond(f)
 	if len(f.hinted) > 0 {
 		for _, id := range f.img.BrokerIDs() {
 			if slices.Contains(f.hinted, id) {

@@ -16,6 +16,7 @@ import (
 	"samsa/internal/acl"
 	"samsa/internal/cluster"
 	"samsa/internal/config"
+	"samsa/internal/fetchsession"
 	"samsa/internal/group"
 	"samsa/internal/quota"
 	"samsa/internal/replica"
@@ -77,6 +78,10 @@ type Broker struct {
 	brokers     InterBroker
 
 	topicConfigs atomic.Pointer[topicConfigCache]
+
+	// fetchSessions are the KIP-227 fetch sessions of consumers and
+	// followers (fetch_session.go).
+	fetchSessions *fetchsession.Cache
 
 	groups *group.Coordinator
 	// txns is the transaction coordinator.
@@ -142,6 +147,10 @@ func New(cfg Config) (*Broker, error) {
 	if b.replicas == nil || b.cluster == nil || b.brokers == nil {
 		return nil, errors.New("broker: Config needs Cluster, Replicas and InterBroker")
 	}
+	b.fetchSessions = fetchsession.New(fetchsession.Config{
+		MaxSlots:   int(cfg.Broker.MaxIncrementalFetchSessionCacheSlots),
+		EvictionMs: cfg.Broker.MinIncrementalFetchSessionEvictionMs,
+	})
 	b.ctx, b.cancelCtx = context.WithCancel(context.Background())
 	b.acls = newACLState(acl.Config{SuperUsers: cfg.Broker.SuperUsers, AllowEveryoneIfNoACLFound: cfg.Broker.AllowEveryoneIfNoACLFound},
 		authorizerEnabled(cfg.Broker.AuthorizerClassName))

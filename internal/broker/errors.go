@@ -10,6 +10,7 @@ import (
 	"samsa/internal/acl"
 	"samsa/internal/cluster"
 	"samsa/internal/config"
+	"samsa/internal/fetchsession"
 	"samsa/internal/group"
 	"samsa/internal/quota"
 	"samsa/internal/record"
@@ -141,6 +142,12 @@ func errCode(err error) *kerr.Error {
 		return kerr.InvalidRequest
 	case errors.Is(err, quota.ErrThrottlingQuotaExceeded):
 		return kerr.ThrottlingQuotaExceeded
+	case errors.Is(err, fetchsession.ErrSessionIDNotFound):
+		return kerr.FetchSessionIDNotFound
+	case errors.Is(err, fetchsession.ErrInvalidEpoch):
+		return kerr.InvalidFetchSessionEpoch
+	case errors.Is(err, fetchsession.ErrTopicIDMismatch):
+		return kerr.FetchSessionTopicIDError
 	case errors.Is(err, cluster.ErrNotFound):
 		return kerr.ResourceNotFound
 	case errors.Is(err, sasl.ErrUnsupportedMechanism):

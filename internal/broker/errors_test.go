@@ -11,6 +11,7 @@ import (
 	"samsa/internal/acl"
 	"samsa/internal/cluster"
 	"samsa/internal/config"
+	"samsa/internal/fetchsession"
 	"samsa/internal/quota"
 	"samsa/internal/record"
 	"samsa/internal/replica"
@@ -81,6 +82,9 @@ func TestErrCodeMapsEverySentinel(t *testing.T) {
 		{quota.ErrInvalidFilter, kerr.InvalidRequest},
 		{errDuplicateQuota, kerr.InvalidRequest},
 		{quota.ErrThrottlingQuotaExceeded, kerr.ThrottlingQuotaExceeded},
+		{fetchsession.ErrSessionIDNotFound, kerr.FetchSessionIDNotFound},
+		{fetchsession.ErrInvalidEpoch, kerr.InvalidFetchSessionEpoch},
+		{fetchsession.ErrTopicIDMismatch, kerr.FetchSessionTopicIDError},
 		{cluster.ErrNotFound, kerr.ResourceNotFound},
 		{sasl.ErrUnsupportedMechanism, kerr.UnsupportedSaslMechanism},
 		{sasl.ErrIterations, kerr.UnacceptableCredential},

@@ -158,6 +158,8 @@ type Broker struct {
 	ReplicaFetchMinBytes                      int32             // replica.fetch.min.bytes
 	ReplicaFetchResponseMaxBytes              int32             // replica.fetch.response.max.bytes
 	ReplicaFetchWaitMaxMs                     int32             // replica.fetch.wait.max.ms
+	MaxIncrementalFetchSessionCacheSlots      int32             // max.incremental.fetch.session.cache.slots
+	MinIncrementalFetchSessionEvictionMs      int64             // min.incremental.fetch.session.eviction.ms
 	NumReplicaFetchers                        int32             // num.replica.fetchers
 	AutoLeaderRebalanceEnable                 bool              // auto.leader.rebalance.enable
 	LeaderImbalanceCheckIntervalS             int64             // leader.imbalance.check.interval.seconds
@@ -378,6 +380,8 @@ func FromRaw(set map[string]string) (*Broker, error) {
 	b.ReplicaFetchMinBytes = r.int32("replica.fetch.min.bytes")
 	b.ReplicaFetchResponseMaxBytes = r.int32("replica.fetch.response.max.bytes")
 	b.ReplicaFetchWaitMaxMs = r.int32("replica.fetch.wait.max.ms")
+	b.MaxIncrementalFetchSessionCacheSlots = r.int32("max.incremental.fetch.session.cache.slots")
+	b.MinIncrementalFetchSessionEvictionMs = r.int64("min.incremental.fetch.session.eviction.ms")
 	b.NumReplicaFetchers = r.int32("num.replica.fetchers")
 	b.AutoLeaderRebalanceEnable = r.bool("auto.leader.rebalance.enable")
 	b.LeaderImbalanceCheckIntervalS = r.int64("leader.imbalance.check.interval.seconds")

@@ -19,9 +19,9 @@ var allowed = map[string][]string{
 	"cmd/samsa":          {"cli"},
 	"cmd/samsa-dev":      {"cli"},
 	"internal/cli":       {"node", "config", "cluster", "record", "txn", "sasl", "tlsconfig", "acl"},
-	"internal/node":      {"server", "broker", "cluster", "replica", "admin", "config", "storage", "vfs", "sasl", "tlsconfig", "quota"},
+	"internal/node":      {"server", "broker", "fetchsession", "cluster", "replica", "admin", "config", "storage", "vfs", "sasl", "tlsconfig", "quota"},
 	"internal/server":    {},
-	"internal/broker":    {"cluster", "replica", "group", "txn", "record", "config", "server", "storage", "sasl", "acl", "quota"},
+	"internal/broker":    {"cluster", "replica", "group", "txn", "record", "config", "server", "storage", "sasl", "acl", "quota", "fetchsession"},
 	"internal/group":     {"config"},
 	"internal/txn":       {"record", "vfs"},
 	"internal/replica":   {"storage", "record", "txn", "vfs"},
@@ -37,6 +37,9 @@ var allowed = map[string][]string{
 	"internal/tlsconfig": {},
 	"internal/lint":      {},
 	"internal/testutil":  nil, // anything
+
+	// KIP-227 fetch sessions: the broker's cache and the follower's handler.
+	"internal/fetchsession": {},
 }
 
 // samsaImports returns, for each samsa package outside test/, the samsa

@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"samsa/internal/cluster"
+	"samsa/internal/fetchsession"
 	"samsa/internal/replica"
 	"samsa/internal/storage"
 )
@@ -41,6 +42,14 @@ type leaderClient struct {
 type leaderConn struct {
 	addr string
 	cl   *kgo.Client
+	// session is the KIP-227 fetch session with the leader: after a full
+	// fetch, a fetch names only the partitions whose fetch offset or
+	// epoch changed, and those it stops fetching. A new connection (a
+	// new address) starts with a full fetch. fetchMu serialises the
+	// fetches of the session: a fetcher that stops and the one that
+	// replaces it may overlap for a moment.
+	fetchMu sync.Mutex
+	session fetchsession.Handler
 }
 
 func newLeaderClient(c *cluster.Cluster, self int32, listener string, opts []kgo.Opt, log *slog.Logger) *leaderClient {
@@ -50,13 +59,20 @@ func newLeaderClient(c *cluster.Cluster, self int32, listener string, opts []kgo
 // Broker returns a connection to broker leader's current address on the
 // inter-broker listener (broker.InterBroker).
 func (lc *leaderClient) Broker(leader int32) (*kgo.Broker, error) {
+	_, br, err := lc.conn(leader)
+	return br, err
+}
+
+// conn returns the connection to the leader's current address and its
+// session.
+func (lc *leaderClient) conn(leader int32) (*leaderConn, *kgo.Broker, error) {
 	br, ok := lc.cluster.Image().Brokers[leader]
 	if !ok {
-		return nil, fmt.Errorf("node: broker %d is not registered", leader)
+		return nil, nil, fmt.Errorf("node: broker %d is not registered", leader)
 	}
 	host, port, ok := br.Endpoint(lc.listener)
 	if !ok {
-		return nil, fmt.Errorf("node: broker %d has no listener %s (inter.broker.listener.name)", leader, lc.listener)
+		return nil, nil, fmt.Errorf("node: broker %d has no listener %s (inter.broker.listener.name)", leader, lc.listener)
 	}
 	addr := net.JoinHostPort(host, strconv.Itoa(int(port)))
 	lc.mu.Lock()
@@ -73,12 +89,12 @@ func (lc *leaderClient) Broker(leader int32) (*kgo.Broker, error) {
 			kgo.RequestRetries(0),
 		}, lc.opts...)...)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		c = &leaderConn{addr: addr, cl: cl}
 		lc.clients[leader] = c
 	}
-	return c.cl.SeedBrokers()[0], nil
+	return c, c.cl.SeedBrokers()[0], nil
 }
 
 // Close closes every connection.
@@ -91,44 +107,103 @@ func (lc *leaderClient) Close() {
 	}
 }
 
-// Fetch implements replica.LeaderClient.
+// Fetch implements replica.LeaderClient. It fetches in the connection's
+// fetch session: the leader keeps the partitions and fetch offsets last
+// sent and answers only partitions with news, so an idle follower's fetch
+// of many partitions names none. A session error (the leader restarted or
+// evicted the session) is retried at once as a full fetch.
 func (lc *leaderClient) Fetch(ctx context.Context, leader int32, r replica.FetchRequest) (replica.FetchResponse, error) {
-	br, err := lc.Broker(leader)
+	c, br, err := lc.conn(leader)
 	if err != nil {
 		return replica.FetchResponse{}, err
 	}
+	want := make([]fetchsession.Partition, 0, len(r.Partitions))
+	names := make(map[[16]byte]string)
+	for _, p := range r.Partitions {
+		names[p.TopicID] = p.TP.Topic
+		want = append(want, fetchsession.Partition{
+			Key: fetchsession.Key{TopicID: p.TopicID, Topic: p.TP.Topic, Partition: p.TP.Partition},
+			Params: fetchsession.Params{
+				FetchOffset: p.Offset, LogStartOffset: -1, MaxBytes: r.MaxBytes,
+				CurrentLeaderEpoch: p.CurrentLeaderEpoch, LastFetchedEpoch: -1,
+			},
+		})
+	}
+	c.fetchMu.Lock()
+	defer c.fetchMu.Unlock()
+	for attempt := 0; ; attempt++ {
+		plan := c.session.Build(want)
+		resp, err := fetchRequest(r, plan).RequestWith(ctx, br)
+		if err != nil {
+			c.session.Failed()
+			return replica.FetchResponse{}, err
+		}
+		sessErr := kerr.ErrorForCode(resp.ErrorCode)
+		switch sessErr {
+		case nil:
+		case kerr.FetchSessionIDNotFound:
+			sessErr = fetchsession.ErrSessionIDNotFound
+		case kerr.InvalidFetchSessionEpoch:
+			sessErr = fetchsession.ErrInvalidEpoch
+		case kerr.FetchSessionTopicIDError:
+			sessErr = fetchsession.ErrTopicIDMismatch
+		}
+		c.session.Done(sessErr, resp.SessionID, resp.Version >= 13)
+		if sessErr != nil {
+			if !plan.Full && attempt == 0 {
+				continue
+			}
+			return replica.FetchResponse{}, sessErr
+		}
+		return fetchedPartitions(resp, names), nil
+	}
+}
+
+// fetchRequest is the replica fetch r with the session fields and
+// partitions of plan.
+func fetchRequest(r replica.FetchRequest, plan fetchsession.Plan) *kmsg.FetchRequest {
 	req := kmsg.NewPtrFetchRequest()
 	req.ReplicaID = r.ReplicaID
 	req.ReplicaState.ID = r.ReplicaID
 	req.ReplicaState.Epoch = -1
 	req.MaxWaitMillis = int32(r.MaxWait.Milliseconds())
 	req.MinBytes, req.MaxBytes = r.MinBytes, r.MaxBytes
-	req.SessionID, req.SessionEpoch = 0, -1
+	req.SessionID, req.SessionEpoch = plan.SessionID, plan.Epoch
 	byTopic := make(map[string]int)
-	names := make(map[[16]byte]string)
-	for _, p := range r.Partitions {
-		i, ok := byTopic[p.TP.Topic]
+	for _, p := range plan.Send {
+		i, ok := byTopic[p.Topic]
 		if !ok {
 			t := kmsg.NewFetchRequestTopic()
-			t.Topic, t.TopicID = p.TP.Topic, p.TopicID
+			t.Topic, t.TopicID = p.Topic, p.TopicID
 			req.Topics = append(req.Topics, t)
 			i = len(req.Topics) - 1
-			byTopic[p.TP.Topic] = i
-			names[p.TopicID] = p.TP.Topic
+			byTopic[p.Topic] = i
 		}
 		rp := kmsg.NewFetchRequestTopicPartition()
-		rp.Partition, rp.FetchOffset, rp.CurrentLeaderEpoch = p.TP.Partition, p.Offset, p.CurrentLeaderEpoch
-		rp.LogStartOffset = -1
-		rp.PartitionMaxBytes = r.MaxBytes
+		rp.Partition, rp.FetchOffset, rp.CurrentLeaderEpoch = p.Partition, p.FetchOffset, p.CurrentLeaderEpoch
+		rp.LogStartOffset, rp.LastFetchedEpoch = p.LogStartOffset, p.LastFetchedEpoch
+		rp.PartitionMaxBytes = p.MaxBytes
 		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
 	}
-	resp, err := req.RequestWith(ctx, br)
-	if err != nil {
-		return replica.FetchResponse{}, err
+	forgotten := make(map[fetchsession.Key]int) // by topic, Partition 0
+	for _, k := range plan.Forget {
+		tk := fetchsession.Key{TopicID: k.TopicID, Topic: k.Topic}
+		i, ok := forgotten[tk]
+		if !ok {
+			ft := kmsg.NewFetchRequestForgottenTopic()
+			ft.Topic, ft.TopicID = k.Topic, k.TopicID
+			req.ForgottenTopics = append(req.ForgottenTopics, ft)
+			i = len(req.ForgottenTopics) - 1
+			forgotten[tk] = i
+		}
+		req.ForgottenTopics[i].Partitions = append(req.ForgottenTopics[i].Partitions, k.Partition)
 	}
-	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
-		return replica.FetchResponse{}, err
-	}
+	return req
+}
+
+// fetchedPartitions translates a Fetch response for the replica fetcher;
+// names maps topic ids to names (responses of v13+ name topics by id).
+func fetchedPartitions(resp *kmsg.FetchResponse, names map[[16]byte]string) replica.FetchResponse {
 	var out replica.FetchResponse
 	for _, t := range resp.Topics {
 		name := t.Topic
@@ -156,7 +231,7 @@ func (lc *leaderClient) Fetch(ctx context.Context, leader int32, r replica.Fetch
 			out.Partitions = append(out.Partitions, fp)
 		}
 	}
-	return out, nil
+	return out
 }
 
 // EpochEndOffset implements replica.LeaderClient.
