@@ -277,8 +277,7 @@ type batchRules struct {
 }
 
 func (b *Broker) appendBatch(p *replica.Partition, guard replica.VerificationGuard, records []byte, r batchRules, nowMs int64) (replica.AppendResult, error) {
-	maxMessageBytes, logAppendTime, compacted := r.maxMessageBytes, r.logAppendTime, r.compacted
-	if len(records) > maxMessageBytes {
+	if len(records) > r.maxMessageBytes {
 		return replica.AppendResult{}, errMessageTooLarge
 	}
 	batch, rest, err := record.Split(records)
@@ -299,7 +298,7 @@ func (b *Broker) appendBatch(p *replica.Partition, guard replica.VerificationGua
 	// without one has no meaning there (Kafka rejects it the same way).
 	info, err := batch.Validate(record.ValidateOptions{
 		FromClient:  true,
-		RequireKeys: compacted,
+		RequireKeys: r.compacted,
 	})
 	if err != nil {
 		if errors.Is(err, record.ErrMissingKey) {
@@ -310,7 +309,7 @@ func (b *Broker) appendBatch(p *replica.Partition, guard replica.VerificationGua
 	// Reference: KIP-937, Kafka's LogValidator: with CreateTime every
 	// record's timestamp is within before.max.ms behind and after.max.ms
 	// ahead of the broker's clock (LogAppendTime replaces them).
-	if !logAppendTime {
+	if !r.logAppendTime {
 		// NB: -1 is a record without a timestamp, which Kafka lets by.
 		if late := nowMs - info.MinTimestamp; info.MinTimestamp != -1 && late > r.beforeMaxMs {
 			return replica.AppendResult{}, fmt.Errorf("%w: a record is %d ms older than the broker's clock, above message.timestamp.before.max.ms %d", errInvalidTimestamp, late, r.beforeMaxMs)
@@ -335,7 +334,7 @@ func (b *Broker) appendBatch(p *replica.Partition, guard replica.VerificationGua
 	case !b.producerIDs.issued(pid):
 		return replica.AppendResult{}, errUnknownProducer
 	}
-	return p.AppendVerified(batch, guard, logAppendTime, nowMs)
+	return p.AppendVerified(batch, guard, r.logAppendTime, nowMs)
 }
 
 // refuseProduce answers a Produce v0-2 (message formats v0 and v1,
