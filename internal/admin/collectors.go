@@ -14,6 +14,10 @@ type ServerStats struct {
 	ConnectionsByListener                                    map[string]int64
 	Requests                                                 map[int16]int64
 	BytesIn, BytesOut, Panics, AuthenticationFailures        int64
+	// FetchSessions and FetchSessionPartitions are the incremental fetch
+	// sessions (KIP-227) cached now and the partitions they hold;
+	// FetchSessionEvictions counts sessions evicted to make room.
+	FetchSessions, FetchSessionPartitions, FetchSessionEvictions int64
 }
 
 // PartitionStats is one hosted partition.
@@ -112,6 +116,7 @@ type collector struct {
 	all []desc
 
 	build, connsOpen, connsAccepted, connsRefused, listenerConns, requests desc
+	fetchSessions, fetchSessionParts, fetchSessionEvictions                desc
 	bytesIn, bytesOut, panics, authFailures                                desc
 	tBytesIn, tRecordsIn, tProduce, tBytesOut, tRecordsOut, tFetch         desc
 	tReplIn, tReplOut, tLogSize                                            desc
@@ -144,6 +149,9 @@ func NewCollector(src Sources, cfg CollectorConfig) prometheus.Collector {
 	x.bytesOut = d("samsa_response_bytes_total", "Response bytes written to clients.", c)
 	x.panics = d("samsa_handler_panics_total", "Request handler panics recovered (each closed its connection).", c)
 	x.authFailures = d("samsa_authentication_failures_total", "Failed TLS handshakes and SASL authentications.", c)
+	x.fetchSessions = d("samsa_fetch_sessions", "Incremental fetch sessions (KIP-227) cached, of consumers and followers (Kafka NumIncrementalFetchSessions).", g)
+	x.fetchSessionParts = d("samsa_fetch_session_partitions", "Partitions held by the cached fetch sessions (Kafka NumIncrementalFetchPartitionsCached).", g)
+	x.fetchSessionEvictions = d("samsa_fetch_session_evictions_total", "Fetch sessions evicted from the cache to make room for another (Kafka IncrementalFetchSessionEvictionsPerSec).", c)
 
 	x.tBytesIn = d("samsa_topic_bytes_in_total", "Bytes appended by Produce requests, by topic (Kafka BytesInPerSec).", c, "topic")
 	x.tRecordsIn = d("samsa_topic_records_in_total", "Records appended by Produce requests, by topic (Kafka MessagesInPerSec).", c, "topic")
@@ -226,6 +234,9 @@ func (x *collector) Collect(ch chan<- prometheus.Metric) {
 		x.emit(ch, x.bytesOut, float64(st.BytesOut))
 		x.emit(ch, x.panics, float64(st.Panics))
 		x.emit(ch, x.authFailures, float64(st.AuthenticationFailures))
+		x.emit(ch, x.fetchSessions, float64(st.FetchSessions))
+		x.emit(ch, x.fetchSessionParts, float64(st.FetchSessionPartitions))
+		x.emit(ch, x.fetchSessionEvictions, float64(st.FetchSessionEvictions))
 	}
 	if s := x.src.Partitions; s != nil {
 		x.collectPartitions(ch, s.PartitionStats())

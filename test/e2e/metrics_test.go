@@ -144,6 +144,10 @@ func TestMetricsFollowProduceConsumeAndCommit(t *testing.T) {
 	atLeast(t, addr, 1, "samsa_controller_active")
 	atLeast(t, addr, 1, "samsa_etcd_request_seconds_count")
 	atLeast(t, addr, 1, "samsa_build_info", `go="go`)
+	// The consumer is still open: franz-go keeps an incremental fetch
+	// session (KIP-227) of its one partition.
+	atLeast(t, addr, 1, "samsa_fetch_sessions")
+	atLeast(t, addr, 1, "samsa_fetch_session_partitions")
 
 	text := scrape(t, addr)
 	for _, c := range []struct {
@@ -157,6 +161,7 @@ func TestMetricsFollowProduceConsumeAndCommit(t *testing.T) {
 		{"samsa_consumer_group_topic_lag", []string{`group="billing"`, `topic="orders"`}, 6},
 		{"samsa_under_replicated_partitions", nil, 0},
 		{"samsa_controller_offline_partitions", nil, 0},
+		{"samsa_fetch_session_evictions_total", nil, 0},
 	} {
 		v, err := sample(text, c.name, c.labels...)
 		if err != nil || v != c.want {
