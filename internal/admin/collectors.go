@@ -8,7 +8,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// ServerStats is the Kafka listener's counters.
+// ServerStats is the Kafka listener's counters and the fetch session
+// cache that serves its Fetch requests.
 type ServerStats struct {
 	ConnectionsOpen, ConnectionsAccepted, ConnectionsRefused int64
 	ConnectionsByListener                                    map[string]int64

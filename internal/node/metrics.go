@@ -17,11 +17,11 @@ func (m nodeMetrics) ServerStats() admin.ServerStats {
 	st := m.n.server.Stats()
 	fs := m.n.broker.FetchSessionStats()
 	return admin.ServerStats{
-		FetchSessions: int64(fs.Sessions), FetchSessionPartitions: fs.Partitions, FetchSessionEvictions: fs.Evictions,
 		ConnectionsOpen: st.ConnectionsOpen, ConnectionsAccepted: st.ConnectionsAccepted,
 		ConnectionsRefused: st.ConnectionsRefused, ConnectionsByListener: st.ConnectionsByListener,
 		Requests: st.Requests, BytesIn: st.BytesIn, BytesOut: st.BytesOut,
 		Panics: st.Panics, AuthenticationFailures: st.AuthenticationFailures,
+		FetchSessions: int64(fs.Sessions), FetchSessionPartitions: fs.Partitions, FetchSessionEvictions: fs.Evictions,
 	}
 }
 
