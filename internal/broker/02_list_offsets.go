@@ -17,7 +17,11 @@ package broker
 //
 // Offsets are bounded by what a consumer at the request's isolation level
 // can fetch: a lookup by timestamp never returns an offset it could not
-// fetch yet (Reference: Kafka Partition.fetchOffsetForTimestamp).
+// fetch yet. A new leader whose high watermark is still below the start
+// of its leader epoch answers a client (replica id -1, v1+)
+// OFFSET_NOT_AVAILABLE, which clients retry: its high watermark may trail
+// what the previous leader acknowledged until the followers' next fetches
+// (Reference: Kafka Partition.fetchOffsetForTimestamp).
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -46,6 +50,11 @@ func (b *Broker) handleListOffsets(req *kmsg.ListOffsetsRequest) kmsg.Response {
 			}
 			if code := checkLeaderEpoch(p, rp.CurrentLeaderEpoch); code != 0 {
 				sp.ErrorCode = code
+				st.Partitions = append(st.Partitions, sp)
+				continue
+			}
+			if err := p.OffsetsAvailable(); err != nil && req.Version >= 1 && req.ReplicaID == -1 {
+				sp.ErrorCode = errCode(err).Code
 				st.Partitions = append(st.Partitions, sp)
 				continue
 			}

@@ -68,6 +68,8 @@ func errCode(err error) *kerr.Error {
 		return kerr.FencedLeaderEpoch
 	case errors.Is(err, replica.ErrUnknownLeaderEpoch):
 		return kerr.UnknownLeaderEpoch
+	case errors.Is(err, replica.ErrOffsetNotAvailable):
+		return kerr.OffsetNotAvailable
 	case errors.Is(err, cluster.ErrTopicExists):
 		return kerr.TopicAlreadyExists
 	case errors.Is(err, cluster.ErrUnknownTopic), errors.Is(err, cluster.ErrUnknownPartition):

@@ -315,6 +315,10 @@ func (s *LeaderState) LeaderEpoch() int32 { return s.leaderEpoch }
 // PartitionEpoch returns the partition epoch of the committed ISR.
 func (s *LeaderState) PartitionEpoch() int32 { return s.partitionEpoch }
 
+// EpochStartOffset returns the start offset of the leader's epoch: its log
+// end offset when it became leader.
+func (s *LeaderState) EpochStartOffset() int64 { return s.epochStartOffset }
+
 // LogEndOffset returns the leader's log end offset as it has been told.
 func (s *LeaderState) LogEndOffset() int64 { return s.leo }
 

@@ -251,3 +251,40 @@ func BenchmarkPartitionRead(b *testing.B) {
 		})
 	}
 }
+
+// TestOffsetsNotAvailableUntilHighWatermarkReachesEpochStart checks that a
+// new leader whose high watermark is below the start of its leader epoch
+// refuses to list offsets (OFFSET_NOT_AVAILABLE), so no client sees an end
+// offset below records the previous leader acknowledged, and that it
+// answers again once its followers' fetches move the high watermark there.
+func TestOffsetsNotAvailableUntilHighWatermarkReachesEpochStart(t *testing.T) {
+	m, p := leadWithLaggingFollower(t, 3)
+	if err := p.OffsetsAvailable(); err != nil {
+		t.Fatalf("leader at epoch 3 with high watermark 0 at its epoch start 0: %v, want nil", err)
+	}
+	info := PartitionInfo{Replicas: []int32{1, 2}, Leader: 1, LeaderEpoch: 4, ISR: []int32{1, 2}, PartitionEpoch: 2}
+	if _, err := m.Ensure(p.TP, p.TopicID, storage.DefaultConfig(), info); err != nil {
+		t.Fatal(err)
+	}
+	if hw := p.HighWatermark(); hw != 0 {
+		t.Fatalf("high watermark %d at the new epoch, want 0", hw)
+	}
+	if err := p.OffsetsAvailable(); !errors.Is(err, ErrOffsetNotAvailable) {
+		t.Fatalf("new leader with high watermark 0 below its epoch start 3: %v, want ErrOffsetNotAvailable", err)
+	}
+	p.FollowerFetched(2, 2)
+	if err := p.OffsetsAvailable(); !errors.Is(err, ErrOffsetNotAvailable) {
+		t.Fatalf("high watermark %d still below the epoch start 3: %v, want ErrOffsetNotAvailable", p.HighWatermark(), err)
+	}
+	p.FollowerFetched(2, 3)
+	if err := p.OffsetsAvailable(); err != nil || p.HighWatermark() != 3 {
+		t.Fatalf("high watermark %d after the follower fetched at 3: %v, want 3 and nil", p.HighWatermark(), err)
+	}
+	info.Leader, info.LeaderEpoch = 2, 5
+	if _, err := m.Ensure(p.TP, p.TopicID, storage.DefaultConfig(), info); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.OffsetsAvailable(); !errors.Is(err, ErrNotLeader) {
+		t.Fatalf("follower: %v, want ErrNotLeader", err)
+	}
+}

@@ -2,6 +2,7 @@ package replica
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"time"
 
@@ -59,6 +60,32 @@ func (p *Partition) changedLocked() {
 // durable end. Consumers see only records below it. It is a plain read:
 // the events that move the high watermark store it (refreshHWLocked).
 func (p *Partition) HighWatermark() int64 { return p.hw.Load() }
+
+// ErrOffsetNotAvailable means the leader's high watermark has not yet
+// reached the start offset of its leader epoch (OFFSET_NOT_AVAILABLE, a
+// retriable error).
+var ErrOffsetNotAvailable = errors.New("replica: offset not available: the high watermark is below the start of the leader epoch")
+
+// OffsetsAvailable reports whether the offsets a client lists (ListOffsets)
+// can be answered here: not while this broker does not lead the partition
+// (ErrNotLeader), nor while a new leader's high watermark is below the
+// start offset of its epoch (ErrOffsetNotAvailable). A new leader learns
+// the high watermark from its followers' next fetches, so until then it
+// may trail what the previous leader acknowledged; listing the end offset
+// then would show a client an end below records it was told are committed,
+// as Kafka avoids in its ListOffsets.
+func (p *Partition) OffsetsAvailable() error {
+	p.roleMu.Lock()
+	defer p.roleMu.Unlock()
+	ls := p.role.leader
+	if ls == nil {
+		return ErrNotLeader
+	}
+	if p.HighWatermark() < ls.EpochStartOffset() {
+		return ErrOffsetNotAvailable
+	}
+	return nil
+}
 
 // refreshHWLocked recomputes the high watermark after the log's durable
 // offset or the role state may have moved, stores it, and wakes the

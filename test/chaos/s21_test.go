@@ -138,10 +138,39 @@ func TestS21ExactlyOncePipelineGroupCoordinatorFaults(t *testing.T) {
 					logErr(i, "begin (new session)", err)
 					break
 				}
+				// franz-go commits what was produced even when a
+				// produce failed (Java refuses to): an application
+				// that wants every input in the output aborts the
+				// transaction when any of its produces failed, so its
+				// offsets are not committed and the records are read
+				// again.
+				var (
+					pmu      sync.Mutex
+					produced error
+				)
 				fs.EachRecord(func(r *kgo.Record) {
-					sess.Produce(context.Background(), &kgo.Record{Topic: out, Key: r.Key, Value: append([]byte("out-"), r.Value...)}, nil)
+					sess.Produce(context.Background(), &kgo.Record{Topic: out, Key: r.Key, Value: append([]byte("out-"), r.Value...)},
+						func(_ *kgo.Record, err error) {
+							if err != nil {
+								pmu.Lock()
+								if produced == nil {
+									produced = err
+								}
+								pmu.Unlock()
+							}
+						})
 				})
-				ok, err := sess.End(context.Background(), kgo.TryCommit)
+				if err := sess.Client().Flush(context.Background()); err != nil {
+					logErr(i, "flush", err)
+				}
+				end := kgo.TryCommit
+				pmu.Lock()
+				if produced != nil {
+					logErr(i, "produce (aborting)", produced)
+					end = kgo.TryAbort
+				}
+				pmu.Unlock()
+				ok, err := sess.End(context.Background(), end)
 				mu.Lock()
 				if ok {
 					commits++
