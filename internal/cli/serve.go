@@ -73,7 +73,10 @@ stops the startup and exits.
 
 SIGINT or SIGTERM shut the broker down cleanly: it stops accepting, finishes
 in-flight requests, flushes the logs, and deregisters. A second signal exits
-at once.`,
+at once. A write or fsync that fails in the log dir (a full disk, an I/O
+error, a read-only file system) takes it offline; the broker then shuts
+down the same way and exits with status 1, as Kafka stops a broker whose
+log dirs have all failed.`,
 		Example: `  samsa serve
   samsa serve --config server.properties
   samsa serve --override log.dirs=/var/lib/samsa --override listeners=PLAINTEXT://0.0.0.0:9092
@@ -128,8 +131,20 @@ func serve(ctx context.Context, cfg *config.Broker, log *slog.Logger) error {
 		"addr", n.Addr(), "admin", n.AdminAddr(), "log.dirs", strings.Join(cfg.LogDirs, ","),
 		"startup", time.Since(start).Round(time.Millisecond))
 
-	<-ctx.Done()
-	log.Info("shutting down; a second signal exits at once")
+	failed, failErr := n.LogDirFailed()
+	var fatal error
+	select {
+	case <-ctx.Done():
+		log.Info("shutting down; a second signal exits at once")
+	case <-failed:
+		// Kafka halts a broker whose every log dir has failed. A
+		// controlled shutdown does better: the controller moves the
+		// leaderships to in-sync replicas at once instead of after
+		// the session timeout. The process then exits non-zero; it
+		// starts again once the disk is fixed, recovering its logs.
+		fatal = fmt.Errorf("log dir offline: %w", failErr())
+		log.Error("every log dir is offline; shutting down", "log.dirs", strings.Join(cfg.LogDirs, ","), "err", failErr())
+	}
 	again := make(chan os.Signal, 1)
 	signal.Notify(again, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(again)
@@ -147,8 +162,12 @@ func serve(ctx context.Context, cfg *config.Broker, log *slog.Logger) error {
 	}()
 	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := n.Shutdown(sctx); err != nil {
+	if err := n.Shutdown(sctx); err != nil && fatal == nil {
 		return fmt.Errorf("shutdown: %w", err)
+	}
+	if fatal != nil {
+		log.Error("samsa broker stopped", "err", fatal)
+		return fatal
 	}
 	log.Info("samsa broker stopped")
 	return nil

@@ -345,6 +345,17 @@ func (n *Node) ready() bool {
 	return ok
 }
 
+// LogDirFailed returns a channel closed when the node's log dir goes
+// offline (a write or fsync failed: a full disk, an I/O error, a
+// read-only remount), and the error that took it offline once it has.
+// From then on its partitions answer KAFKA_STORAGE_ERROR and nothing more
+// is acknowledged; `samsa serve` then shuts the broker down, as Kafka
+// stops a broker whose every log dir has failed, so that the controller
+// moves its leaderships to in-sync replicas on healthy disks.
+func (n *Node) LogDirFailed() (<-chan struct{}, func() error) {
+	return n.logs.OfflineNotify(), n.logs.OfflineErr
+}
+
 // Image returns the node's current view of the cluster metadata.
 func (n *Node) Image() *cluster.Image { return n.cluster.Image() }
 

@@ -68,6 +68,7 @@ type Manager struct {
 
 	offline    atomic.Bool
 	offlineErr atomic.Pointer[error]
+	offlineCh  chan struct{} // closed when the log dir goes offline
 	heldAcks   atomic.Int64 // Log.HoldAck answers that held an acks=1 produce
 
 	closeOnce sync.Once
@@ -109,6 +110,7 @@ func OpenManager(cfg ManagerConfig) (*Manager, error) {
 		flushSlots:     make(chan struct{}, maxParallelSyncs),
 		pendingDel:     map[*segment]*time.Timer{},
 		stop:           make(chan struct{}),
+		offlineCh:      make(chan struct{}),
 	}
 	if err := m.fs.MkdirAll(m.dir, 0o755); err != nil {
 		return nil, fmt.Errorf("storage: create log dir: %w", err)
@@ -181,7 +183,20 @@ func (m *Manager) setOffline(err error) {
 		for _, l := range m.Logs() {
 			l.notify(true)
 		}
+		close(m.offlineCh)
 	}
+}
+
+// OfflineNotify returns a channel closed when the log dir goes offline.
+func (m *Manager) OfflineNotify() <-chan struct{} { return m.offlineCh }
+
+// OfflineErr returns the write or sync error that took the log dir
+// offline, or nil while it is online.
+func (m *Manager) OfflineErr() error {
+	if e := m.offlineErr.Load(); e != nil {
+		return *e
+	}
+	return nil
 }
 
 // Offline reports whether a write or sync failed in this log dir.
