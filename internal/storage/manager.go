@@ -69,7 +69,7 @@ type Manager struct {
 	offline    atomic.Bool
 	offlineErr atomic.Pointer[error]
 	offlineCh  chan struct{} // closed when the log dir goes offline
-	heldAcks   atomic.Int64 // Log.HoldAck answers that held an acks=1 produce
+	heldAcks   atomic.Int64  // Log.HoldAck answers that held an acks=1 produce
 
 	closeOnce sync.Once
 	closeErr  error
