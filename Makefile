@@ -7,7 +7,7 @@
 # 20 minute timeout, since the chaos package runs its scenarios one after
 # another and on a loaded 2-core machine comes close to go test's default
 # of 10 minutes.
-.PHONY: build run test race verify fuzz bench e2e ops scale chaos cluster docker-image docker-up docker-down docker-test docker-test-secure docker-test-all
+.PHONY: build run test race verify fuzz bench e2e ops scale chaos soak cluster docker-image docker-up docker-down docker-test docker-test-secure docker-test-all
 
 # build/samsa, static, with its version and commit linked in (samsa version).
 build:
@@ -50,6 +50,11 @@ scale:
 
 chaos:
 	SAMSA_CHAOS_LONG=1 go test -v -timeout 60m ./test/chaos/
+
+# One hour of mixed load and faults, then the checks (docs/reliability.md,
+# Soak); SAMSA_SOAK_DURATION=10m for a shorter one.
+soak:
+	SAMSA_SOAK=1 go test -count=1 -v -timeout 120m -run '^TestSoak$$' ./test/chaos/
 
 # A three-broker cluster as local processes; Ctrl-C stops it.
 cluster:

@@ -86,13 +86,15 @@ type testCluster struct {
 	certs *devCerts
 	// dir holds the etcd and broker data dirs and logs.
 	dir string
+	// overrides are the profile's broker configs beyond clusterOverrides.
+	overrides []string
 }
 
 // newTestCluster returns an empty cluster for profile p, with its
 // certificates made under dir if p is secure.
 func newTestCluster(t *testing.T, p clusterProfile, dir string) *testCluster {
 	t.Helper()
-	c := &testCluster{t: t}
+	c := &testCluster{t: t, overrides: p.overrides}
 	if p.secure {
 		d := makeDevCerts(t, filepath.Join(dir, "certs"))
 		c.certs = &d
@@ -185,7 +187,7 @@ func (c *testCluster) startBroker(i int, front func(b *broker) string) *broker {
 		"--override", "node.id="+strconv.Itoa(i),
 		"--override", "etcd.endpoints="+c.etcdURL,
 	)
-	for _, o := range clusterOverrides {
+	for _, o := range append(slices.Clone(clusterOverrides), c.overrides...) {
 		args = append(args, "--override", o)
 	}
 	b.proc = &proc{t: c.t, name: "broker " + strconv.Itoa(i), args: args,

@@ -50,6 +50,8 @@ type clusterProfile struct {
 	// secure gives every broker a SASL_SSL inter-broker listener beside
 	// the PLAINTEXT one clients use.
 	secure bool
+	// overrides are broker configs set after the scenarios' common ones.
+	overrides []string
 }
 
 // secureProfile is the profile of the *SASLSSL scenarios.
