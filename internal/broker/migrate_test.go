@@ -1,0 +1,140 @@
+package broker_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"samsa/internal/testutil"
+)
+
+// TestConsumerGroupMigratesBothWays restarts the members of a consuming
+// group one by one with the other protocol: classic (franz-go's
+// cooperative-sticky, client-side) to consumer (KIP-848, server-side)
+// and back, with group.consumer.migration.policy at its default
+// (bidirectional). The first consumer-protocol member upgrades the
+// classic group; the classic members are then served by the consumer
+// group through JoinGroup/SyncGroup/Heartbeat; the last consumer-protocol
+// member leaving downgrades it. No partition is ever held by two live
+// members, every record is processed, and a record is processed again
+// only if no commit covering it had succeeded: the committed offsets are
+// carried across both conversions.
+//
+// Reference: KIP-848, "Online migration".
+func TestConsumerGroupMigratesBothWays(t *testing.T) {
+	t.Parallel()
+	const partitions = 6
+	b := testutil.StartBroker(t, consumerGroupBrokerConfig...)
+	adm := b.Admin()
+	topic, group := "migrate", "migrate"
+	testutil.CreateTopic(t, adm, topic, partitions)
+	l := newGroupLedger(t)
+	admin := b.Client()
+	stopProduce := produceUntilStopped(t, b, l, topic)
+
+	classic := func(name string) *groupMember {
+		return startGroupMember(t, b, l, name, group, topic, kgo.CooperativeStickyBalancer(), false)
+	}
+	consumer := func(name string) *groupMember {
+		return startGroupMember(t, b, l, name, group, topic, kgo.CooperativeStickyBalancer(), false, kgo.ServerSideBalancer())
+	}
+	groupType := func(want string) {
+		t.Helper()
+		testutil.Eventually(t, 10*time.Second, func() error {
+			lg, err := adm.ListGroups(context.Background())
+			if err != nil {
+				return err
+			}
+			if g, ok := lg[group]; !ok || g.GroupType != want {
+				return fmt.Errorf("group %+v, want type %s", g, want)
+			}
+			return nil
+		})
+	}
+
+	c0, c1, c2 := classic("c0"), classic("c1"), classic("c2")
+	waitGroupStable(t, adm, l, group, partitions, []*groupMember{c0, c1, c2})
+	groupType("classic")
+
+	// Upgrade: the first member of the consumer protocol converts the
+	// group; the other two stay classic members of the consumer group.
+	c0.leave(l)
+	n0 := consumer("n0")
+	waitConsumerGroupStable(t, admin, l, group, partitions, []*groupMember{c1, c2, n0})
+	groupType("consumer")
+	c1.leave(l)
+	n1 := consumer("n1")
+	waitConsumerGroupStable(t, admin, l, group, partitions, []*groupMember{c2, n0, n1})
+	c2.leave(l)
+	n2 := consumer("n2")
+	waitConsumerGroupStable(t, admin, l, group, partitions, []*groupMember{n0, n1, n2})
+
+	// Downgrade: classic members join the consumer group; once the last
+	// consumer-protocol member leaves, it is a classic group again.
+	n0.leave(l)
+	d0 := classic("d0")
+	waitConsumerGroupStable(t, admin, l, group, partitions, []*groupMember{n1, n2, d0})
+	n1.leave(l)
+	d1 := classic("d1")
+	waitConsumerGroupStable(t, admin, l, group, partitions, []*groupMember{n2, d0, d1})
+	n2.leave(l)
+	waitGroupStable(t, adm, l, group, partitions, []*groupMember{d0, d1})
+	groupType("classic")
+	d2 := classic("d2")
+	waitGroupStable(t, adm, l, group, partitions, []*groupMember{d0, d1, d2})
+
+	stopProduce()
+	testutil.Eventually(t, 30*time.Second, l.allProcessed)
+	dups := l.check()
+	t.Logf("%d processed twice", dups)
+}
+
+// produceUntilStopped produces small batches round robin to topic until
+// the returned function is called; that function waits for the producer
+// and fails the test on a produce error.
+func produceUntilStopped(t *testing.T, b *testutil.Broker, l *groupLedger, topic string) func() {
+	t.Helper()
+	prod := b.Client(kgo.RecordPartitioner(kgo.RoundRobinPartitioner()), kgo.DefaultProduceTopic(topic))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		var err error
+		defer func() { done <- err }()
+		for i := 0; ctx.Err() == nil; i++ {
+			rs := make([]*kgo.Record, 12)
+			for j := range rs {
+				rs[j] = kgo.StringRecord(fmt.Sprintf("r%d-%d", i, j))
+			}
+			res := prod.ProduceSync(ctx, rs...)
+			if ctx.Err() != nil {
+				for _, r := range res {
+					if r.Err == nil {
+						l.addProduced([]*kgo.Record{r.Record})
+					}
+				}
+				return
+			}
+			if err = res.FirstErr(); err != nil {
+				return
+			}
+			l.addProduced(rs)
+			time.Sleep(20 * time.Millisecond)
+		}
+	}()
+	stopped := false
+	stop := func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("produce: %v", err)
+		}
+	}
+	t.Cleanup(stop)
+	return stop
+}
