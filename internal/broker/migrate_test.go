@@ -65,6 +65,19 @@ func TestConsumerGroupMigratesBothWays(t *testing.T) {
 	n0 := consumer("n0")
 	waitConsumerGroupStable(t, admin, l, group, partitions, []*groupMember{c1, c2, n0})
 	groupType("consumer")
+	if g, err := describeConsumerGroup(context.Background(), admin, group); err != nil {
+		t.Fatalf("describe: %v", err)
+	} else {
+		classicMembers := 0
+		for _, m := range g.Members {
+			if m.MemberType == 0 {
+				classicMembers++
+			}
+		}
+		if classicMembers != 2 {
+			t.Errorf("%d members described as classic (MemberType 0), want 2 (c1, c2)", classicMembers)
+		}
+	}
 	c1.leave(l)
 	n1 := consumer("n1")
 	waitConsumerGroupStable(t, admin, l, group, partitions, []*groupMember{c2, n0, n1})

@@ -286,6 +286,8 @@ type ConsumerMemberDescription struct {
 	SubscribedTopicRegex *string
 	Assignment           []TopicPartitions
 	TargetAssignment     []TopicPartitions
+	// Classic is set for a member that joined with JoinGroup.
+	Classic bool
 }
 
 // ConsumerGroupDescription is one group of ConsumerGroupDescribe.
@@ -323,7 +325,7 @@ func (g *ConsumerGroup) Describe() ConsumerGroupDescription {
 		m := g.members[id]
 		md := ConsumerMemberDescription{MemberID: id, InstanceID: m.InstanceID, RackID: m.RackID, MemberEpoch: m.Epoch,
 			ClientID: m.ClientID, ClientHost: m.ClientHost, SubscribedTopicNames: append([]string{}, m.SubscribedTopicNames...),
-			Assignment: m.Assigned.list(), TargetAssignment: g.target[id].list()}
+			Assignment: m.Assigned.list(), TargetAssignment: g.target[id].list(), Classic: m.useClassic()}
 		if m.SubscribedTopicRegex != "" {
 			re := m.SubscribedTopicRegex
 			md.SubscribedTopicRegex = &re
