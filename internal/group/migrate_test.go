@@ -185,6 +185,9 @@ func (e *migrateEnv) joinReq(t *testing.T, d *datadriven.TestData, alias string)
 	req := JoinGroupRequest{Group: "g", MemberID: e.ids[alias], ProtocolType: "consumer", ClientID: alias, ClientHost: "/h",
 		Protocols:      []Protocol{{Name: protocol, Metadata: e.classicSub(topics, owned)}},
 		SessionTimeout: 10 * time.Second, RebalanceTimeout: 20 * time.Second}
+	if d.HasArg("bad-metadata") {
+		req.Protocols[0].Metadata = []byte{0, 1, 0, 0, 0, 9}
+	}
 	var pt string
 	if d.MaybeScanArgs(t, "protocol-type", &pt) {
 		req.ProtocolType = pt
@@ -253,6 +256,10 @@ func (e *migrateEnv) run(t *testing.T, d *datadriven.TestData) string {
 		return sb.String() + e.state()
 	case "sync":
 		req := SyncGroupRequest{Group: "g", MemberID: e.ids[alias], Generation: e.gen[alias]}
+		var gen int
+		if d.MaybeScanArgs(t, "gen", &gen) {
+			req.Generation = int32(gen)
+		}
 		var assign string
 		if d.MaybeScanArgs(t, "assign", &assign) {
 			// "a=t:0,1 b=t:2,3"
@@ -271,7 +278,12 @@ func (e *migrateEnv) run(t *testing.T, d *datadriven.TestData) string {
 		}
 		return fmt.Sprintf("%s: synced assignment=%s\n", alias, e.fmtAssignment(res.Assignment)) + e.state()
 	case "heartbeat":
-		err := e.c.Heartbeat(ctx, HeartbeatRequest{Group: "g", MemberID: e.ids[alias], Generation: e.gen[alias]})
+		req := HeartbeatRequest{Group: "g", MemberID: e.ids[alias], Generation: e.gen[alias]}
+		var gen int
+		if d.MaybeScanArgs(t, "gen", &gen) {
+			req.Generation = int32(gen)
+		}
+		err := e.c.Heartbeat(ctx, req)
 		if err != nil {
 			return fmt.Sprintf("%s: heartbeat %s\n", alias, errShort(err))
 		}
