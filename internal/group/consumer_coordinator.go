@@ -152,9 +152,11 @@ func (c *Coordinator) leaveConsumerProtocolLocked(e *entry) error {
 
 // ConsumerGroupHeartbeat handles a ConsumerGroupHeartbeat (v1 tells
 // whether the member must name its own id). It stores the group's
-// changes in __consumer_offsets before it answers. A group of the classic
-// protocol with members answers ErrGroupIDNotFound; an empty classic
-// group becomes a consumer group, keeping its offsets.
+// changes in __consumer_offsets before it answers. A joining heartbeat
+// of a classic group with members converts it (upgradeLocked) when
+// group.consumer.migration.policy allows and the group is of the
+// consumer protocol type, else answers ErrGroupIDNotFound; an empty
+// classic group becomes a consumer group, keeping its offsets.
 func (c *Coordinator) ConsumerGroupHeartbeat(ctx context.Context, req ConsumerHeartbeatRequest, v1 bool) (ConsumerHeartbeatResult, error) {
 	if req.Group == "" {
 		return ConsumerHeartbeatResult{}, errf(ErrInvalidRequest, "GroupId can't be empty.")
