@@ -129,6 +129,19 @@ func (g *ConsumerGroup) ClassicJoin(now time.Time, topics Topics, req JoinGroupR
 	}
 	owned = assignmentOf(owned.list())
 	next := g.update(&ch, now, topics, member, old, isNew, replaced, owned)
+	if replaced != "" && g.canDowngradeReplacing(replaced) {
+		// Reference: Kafka validateOnlineDowngradeWithReplacedMemberId:
+		// the last consumer-protocol member, static, is replaced by this
+		// classic one; the group becomes a classic group without a
+		// rebalance, the new member in the old one's place.
+		ch.Records = append(ch.Records, g.deleteReplacing(replaced, next.ID)...)
+		snap := g.classicSnapshot(replaced)
+		snap.Members = append(snap.Members, classicSnapshotMember(next, g.target[replaced]))
+		sort.Slice(snap.Members, func(i, j int) bool { return snap.Members[i].ID < snap.Members[j].ID })
+		ch.Downgrade = snap
+		return JoinGroupResult{MemberID: next.ID, Generation: snap.Generation, ProtocolType: ConsumerProtocolType,
+			Protocol: req.Protocols[0].Name}, ch, nil
+	}
 	ch.touch = append(ch.touch, next.ID)
 	ch.joins = append(ch.joins, memberTimer{member: next.ID})
 	ch.syncs = append(ch.syncs, memberTimer{member: next.ID, at: now.Add(max(req.RebalanceTimeout, 0))})
@@ -297,12 +310,49 @@ func (g *ConsumerGroup) canDowngrade(id string) bool {
 		len(g.members) > 1 && int32(len(g.members)-1) <= g.cfg.ClassicMaxSize
 }
 
+// canDowngradeReplacing reports whether a classic static member taking
+// over member id converts the group to a classic group: the policy
+// allows it, id is the last member of the consumer protocol, and the
+// members fit group.max.size.
+func (g *ConsumerGroup) canDowngradeReplacing(id string) bool {
+	m := g.members[id]
+	return g.cfg.Downgrade && m != nil && !m.useClassic() && g.numClassic() == len(g.members)-1 &&
+		int32(len(g.members)) <= g.cfg.ClassicMaxSize
+}
+
+// deleteReplacing is Delete's tombstones with member replaced named as
+// joining, whose records the same change writes.
+//
+// Reference: Kafka createGroupTombstoneRecordsWithReplacedMember.
+func (g *ConsumerGroup) deleteReplacing(replaced, joining string) []CGRecord {
+	ids := g.sortedMemberIDs()
+	for i, id := range ids {
+		if id == replaced {
+			ids[i] = joining
+		}
+	}
+	var recs []CGRecord
+	for _, id := range ids {
+		recs = append(recs, currentAssignmentTombstone(g.id, id))
+	}
+	for _, id := range ids {
+		recs = append(recs, targetMemberTombstone(g.id, id))
+	}
+	recs = append(recs, targetEpochTombstone(g.id))
+	for _, id := range ids {
+		recs = append(recs, memberMetadataTombstone(g.id, id))
+	}
+	return append(recs, partitionMetadataTombstone(g.id), groupEpochTombstone(g.id))
+}
+
 // ClassicSnapshot is a consumer group turned into a classic group: the
 // generation (the group epoch) and the classic members with their target
-// assignments. The runtime writes it as the classic group metadata.
+// assignments. The runtime writes it as the classic group metadata, and
+// then, with Rebalance, starts a rebalance.
 type ClassicSnapshot struct {
 	Generation int32
 	Members    []ClassicSnapshotMember
+	Rebalance  bool
 }
 
 // ClassicSnapshotMember is one member of a ClassicSnapshot.
@@ -322,20 +372,29 @@ type ClassicSnapshotMember struct {
 func (g *ConsumerGroup) downgrade(now time.Time, leaving string) Change {
 	ch := g.Delete()
 	ch.now = now
+	ch.Downgrade = g.classicSnapshot(leaving)
+	ch.Downgrade.Rebalance = true
+	return ch
+}
+
+// classicSnapshot is the group's classic members but leaving, with their
+// targets.
+func (g *ConsumerGroup) classicSnapshot(leaving string) *ClassicSnapshot {
 	snap := &ClassicSnapshot{Generation: g.epoch}
 	for _, id := range g.sortedMemberIDs() {
-		m := g.members[id]
-		if id == leaving {
-			continue
+		if id != leaving {
+			snap.Members = append(snap.Members, classicSnapshotMember(g.members[id], g.target[id]))
 		}
-		snap.Members = append(snap.Members, ClassicSnapshotMember{
-			ID: id, InstanceID: m.InstanceID, ClientID: m.ClientID, ClientHost: m.ClientHost,
-			RebalanceTimeout: m.RebalanceTimeout, SessionTimeout: m.Classic.SessionTimeout,
-			Protocols: cloneProtocols(m.Classic.Protocols), Assignment: g.target[id].clone(),
-		})
 	}
-	ch.Downgrade = snap
-	return ch
+	return snap
+}
+
+func classicSnapshotMember(m *ConsumerMember, target PartitionSet) ClassicSnapshotMember {
+	return ClassicSnapshotMember{
+		ID: m.ID, InstanceID: m.InstanceID, ClientID: m.ClientID, ClientHost: m.ClientHost,
+		RebalanceTimeout: m.RebalanceTimeout, SessionTimeout: m.Classic.SessionTimeout,
+		Protocols: cloneProtocols(m.Classic.Protocols), Assignment: target.clone(),
+	}
 }
 
 // adoptClassic makes the group, which has no members, the classic group

@@ -111,9 +111,11 @@ func (c *Coordinator) downgradeLocked(e *entry, ch Change) error {
 	e.logged.state, e.logged.generation = e.g.State(), e.g.Generation()
 	c.cfg.Logger.Info("group: consumer group downgraded to a classic group", "group", e.g.id,
 		"generation", e.g.Generation(), "members", e.g.Members())
-	var eff Effects
-	e.g.prepareRebalance(now, &eff, "downgrade of group "+e.g.id+" from consumer to classic")
-	c.applyLocked(e, eff)
+	if ch.Downgrade.Rebalance {
+		var eff Effects
+		e.g.prepareRebalance(now, &eff, "downgrade of group "+e.g.id+" from consumer to classic")
+		c.applyLocked(e, eff)
+	}
 	return nil
 }
 

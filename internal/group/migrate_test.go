@@ -185,6 +185,13 @@ func (e *migrateEnv) joinReq(t *testing.T, d *datadriven.TestData, alias string)
 	req := JoinGroupRequest{Group: "g", MemberID: e.ids[alias], ProtocolType: "consumer", ClientID: alias, ClientHost: "/h",
 		Protocols:      []Protocol{{Name: protocol, Metadata: e.classicSub(topics, owned)}},
 		SessionTimeout: 10 * time.Second, RebalanceTimeout: 20 * time.Second}
+	var inst string
+	if d.MaybeScanArgs(t, "instance", &inst) {
+		req.InstanceID = &inst
+		if d.HasArg("new-id") {
+			req.MemberID = ""
+		}
+	}
 	if d.HasArg("bad-metadata") {
 		req.Protocols[0].Metadata = []byte{0, 1, 0, 0, 0, 9}
 	}
@@ -310,6 +317,10 @@ func (e *migrateEnv) run(t *testing.T, d *datadriven.TestData) string {
 		if epoch == 0 {
 			req.RebalanceTimeout = time.Minute
 			req.Owned = []TopicPartitions{}
+		}
+		if d.MaybeScanArgs(t, "instance", &s) {
+			v := s
+			req.InstanceID = &v
 		}
 		if d.MaybeScanArgs(t, "owned", &s) {
 			req.Owned = []TopicPartitions{}
