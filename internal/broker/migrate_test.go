@@ -26,6 +26,23 @@ import (
 // Reference: KIP-848, "Online migration".
 func TestConsumerGroupMigratesBothWays(t *testing.T) {
 	t.Parallel()
+	for _, tc := range []struct {
+		name     string
+		balancer func() kgo.GroupBalancer
+	}{
+		// Cooperative classic members keep what they keep across a
+		// rebalance; eager ones (range) give everything up first.
+		{"cooperative-sticky", kgo.CooperativeStickyBalancer},
+		{"range", func() kgo.GroupBalancer { return kgo.RangeBalancer() }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			testMigratesBothWays(t, tc.balancer)
+		})
+	}
+}
+
+func testMigratesBothWays(t *testing.T, balancer func() kgo.GroupBalancer) {
 	const partitions = 6
 	b := testutil.StartBroker(t, consumerGroupBrokerConfig...)
 	adm := b.Admin()
@@ -36,10 +53,10 @@ func TestConsumerGroupMigratesBothWays(t *testing.T) {
 	stopProduce := produceUntilStopped(t, b, l, topic)
 
 	classic := func(name string) *groupMember {
-		return startGroupMember(t, b, l, name, group, topic, kgo.CooperativeStickyBalancer(), false)
+		return startGroupMember(t, b, l, name, group, topic, balancer(), false)
 	}
 	consumer := func(name string) *groupMember {
-		return startGroupMember(t, b, l, name, group, topic, kgo.CooperativeStickyBalancer(), false, kgo.ServerSideBalancer())
+		return startGroupMember(t, b, l, name, group, topic, balancer(), false, kgo.ServerSideBalancer())
 	}
 	groupType := func(want string) {
 		t.Helper()
