@@ -6,7 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"samsa/internal/testutil"
 )
@@ -167,4 +169,77 @@ func produceUntilStopped(t *testing.T, b *testutil.Broker, l *groupLedger, topic
 	}
 	t.Cleanup(stop)
 	return stop
+}
+
+// TestGroupConversionsSurviveRestart restarts the broker right after each
+// conversion, so that the coordinator loads __consumer_offsets from the
+// records the conversion wrote: after the upgrade it serves a consumer
+// group (its classic member described with MemberType 0), after the
+// downgrade a classic group with the classic member and its target; the
+// committed offset is kept across both.
+func TestGroupConversionsSurviveRestart(t *testing.T) {
+	t.Parallel()
+	const topic, group = "conv-restart", "conv-restart"
+	b := testutil.StartBroker(t, consumerGroupBrokerConfig...)
+	testutil.CreateTopic(t, b.Admin(), topic, 2)
+	cl := b.Client()
+
+	r := &rawJoin{cl: cl, group: group}
+	r.join(t, topic)
+	r.sync(t, map[string][]int32{r.memberID: {0, 1}}, topic)
+	if codes := commitCodes(request[*kmsg.OffsetCommitResponse](t, cl, commitReq(group, r.memberID, r.gen, topic, map[int32]int64{0: 11}))); codes[0] != 0 {
+		t.Fatalf("commit: %v", kerr.ErrorForCode(codes[0]))
+	}
+	if resp := request[*kmsg.ConsumerGroupHeartbeatResponse](t, cl, consumerJoin(group, "n1", topic)); resp.ErrorCode != 0 {
+		t.Fatalf("heartbeat that upgrades: %v", kerr.ErrorForCode(resp.ErrorCode))
+	}
+
+	b.Restart()
+	var g kmsg.ConsumerGroupDescribeResponseGroup
+	testutil.Eventually(t, 30*time.Second, func() error {
+		var err error
+		g, err = describeConsumerGroup(context.Background(), cl, group)
+		return err
+	})
+	types := map[string]int8{}
+	for _, m := range g.Members {
+		types[m.MemberID] = m.MemberType
+	}
+	if len(types) != 2 || types[r.memberID] != 0 || types["n1"] != 1 {
+		t.Fatalf("after the upgrade and a restart: members %v (classic %s), want the classic one with MemberType 0 and n1", types, r.memberID)
+	}
+	if off := fetchCommitted(t, cl, group, topic, 0); off[0] != 11 {
+		t.Fatalf("offset after the upgrade: %d, want 11", off[0])
+	}
+
+	leave := consumerJoin(group, "n1")
+	leave.MemberEpoch, leave.SubscribedTopicNames, leave.Topics = -1, nil, nil
+	if resp := request[*kmsg.ConsumerGroupHeartbeatResponse](t, cl, leave); resp.ErrorCode != 0 {
+		t.Fatalf("leave that downgrades: %v", kerr.ErrorForCode(resp.ErrorCode))
+	}
+	b.Restart()
+	adm := b.Admin()
+	testutil.Eventually(t, 30*time.Second, func() error {
+		dg, err := adm.DescribeGroups(context.Background(), group)
+		if err != nil {
+			return err
+		}
+		d := dg[group]
+		if d.Err != nil {
+			return d.Err
+		}
+		if d.ProtocolType != "consumer" || len(d.Members) != 1 || d.Members[0].MemberID != r.memberID {
+			return fmt.Errorf("after the downgrade and a restart: %+v", d)
+		}
+		// Its assignment is its target in the consumer group, which
+		// gave n1 the other partition.
+		c, ok := d.Members[0].Assigned.AsConsumer()
+		if !ok || len(c.Topics) != 1 || len(c.Topics[0].Partitions) != 1 {
+			return fmt.Errorf("classic member's assignment %+v, want one partition", d.Members[0].Assigned)
+		}
+		return nil
+	})
+	if off := fetchCommitted(t, cl, group, topic, 0); off[0] != 11 {
+		t.Fatalf("offset after the downgrade: %d, want 11", off[0])
+	}
 }
