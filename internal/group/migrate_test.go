@@ -363,6 +363,11 @@ func (e *migrateEnv) run(t *testing.T, d *datadriven.TestData) string {
 		e.clock.advance(time.Duration(ms) * time.Millisecond)
 		e.c.fireTimers(e.clock.Now())
 		return e.state()
+	case "fail-next-append":
+		e.log.mu.Lock()
+		e.log.failErr = fmt.Errorf("memlog: injected failure: %w", ErrNotCoordinator)
+		e.log.mu.Unlock()
+		return ""
 	case "state":
 		return e.state()
 	case "reload":
