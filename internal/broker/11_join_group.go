@@ -12,7 +12,10 @@ package broker
 // * v9: SkipAssignment (KIP-814), always false.
 //
 // The join waits for the rebalance to complete, on the connection's write
-// goroutine (Reply.Wait), as Kafka holds the response.
+// goroutine (Reply.Wait), as Kafka holds the response. A join of a KIP-848
+// consumer group with members makes a classic member of it and is
+// answered at once, with the member epoch as generation and no leader:
+// the coordinator assigns (group.Coordinator, online migration).
 
 import (
 	"context"

@@ -4,6 +4,10 @@ package broker
 //
 // * v3: InstanceID (KIP-345).
 // * v4: flexible versions.
+//
+// A classic member of a KIP-848 consumer group gets REBALANCE_IN_PROGRESS
+// when it must rejoin (a new group epoch, partitions to revoke, or
+// partitions it waited for now free).
 
 import (
 	"context"

@@ -7,7 +7,9 @@ package broker
 // * v5: ProtocolType and Protocol in request and response (KIP-559),
 //   checked against the group's.
 //
-// Followers wait for the leader's assignment on the write goroutine.
+// Followers wait for the leader's assignment on the write goroutine. A
+// classic member of a KIP-848 consumer group is answered at once with the
+// partitions the coordinator assigned it.
 
 import (
 	"context"

@@ -8,9 +8,10 @@ package broker
 //
 // The heartbeat runs on the connection's write goroutine (inOrder), so
 // that an OffsetCommit pipelined after it sees the epoch it answered.
-// Differences from Kafka: no rack-aware assignment (RackID is stored and
-// described only); classic members cannot join a consumer group
-// (group.consumer.migration.policy=disabled, see group.Coordinator).
+// A first heartbeat of a classic group of the consumer protocol type
+// converts it to a consumer group when group.consumer.migration.policy
+// allows upgrades (see group.Coordinator). Differences from Kafka: no
+// rack-aware assignment (RackID is stored and described only).
 
 import (
 	"context"

@@ -2,8 +2,9 @@ package broker
 
 // ConsumerGroupDescribe: v0-1 (KIP-848)
 //
-// * v1: MemberType in each member (always 1, consumer protocol: classic
-//   members cannot join a consumer group here).
+// * v1: MemberType in each member: 0 for a classic member (one that
+//   joined with JoinGroup, KIP-848's online migration), 1 for the
+//   consumer protocol.
 //
 // A classic or unknown group is GROUP_ID_NOT_FOUND, as Kafka answers.
 // AuthorizedOperations when asked (authz_apis.go).
@@ -54,6 +55,9 @@ func (b *Broker) handleConsumerGroupDescribe(ctx context.Context, req *kmsg.Cons
 			rm.SubscribedTopics, rm.SubscribedTopicRegex = m.SubscribedTopicNames, m.SubscribedTopicRegex
 			rm.Assignment, rm.TargetAssignment = assignment(m.Assignment), assignment(m.TargetAssignment)
 			rm.MemberType = 1
+			if m.Classic {
+				rm.MemberType = 0
+			}
 			rg.Members = append(rg.Members, rm)
 		}
 		resp.Groups = append(resp.Groups, rg)

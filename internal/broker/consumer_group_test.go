@@ -197,8 +197,8 @@ func TestConsumerGroupKeepsAtLeastOnce(t *testing.T) {
 			}
 			t.Logf("%d records produced, %d processed twice", n, dups)
 
-			// The group is a consumer group for ListGroups, and the
-			// classic protocol cannot join it.
+			// The group is a consumer group for ListGroups, and a
+			// classic member of another protocol type cannot join it.
 			lg := kmsg.NewPtrListGroupsRequest()
 			lg.TypesFilter = []string{"consumer"}
 			resp, err := lg.RequestWith(context.Background(), admin)
@@ -207,6 +207,7 @@ func TestConsumerGroupKeepsAtLeastOnce(t *testing.T) {
 				t.Fatalf("ListGroups consumer: %+v %v", resp, err)
 			}
 			jr := joinReq(group, "", topic)
+			jr.ProtocolType = "connect"
 			jresp := request[*kmsg.JoinGroupResponse](t, admin, jr)
 			if jresp.ErrorCode != kerr.InconsistentGroupProtocol.Code {
 				t.Fatalf("classic JoinGroup of a consumer group: %v", kerr.ErrorForCode(jresp.ErrorCode))
@@ -358,7 +359,9 @@ func TestConsumerGroupErrorCodes(t *testing.T) {
 	if resp := request[*kmsg.DescribeGroupsResponse](t, cl, dg); resp.Groups[0].ErrorCode != 0 || resp.Groups[0].State != "Dead" {
 		t.Errorf("DescribeGroups of a consumer group: %+v", resp.Groups[0])
 	}
-	r := &rawJoin{cl: cl, group: "classic-codes"}
+	// A classic group of another protocol type than consumer cannot be
+	// upgraded (Kafka's validateOnlineUpgrade).
+	r := &rawJoin{cl: cl, group: "classic-codes", protocolType: "connect"}
 	r.join(t, "codes")
 	classic := hb(bad(func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.Group = "classic-codes" }))
 	if classic.ErrorCode != kerr.GroupIDNotFound.Code {

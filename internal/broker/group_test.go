@@ -760,6 +760,8 @@ type rawJoin struct {
 	memberID string
 	gen      int32
 	leader   string
+	// protocolType is the JoinGroup's protocol type; "" is consumer.
+	protocolType string
 }
 
 func consumerProtocol(topics ...string) []kmsg.JoinGroupRequestProtocol {
@@ -786,14 +788,21 @@ func joinReq(group, memberID string, topics ...string) *kmsg.JoinGroupRequest {
 // join joins with the member-id handshake of JoinGroup v4+ (KIP-394).
 func (r *rawJoin) join(t *testing.T, topics ...string) *kmsg.JoinGroupResponse {
 	t.Helper()
+	req := func(member string) *kmsg.JoinGroupRequest {
+		jr := joinReq(r.group, member, topics...)
+		if r.protocolType != "" {
+			jr.ProtocolType = r.protocolType
+		}
+		return jr
+	}
 	if r.memberID == "" {
-		resp := request[*kmsg.JoinGroupResponse](t, r.cl, joinReq(r.group, "", topics...))
+		resp := request[*kmsg.JoinGroupResponse](t, r.cl, req(""))
 		if resp.ErrorCode != kerr.MemberIDRequired.Code || resp.MemberID == "" {
 			t.Fatalf("first join without member id: %v member %q, want MEMBER_ID_REQUIRED with an id", kerr.ErrorForCode(resp.ErrorCode), resp.MemberID)
 		}
 		r.memberID = resp.MemberID
 	}
-	resp := request[*kmsg.JoinGroupResponse](t, r.cl, joinReq(r.group, r.memberID, topics...))
+	resp := request[*kmsg.JoinGroupResponse](t, r.cl, req(r.memberID))
 	if resp.ErrorCode != 0 {
 		t.Fatalf("join with member id %s: %v", r.memberID, kerr.ErrorForCode(resp.ErrorCode))
 	}

@@ -141,6 +141,7 @@ type Broker struct {
 	GroupConsumerMaxHeartbeatIntervalMs       int32             // group.consumer.max.heartbeat.interval.ms
 	GroupConsumerMaxSize                      int32             // group.consumer.max.size
 	GroupConsumerAssignors                    []string          // group.consumer.assignors
+	GroupConsumerMigrationPolicy              string            // group.consumer.migration.policy, lower case
 	TransactionStateLogNumParts               int32             // transaction.state.log.num.partitions
 	TransactionStateLogRF                     int16             // transaction.state.log.replication.factor
 	TransactionStateLogMinISR                 int32             // transaction.state.log.min.isr
@@ -358,6 +359,7 @@ func FromRaw(set map[string]string) (*Broker, error) {
 	b.GroupConsumerMinHeartbeatIntervalMs = r.int32("group.consumer.min.heartbeat.interval.ms")
 	b.GroupConsumerMaxHeartbeatIntervalMs = r.int32("group.consumer.max.heartbeat.interval.ms")
 	b.GroupConsumerMaxSize = r.int32("group.consumer.max.size")
+	b.GroupConsumerMigrationPolicy = strings.ToLower(strings.TrimSpace(r.str("group.consumer.migration.policy")))
 	for _, a := range strings.Split(r.str("group.consumer.assignors"), ",") {
 		if a = strings.TrimSpace(a); a != "" {
 			b.GroupConsumerAssignors = append(b.GroupConsumerAssignors, a)

@@ -238,6 +238,20 @@ func oneOf(allowed ...string) func(string) error {
 	}
 }
 
+// oneOfFold is oneOf ignoring case, as Kafka parses enum-valued configs
+// such as group.consumer.migration.policy.
+func oneOfFold(allowed ...string) func(string) error {
+	return func(v string) error {
+		v = strings.TrimSpace(v)
+		for _, a := range allowed {
+			if strings.EqualFold(v, a) {
+				return nil
+			}
+		}
+		return fmt.Errorf("must be one of %s", strings.Join(allowed, ", "))
+	}
+}
+
 // listOf accepts a non-empty comma-separated list of allowed items.
 func listOf(allowed ...string) func(string) error {
 	one := oneOf(allowed...)
@@ -428,8 +442,9 @@ var brokerDefs = []Def{
 		Doc: "Largest group.consumer.session.timeout.ms allowed."},
 	{Name: "group.consumer.max.size", Type: TypeInt, Default: intMax, ReadOnly: true, Validate: atLeast(1),
 		Doc: "Most members a consumer group (KIP-848) may have."},
-	{Name: "group.consumer.migration.policy", Type: TypeString, Default: "disabled", ReadOnly: true, Validate: oneOf("disabled"),
-		Doc: "Conversion between classic and consumer groups: only disabled (Kafka's default is bidirectional); a classic join of a non-empty consumer group gets INCONSISTENT_GROUP_PROTOCOL, a consumer heartbeat of a non-empty classic group GROUP_ID_NOT_FOUND."},
+	{Name: "group.consumer.migration.policy", Type: TypeString, Default: "bidirectional", ReadOnly: true,
+		Validate: oneOfFold("bidirectional", "upgrade", "downgrade", "disabled"),
+		Doc:      "Online conversion of a non-empty group between the classic and the consumer protocol (KIP-848): upgrade converts a classic group of the consumer protocol type when a ConsumerGroupHeartbeat joins it, downgrade converts a consumer group back when its last consumer-protocol member leaves and the classic members fit group.max.size; bidirectional allows both, disabled neither (case-insensitive, as Kafka)."},
 	{Name: "group.consumer.min.heartbeat.interval.ms", Type: TypeInt, Default: "5000", ReadOnly: true, Validate: atLeast(1),
 		Doc: "Smallest group.consumer.heartbeat.interval.ms allowed."},
 	{Name: "group.consumer.min.session.timeout.ms", Type: TypeInt, Default: "45000", ReadOnly: true, Validate: atLeast(1),

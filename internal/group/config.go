@@ -3,6 +3,7 @@ package group
 import (
 	"log/slog"
 	"math"
+	"strings"
 	"time"
 
 	"samsa/internal/config"
@@ -30,9 +31,17 @@ type Config struct {
 	// ConsumerAssignors are the server-side assignors, the default first
 	// (group.consumer.assignors: uniform, range).
 	ConsumerAssignors []string
+	// ConsumerMigrationPolicy is group.consumer.migration.policy:
+	// bidirectional (the default, also for ""), upgrade, downgrade or
+	// disabled.
+	ConsumerMigrationPolicy string
 	// Topics returns the cluster's topics for consumer group
 	// subscriptions; nil means none.
 	Topics func() Topics
+
+	// newMemberID, when set, makes the member ids of JoinGroup and of
+	// ConsumerGroupHeartbeat v0 (tests); nil makes random UUIDs.
+	newMemberID func() string
 
 	// Logger receives coordinator events; nil discards them.
 	Logger *slog.Logger
@@ -63,7 +72,17 @@ func ConfigFromBroker(b *config.Broker) Config {
 		ConsumerHeartbeatInterval: ms(int64(b.GroupConsumerHeartbeatIntervalMs)),
 		ConsumerMaxSize:           b.GroupConsumerMaxSize,
 		ConsumerAssignors:         assignorNames(b.GroupConsumerAssignors),
+		ConsumerMigrationPolicy:   b.GroupConsumerMigrationPolicy,
 	}
+}
+
+// upgradeEnabled and downgradeEnabled read group.consumer.migration.policy.
+func (c Config) upgradeEnabled() bool {
+	return c.ConsumerMigrationPolicy == "bidirectional" || c.ConsumerMigrationPolicy == "upgrade"
+}
+
+func (c Config) downgradeEnabled() bool {
+	return c.ConsumerMigrationPolicy == "bidirectional" || c.ConsumerMigrationPolicy == "downgrade"
 }
 
 // assignorNames maps group.consumer.assignors entries to assignor names,
@@ -111,6 +130,10 @@ func (c Config) withDefaults() Config {
 	}
 	if len(c.ConsumerAssignors) == 0 {
 		c.ConsumerAssignors = []string{UniformAssignor, RangeAssignor}
+	}
+	c.ConsumerMigrationPolicy = strings.ToLower(c.ConsumerMigrationPolicy)
+	if c.ConsumerMigrationPolicy == "" {
+		c.ConsumerMigrationPolicy = "bidirectional"
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)

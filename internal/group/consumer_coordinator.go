@@ -12,12 +12,18 @@ import (
 // consumerConfig is the configuration of the coordinator's consumer
 // groups.
 func (c *Coordinator) consumerConfig() ConsumerGroupConfig {
+	ids := newConsumerMemberID
+	if c.cfg.newMemberID != nil {
+		ids = c.cfg.newMemberID
+	}
 	return ConsumerGroupConfig{
 		SessionTimeout:    c.cfg.ConsumerSessionTimeout,
 		HeartbeatInterval: c.cfg.ConsumerHeartbeatInterval,
 		MaxSize:           c.cfg.ConsumerMaxSize,
 		Assignors:         c.cfg.ConsumerAssignors,
-		NewMemberID:       newConsumerMemberID,
+		NewMemberID:       ids,
+		Downgrade:         c.cfg.downgradeEnabled(),
+		ClassicMaxSize:    c.cfg.MaxSize,
 	}
 }
 
@@ -57,6 +63,9 @@ func (e *entry) deadlineLocked() time.Time {
 // context, as applyLocked's: a client giving up must not leave the log
 // and the group apart.
 func (c *Coordinator) storeConsumerLocked(e *entry, ch Change) error {
+	if ch.Downgrade != nil {
+		return c.downgradeLocked(e, ch)
+	}
 	if !ch.Empty() {
 		recs := make([]KV, len(ch.Records))
 		for i, r := range ch.Records {
@@ -77,6 +86,39 @@ func (c *Coordinator) storeConsumerLocked(e *entry, ch Change) error {
 	return nil
 }
 
+// downgradeLocked converts a consumer group to a classic group (ch deletes
+// the consumer group and carries the classic members): the consumer
+// group's tombstones and the classic group metadata go out in one
+// append, so that a coordinator loading the partition afterwards finds
+// the classic group; then the classic group starts a rebalance. e.mu
+// must be held.
+//
+// Reference: Kafka convertToClassicGroup.
+func (c *Coordinator) downgradeLocked(e *entry, ch Change) error {
+	now := c.cfg.Now()
+	e.g.adoptClassic(ch.Downgrade, c.topics(), now)
+	recs := make([]KV, 0, len(ch.Records)+1)
+	for _, r := range ch.Records {
+		recs = append(recs, r.KV())
+	}
+	recs = append(recs, e.g.MetadataRecord())
+	if _, err := c.appendRecords(c.lifetime, e.log, recs); err != nil {
+		c.cfg.Logger.Warn("group: storing the downgrade to a classic group", "group", e.g.id, "err", err)
+		e.g.clearMembership(now)
+		return storeErr(err)
+	}
+	e.cg = nil
+	e.logged.state, e.logged.generation = e.g.State(), e.g.Generation()
+	c.cfg.Logger.Info("group: consumer group downgraded to a classic group", "group", e.g.id,
+		"generation", e.g.Generation(), "members", e.g.Members())
+	if ch.Downgrade.Rebalance {
+		var eff Effects
+		e.g.prepareRebalance(now, &eff, "downgrade of group "+e.g.id+" from consumer to classic")
+		c.applyLocked(e, eff)
+	}
+	return nil
+}
+
 // tickConsumerLocked fences the consumer group members whose session or
 // rebalance timeout ended. e.mu must be held.
 func (c *Coordinator) tickConsumerLocked(e *entry, now time.Time) {
@@ -90,20 +132,14 @@ func (c *Coordinator) tickConsumerLocked(e *entry, now time.Time) {
 	c.cfg.Logger.Info("group: consumer group members fenced", "group", e.g.id, "members", fenced)
 }
 
-// leaveConsumerProtocolLocked prepares an entry for a classic JoinGroup:
-// a consumer group with members refuses it (ErrInconsistentGroupProtocol);
-// an empty one is deleted (its tombstones written) and the group goes on
-// as a classic group with its offsets. e.mu must be held.
-//
-// NB: with group.consumer.migration.policy=disabled Kafka answers a
-// classic member of a non-empty consumer group the same way; online
-// migration between the protocols is not implemented.
+// leaveConsumerProtocolLocked prepares an entry for a classic JoinGroup
+// to a classic group: an empty consumer group is deleted (its tombstones
+// written) and the group goes on as a classic group with its offsets.
+// The caller sends JoinGroups of consumer groups with members to
+// ConsumerGroup.ClassicJoin. e.mu must be held.
 func (c *Coordinator) leaveConsumerProtocolLocked(e *entry) error {
-	if e.cg == nil {
+	if e.cg == nil || e.cg.State() != ConsumerEmpty {
 		return nil
-	}
-	if e.cg.State() != ConsumerEmpty {
-		return ErrInconsistentGroupProtocol
 	}
 	recs := []KV{}
 	for _, r := range e.cg.Delete().Records {
@@ -118,9 +154,11 @@ func (c *Coordinator) leaveConsumerProtocolLocked(e *entry) error {
 
 // ConsumerGroupHeartbeat handles a ConsumerGroupHeartbeat (v1 tells
 // whether the member must name its own id). It stores the group's
-// changes in __consumer_offsets before it answers. A group of the classic
-// protocol with members answers ErrGroupIDNotFound; an empty classic
-// group becomes a consumer group, keeping its offsets.
+// changes in __consumer_offsets before it answers. A joining heartbeat
+// of a classic group with members converts it (upgradeLocked) when
+// group.consumer.migration.policy allows and the group is of the
+// consumer protocol type, else answers ErrGroupIDNotFound; an empty
+// classic group becomes a consumer group, keeping its offsets.
 func (c *Coordinator) ConsumerGroupHeartbeat(ctx context.Context, req ConsumerHeartbeatRequest, v1 bool) (ConsumerHeartbeatResult, error) {
 	if req.Group == "" {
 		return ConsumerHeartbeatResult{}, errf(ErrInvalidRequest, "GroupId can't be empty.")
@@ -143,15 +181,18 @@ func (c *Coordinator) ConsumerGroupHeartbeat(ctx context.Context, req ConsumerHe
 	}()
 	defer e.mu.Unlock()
 	created := false
+	now := c.cfg.Now()
 	if e.cg == nil {
 		g := e.g
+		if join && len(g.members) > 0 && c.cfg.upgradeEnabled() && g.canUpgrade(c.cfg.ConsumerMaxSize) {
+			return c.upgradeLocked(e, req, v1, now)
+		}
 		if !join || g.state != Empty || len(g.members) > 0 {
 			return ConsumerHeartbeatResult{}, errf(ErrGroupIDNotFound, "Group %s is not a consumer group.", req.Group)
 		}
 		e.cg = NewConsumerGroup(req.Group, c.consumerConfig())
 		created = true
 	}
-	now := c.cfg.Now()
 	res, ch, err := e.cg.Heartbeat(now, c.topics(), req, v1)
 	if err == nil && created && (e.g.generation > 0 || e.g.protocolType != "") {
 		// The empty classic group it replaces: its metadata goes.
@@ -167,6 +208,50 @@ func (c *Coordinator) ConsumerGroupHeartbeat(ctx context.Context, req ConsumerHe
 		}
 		return ConsumerHeartbeatResult{}, err
 	}
+	c.maybeKick(e.deadlineLocked())
+	return res, nil
+}
+
+// upgradeLocked converts a classic group with members to a consumer group
+// for the joining ConsumerGroupHeartbeat req: one append holds the
+// classic group's tombstone, the records of the converted group and the
+// heartbeat's, so that a coordinator loading the partition afterwards
+// finds the consumer group. Parked JoinGroup and SyncGroup calls get
+// ErrRebalanceInProgress; the classic members learn of the new epoch on
+// their next Heartbeat and rejoin as classic members of the consumer
+// group. e.mu must be held.
+//
+// Reference: Kafka convertToConsumerGroup.
+func (c *Coordinator) upgradeLocked(e *entry, req ConsumerHeartbeatRequest, v1 bool, now time.Time) (ConsumerHeartbeatResult, error) {
+	topics := c.topics()
+	cg, conv, err := consumerFromClassic(e.g, c.consumerConfig(), topics, now)
+	if err != nil {
+		return ConsumerHeartbeatResult{}, err
+	}
+	res, ch, err := cg.Heartbeat(now, topics, req, v1)
+	if err != nil {
+		return ConsumerHeartbeatResult{}, err
+	}
+	recs := []KV{{Key: groupKey(e.g.id)}}
+	for _, r := range conv.Records {
+		recs = append(recs, r.KV())
+	}
+	for _, r := range ch.Records {
+		recs = append(recs, r.KV())
+	}
+	if _, err := c.appendRecords(c.lifetime, e.log, recs); err != nil {
+		c.cfg.Logger.Warn("group: storing the upgrade to a consumer group", "group", e.g.id, "err", err)
+		return ConsumerHeartbeatResult{}, storeErr(err)
+	}
+	eff := e.g.abortWaiters(ErrRebalanceInProgress)
+	members := e.g.Members()
+	e.g.clearMembership(now)
+	c.applyLocked(e, eff)
+	cg.Apply(ch)
+	e.cg = cg
+	c.rebalances.Add(1)
+	c.cfg.Logger.Info("group: classic group upgraded to a consumer group", "group", e.g.id,
+		"epoch", cg.Epoch(), "classic_members", members)
 	c.maybeKick(e.deadlineLocked())
 	return res, nil
 }
@@ -205,6 +290,8 @@ type ConsumerMemberDescription struct {
 	SubscribedTopicRegex *string
 	Assignment           []TopicPartitions
 	TargetAssignment     []TopicPartitions
+	// Classic is set for a member that joined with JoinGroup.
+	Classic bool
 }
 
 // ConsumerGroupDescription is one group of ConsumerGroupDescribe.
@@ -242,7 +329,7 @@ func (g *ConsumerGroup) Describe() ConsumerGroupDescription {
 		m := g.members[id]
 		md := ConsumerMemberDescription{MemberID: id, InstanceID: m.InstanceID, RackID: m.RackID, MemberEpoch: m.Epoch,
 			ClientID: m.ClientID, ClientHost: m.ClientHost, SubscribedTopicNames: append([]string{}, m.SubscribedTopicNames...),
-			Assignment: m.Assigned.list(), TargetAssignment: g.target[id].list()}
+			Assignment: m.Assigned.list(), TargetAssignment: g.target[id].list(), Classic: m.useClassic()}
 		if m.SubscribedTopicRegex != "" {
 			re := m.SubscribedTopicRegex
 			md.SubscribedTopicRegex = &re
@@ -267,8 +354,11 @@ func (g *ConsumerGroup) ValidateCommit(memberID string, epoch int32, version int
 	if m == nil {
 		return errf(ErrUnknownMemberID, "Member %s is not a member of group %s.", memberID, g.id)
 	}
-	if !txn && version < 9 {
+	if !txn && !m.useClassic() && version < 9 {
 		return errf(ErrUnsupportedVersion, "OffsetCommit version 9 or above must be used by members using the modern group protocol")
+	}
+	if epoch != m.Epoch && m.useClassic() {
+		return errf(ErrIllegalGeneration, "The received generation id %d does not match the expected member epoch %d.", epoch, m.Epoch)
 	}
 	if epoch != m.Epoch {
 		return errf(ErrStaleMemberEpoch, "The received member epoch %d does not match the expected member epoch %d.", epoch, m.Epoch)
@@ -288,6 +378,9 @@ func (g *ConsumerGroup) ValidateFetch(memberID *string, epoch int32) error {
 	m := g.members[*memberID]
 	if m == nil {
 		return errf(ErrUnknownMemberID, "Member %s is not a member of group %s.", *memberID, g.id)
+	}
+	if epoch != m.Epoch && m.useClassic() {
+		return errf(ErrIllegalGeneration, "The received generation id %d does not match the expected member epoch %d.", epoch, m.Epoch)
 	}
 	if epoch != m.Epoch {
 		return errf(ErrStaleMemberEpoch, "The received member epoch %d does not match the expected member epoch %d.", epoch, m.Epoch)

@@ -91,8 +91,11 @@ func TestConsumerGroupSurvivesReload(t *testing.T) {
 	if d.State != "Stable" {
 		t.Fatalf("state %s", d.State)
 	}
-	// The classic protocol cannot join it; DescribeGroups does not know it.
-	if _, err := c2.JoinGroup(ctx, joinReq("cg", "", "c")); !errors.Is(err, ErrInconsistentGroupProtocol) {
+	// A classic member of another protocol type cannot join it;
+	// DescribeGroups does not know it.
+	connect := joinReq("cg", "", "c")
+	connect.ProtocolType = "connect"
+	if _, err := c2.JoinGroup(ctx, connect); !errors.Is(err, ErrInconsistentGroupProtocol) {
 		t.Fatalf("classic join: %v", err)
 	}
 	if _, err := c2.DescribeGroup(ctx, "cg"); !errors.Is(err, ErrGroupIDNotFound) {
@@ -126,12 +129,15 @@ func TestConsumerGroupSurvivesReload(t *testing.T) {
 	}
 }
 
-// TestConsumerHeartbeatToClassicGroup: a classic group with members is
-// not a consumer group.
+// TestConsumerHeartbeatToClassicGroup: without online upgrade
+// (group.consumer.migration.policy=downgrade), a classic group with
+// members is not a consumer group.
 func TestConsumerHeartbeatToClassicGroup(t *testing.T) {
 	ctx := context.Background()
 	topics := TopicMap{"t": {Name: "t", ID: TopicID{9}, Partitions: 1}}
-	c := newLoaded(t, consumerTestConfig(topics), &memLog{})
+	cfg := consumerTestConfig(topics)
+	cfg.ConsumerMigrationPolicy = "downgrade"
+	c := newLoaded(t, cfg, &memLog{})
 	joinAndSync(t, c, "classic")
 	req := cgJoin("m1", "t")
 	req.Group = "classic"

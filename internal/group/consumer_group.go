@@ -202,12 +202,61 @@ type ConsumerMember struct {
 	Assigned          PartitionSet
 	PendingRevocation PartitionSet
 
+	// Classic is set for a member that joined with JoinGroup (a classic
+	// member of a consumer group, KIP-848's online migration); nil for a
+	// member of the consumer protocol.
+	Classic *ClassicMemberMetadata
+
 	// sessionDeadline is when the member is removed unless it
 	// heartbeats; revokeDeadline (zero when none) is when it is removed
 	// unless it has revoked what it must, at revokeEpoch.
 	sessionDeadline time.Time
 	revokeDeadline  time.Time
 	revokeEpoch     int32
+	// joinDeadline (a classic member told to rejoin) and syncDeadline (a
+	// classic member that joined and must sync) are zero when not
+	// running; the member is fenced when one passes.
+	joinDeadline time.Time
+	syncDeadline time.Time
+}
+
+// ClassicMemberMetadata is what a classic member sent in its JoinGroup,
+// kept in its member metadata record (Kafka's ClassicMemberMetadata,
+// tagged field 0).
+type ClassicMemberMetadata struct {
+	SessionTimeout time.Duration
+	// Protocols are the member's protocols in preference order, each
+	// with its consumer protocol subscription.
+	Protocols []Protocol
+}
+
+func (c *ClassicMemberMetadata) clone() *ClassicMemberMetadata {
+	if c == nil {
+		return nil
+	}
+	out := &ClassicMemberMetadata{SessionTimeout: c.SessionTimeout, Protocols: make([]Protocol, len(c.Protocols))}
+	for i, p := range c.Protocols {
+		out.Protocols[i] = Protocol{Name: p.Name, Metadata: slices.Clone(p.Metadata)}
+	}
+	return out
+}
+
+func (c *ClassicMemberMetadata) equal(o *ClassicMemberMetadata) bool {
+	if c == nil || o == nil {
+		return c == o
+	}
+	return c.SessionTimeout == o.SessionTimeout && slices.EqualFunc(c.Protocols, o.Protocols, func(a, b Protocol) bool {
+		return a.Name == b.Name && string(a.Metadata) == string(b.Metadata)
+	})
+}
+
+// sessionTimeout is the member's session timeout: its JoinGroup's for a
+// classic member, else the group's.
+func (m *ConsumerMember) sessionTimeout(group time.Duration) time.Duration {
+	if m.Classic != nil {
+		return m.Classic.SessionTimeout
+	}
+	return group
 }
 
 func (m *ConsumerMember) clone() *ConsumerMember {
@@ -215,6 +264,7 @@ func (m *ConsumerMember) clone() *ConsumerMember {
 	c.SubscribedTopicNames = slices.Clone(m.SubscribedTopicNames)
 	c.Assigned = m.Assigned.clone()
 	c.PendingRevocation = m.PendingRevocation.clone()
+	c.Classic = m.Classic.clone()
 	return &c
 }
 
@@ -225,7 +275,8 @@ func (m *ConsumerMember) sameMetadata(o *ConsumerMember) bool {
 		m.ClientID == o.ClientID && m.ClientHost == o.ClientHost &&
 		slices.Equal(m.SubscribedTopicNames, o.SubscribedTopicNames) &&
 		m.SubscribedTopicRegex == o.SubscribedTopicRegex &&
-		m.RebalanceTimeout == o.RebalanceTimeout && m.ServerAssignor == o.ServerAssignor
+		m.RebalanceTimeout == o.RebalanceTimeout && m.ServerAssignor == o.ServerAssignor &&
+		m.Classic.equal(o.Classic)
 }
 
 func (m *ConsumerMember) sameAssignment(o *ConsumerMember) bool {
@@ -249,8 +300,14 @@ type ConsumerGroupConfig struct {
 	// the first is the default.
 	Assignors []string
 	// NewMemberID makes a member id for a member that sent none
-	// (ConsumerGroupHeartbeat v0); it must not repeat.
+	// (ConsumerGroupHeartbeat v0, a first JoinGroup); it must not repeat.
 	NewMemberID func() string
+	// Downgrade allows converting the group to a classic group when its
+	// last consumer-protocol member leaves (group.consumer.migration.policy
+	// downgrade or bidirectional), if the classic members left are no
+	// more than ClassicMaxSize (group.max.size).
+	Downgrade      bool
+	ClassicMaxSize int32
 }
 
 // ConsumerGroupState is a consumer group's state.
@@ -436,10 +493,23 @@ type Change struct {
 	touch   []string
 	revokes []revokeTimer
 	now     time.Time
+	// joins and syncs set or cancel (zero time) classic members' join
+	// and sync deadlines, after the records.
+	joins []memberTimer
+	syncs []memberTimer
+	// Downgrade is set when the change converts the group to a classic
+	// group: Records delete the consumer group, and the runtime writes
+	// the classic group's metadata with them (see doc.go).
+	Downgrade *ClassicSnapshot
 	// checked is the Topics version the subscribed topics were compared
 	// at, when hasChecked.
 	checked    int64
 	hasChecked bool
+}
+
+type memberTimer struct {
+	member string
+	at     time.Time // zero: cancel
 }
 
 type revokeTimer struct {
@@ -616,6 +686,30 @@ func (g *ConsumerGroup) Heartbeat(now time.Time, topics Topics, req ConsumerHear
 		member.SubscribedTopicRegex = *req.SubscribedTopicRegex
 	}
 	member.ClientID, member.ClientHost = req.ClientID, req.ClientHost
+	var owned PartitionSet
+	if req.Owned != nil {
+		owned = assignmentOf(req.Owned)
+	}
+	next := g.update(&ch, now, topics, member, old, isNew, replaced, owned)
+	ch.touch = append(ch.touch, next.ID)
+
+	res := ConsumerHeartbeatResult{MemberID: next.ID, MemberEpoch: next.Epoch, HeartbeatInterval: g.cfg.HeartbeatInterval}
+	full := req.MemberEpoch == JoinEpoch ||
+		(req.RebalanceTimeout >= 0 && (req.SubscribedTopicNames != nil || req.SubscribedTopicRegex != nil) && req.Owned != nil)
+	if full || !next.Assigned.equal(old.Assigned) {
+		res.HasAssignment = true
+		res.Assignment = next.Assigned.list()
+	}
+	return res, ch, nil
+}
+
+// update carries out steps 1 to 3 of a member's heartbeat (or a classic
+// member's JoinGroup) once member holds its new metadata: it writes the
+// member metadata, bumps the group epoch when subscriptions or their
+// topics changed, computes a new target assignment when the group epoch
+// passed it, and reconciles the member against owned (nil: unknown). It
+// returns the member as it will be once ch is applied.
+func (g *ConsumerGroup) update(ch *Change, now time.Time, topics Topics, member, old *ConsumerMember, isNew bool, replaced string, owned PartitionSet) *ConsumerMember {
 	bump := false
 	if isNew || !member.sameMetadata(old) {
 		ch.Records = append(ch.Records, memberMetadataRecord(g.id, member))
@@ -659,10 +753,6 @@ func (g *ConsumerGroup) Heartbeat(now time.Time, topics Topics, req ConsumerHear
 	}
 
 	// 3. Reconcile the member towards its target.
-	var owned PartitionSet
-	if req.Owned != nil {
-		owned = assignmentOf(req.Owned)
-	}
 	next := g.reconcile(member, targetEpoch, target, owned)
 	if isNew || !next.sameAssignment(old) {
 		ch.Records = append(ch.Records, currentAssignmentRecord(g.id, next))
@@ -672,16 +762,7 @@ func (g *ConsumerGroup) Heartbeat(now time.Time, topics Topics, req ConsumerHear
 			ch.revokes = append(ch.revokes, revokeTimer{member: next.ID})
 		}
 	}
-	ch.touch = append(ch.touch, next.ID)
-
-	res := ConsumerHeartbeatResult{MemberID: next.ID, MemberEpoch: next.Epoch, HeartbeatInterval: g.cfg.HeartbeatInterval}
-	full := req.MemberEpoch == JoinEpoch ||
-		(req.RebalanceTimeout >= 0 && (req.SubscribedTopicNames != nil || req.SubscribedTopicRegex != nil) && req.Owned != nil)
-	if full || !next.Assigned.equal(old.Assigned) {
-		res.HasAssignment = true
-		res.Assignment = next.Assigned.list()
-	}
-	return res, ch, nil
+	return next
 }
 
 // checkEpoch validates a heartbeat's epoch against the member's.
@@ -880,6 +961,9 @@ func (g *ConsumerGroup) staticLeave(now time.Time, m *ConsumerMember) Change {
 //
 // Reference: Kafka consumerGroupFenceMember and removeMember.
 func (g *ConsumerGroup) fence(now time.Time, topics Topics, m *ConsumerMember) Change {
+	if g.canDowngrade(m.ID) {
+		return g.downgrade(now, m.ID)
+	}
 	ch := Change{now: now}
 	ch.Records = append(ch.Records,
 		currentAssignmentTombstone(g.id, m.ID),
@@ -901,8 +985,10 @@ func (g *ConsumerGroup) Deadline() time.Time {
 		if !m.sessionDeadline.IsZero() && (d.IsZero() || m.sessionDeadline.Before(d)) {
 			d = m.sessionDeadline
 		}
-		if !m.revokeDeadline.IsZero() && (d.IsZero() || m.revokeDeadline.Before(d)) {
-			d = m.revokeDeadline
+		for _, t := range []time.Time{m.revokeDeadline, m.joinDeadline, m.syncDeadline} {
+			if !t.IsZero() && (d.IsZero() || t.Before(d)) {
+				d = t
+			}
 		}
 	}
 	return d
@@ -916,7 +1002,9 @@ func (g *ConsumerGroup) Tick(now time.Time, topics Topics) (Change, []string) {
 	for _, id := range g.sortedMemberIDs() {
 		m := g.members[id]
 		if (!m.sessionDeadline.IsZero() && !now.Before(m.sessionDeadline)) ||
-			(!m.revokeDeadline.IsZero() && !now.Before(m.revokeDeadline) && m.Epoch == m.revokeEpoch) {
+			(!m.revokeDeadline.IsZero() && !now.Before(m.revokeDeadline) && m.Epoch == m.revokeEpoch) ||
+			(!m.joinDeadline.IsZero() && !now.Before(m.joinDeadline)) ||
+			(!m.syncDeadline.IsZero() && !now.Before(m.syncDeadline)) {
 			expired = append(expired, id)
 		}
 	}
@@ -927,10 +1015,16 @@ func (g *ConsumerGroup) Tick(now time.Time, topics Topics) (Change, []string) {
 	// sees the previous ones (partition metadata, epochs).
 	scratch := g.scratch()
 	all := Change{now: now}
-	for _, id := range expired {
+	for i, id := range expired {
 		ch := scratch.fence(now, topics, scratch.members[id])
 		scratch.Apply(ch)
 		all.Records = append(all.Records, ch.Records...)
+		if ch.Downgrade != nil {
+			// The group becomes a classic group: the members left
+			// are the classic group's, with its own sessions.
+			all.Downgrade = ch.Downgrade
+			return all, expired[:i+1]
+		}
 	}
 	return all, expired
 }
@@ -969,7 +1063,17 @@ func (g *ConsumerGroup) Apply(ch Change) {
 	}
 	for _, id := range ch.touch {
 		if m := g.members[id]; m != nil {
-			m.sessionDeadline = ch.now.Add(g.cfg.SessionTimeout)
+			m.sessionDeadline = ch.now.Add(m.sessionTimeout(g.cfg.SessionTimeout))
+		}
+	}
+	for _, t := range ch.joins {
+		if m := g.members[t.member]; m != nil {
+			m.joinDeadline = t.at
+		}
+	}
+	for _, t := range ch.syncs {
+		if m := g.members[t.member]; m != nil {
+			m.syncDeadline = t.at
 		}
 	}
 	for _, t := range ch.revokes {
@@ -982,7 +1086,7 @@ func (g *ConsumerGroup) Apply(ch Change) {
 // StartSessions starts every member's session at now (after a load).
 func (g *ConsumerGroup) StartSessions(now time.Time) {
 	for _, m := range g.members {
-		m.sessionDeadline = now.Add(g.cfg.SessionTimeout)
+		m.sessionDeadline = now.Add(m.sessionTimeout(g.cfg.SessionTimeout))
 		if m.State == MemberUnrevokedPartitions {
 			m.revokeDeadline, m.revokeEpoch = now.Add(max(m.RebalanceTimeout, 0)), m.Epoch
 		}

@@ -284,6 +284,8 @@ func TestConsumerRecordsRoundTrip(t *testing.T) {
 		memberMetadataRecord("g", &ConsumerMember{ID: "m", InstanceID: &inst, RackID: &rack, ClientID: "c", ClientHost: "/h",
 			SubscribedTopicNames: []string{"a", "b"}, RebalanceTimeout: time.Minute, ServerAssignor: "range"}),
 		memberMetadataRecord("g", &ConsumerMember{ID: "m2", SubscribedTopicRegex: "a.*", RebalanceTimeout: -1}),
+		memberMetadataRecord("g", &ConsumerMember{ID: "m3", SubscribedTopicNames: []string{"a"}, RebalanceTimeout: time.Minute,
+			Classic: &ClassicMemberMetadata{SessionTimeout: 10 * time.Second, Protocols: []Protocol{{Name: "range", Metadata: []byte{0, 1, 2}}, {Name: "x"}}}}),
 		targetEpochRecord("g", 7),
 		targetMemberRecord("g", "m", PartitionSet{ta: {0, 2}, tb: {1}}),
 		currentAssignmentRecord("g", &ConsumerMember{ID: "m", Epoch: 7, PreviousEpoch: 6, State: MemberUnrevokedPartitions,
@@ -300,8 +302,19 @@ func TestConsumerRecordsRoundTrip(t *testing.T) {
 			t.Fatalf("%s: round trip differs:\n%v\n%v", recordName(r), got.KV(), kv)
 		}
 	}
+	// The classic member metadata survives (tagged field 0).
+	kv3 := recs[5].KV()
+	got, _ := parseCGRecord(kv3.Key, kv3.Value)
+	if c := got.Metadata.Classic; c == nil || c.SessionTimeout != 10*time.Second || len(c.Protocols) != 2 || string(c.Protocols[0].Metadata) != "\x00\x01\x02" {
+		t.Fatalf("classic member metadata: %+v", got.Metadata.Classic)
+	}
+	for i := 2; i < len(kv3.Value); i++ {
+		if _, err := parseCGRecord(kv3.Key, kv3.Value[:i]); err == nil {
+			t.Fatalf("classic member value truncated to %d bytes decoded", i)
+		}
+	}
 	// A truncated value is an error, not a panic.
-	kv := recs[7].KV()
+	kv := recs[8].KV()
 	for i := 2; i < len(kv.Value); i++ {
 		if _, err := parseCGRecord(kv.Key, kv.Value[:i]); err == nil {
 			t.Fatalf("value truncated to %d bytes decoded", i)

@@ -147,6 +147,7 @@ func (g *ConsumerGroup) ApplyRecord(r CGRecord) {
 		m.SubscribedTopicRegex = md.SubscribedTopicRegex
 		m.RebalanceTimeout = md.RebalanceTimeout
 		m.ServerAssignor = md.ServerAssignor
+		m.Classic = md.Classic.clone()
 		if m.InstanceID != nil {
 			g.instances[*m.InstanceID] = m.ID
 		}
@@ -261,6 +262,24 @@ func (r CGRecord) KV() KV {
 			sa = &m.ServerAssignor
 		}
 		v = appendCompactNullStr(v, sa)
+		if m.Classic != nil {
+			// Tagged field 0, ClassicMemberMetadata: a nullable struct,
+			// so a presence byte before it.
+			st := binary.BigEndian.AppendUint32(nil, uint32(int32(m.Classic.SessionTimeout.Milliseconds())))
+			st = binary.AppendUvarint(st, uint64(len(m.Classic.Protocols)+1))
+			for _, p := range m.Classic.Protocols {
+				st = appendCompactStr(st, p.Name)
+				st = binary.AppendUvarint(st, uint64(len(p.Metadata)+1))
+				st = append(st, p.Metadata...)
+				st = append(st, 0) // tags
+			}
+			st = append(st, 0)  // tags
+			v = append(v, 1, 0) // one tagged field, tag 0
+			v = binary.AppendUvarint(v, uint64(len(st)+1))
+			v = append(v, 1)
+			v = append(v, st...)
+			return KV{Key: key, Value: v}
+		}
 	case CGTargetMember:
 		v = appendAssignment(v, r.Assignment)
 	case CGCurrentAssignment:
@@ -401,6 +420,49 @@ func (r *reader) tags() {
 	}
 }
 
+// memberTags reads the tag buffer of a member metadata value: tag 0 is
+// the classic member metadata, others are skipped.
+func (r *reader) memberTags() *ClassicMemberMetadata {
+	var out *ClassicMemberMetadata
+	n := r.uvarint()
+	for range n {
+		tag := r.uvarint()
+		l := r.uvarint()
+		if r.err != nil || l > uint64(len(r.b)) {
+			r.fail()
+			return nil
+		}
+		body := reader{b: r.n(int(l))}
+		if tag != 0 {
+			continue
+		}
+		if body.uvarint() == 0 {
+			continue // null
+		}
+		c := &ClassicMemberMetadata{SessionTimeout: time.Duration(body.i32()) * time.Millisecond}
+		k := body.compactLen()
+		if k > len(body.b)/2 {
+			body.fail()
+		}
+		for range max(k, 0) {
+			p := Protocol{Name: body.compactStr()}
+			ml := body.compactLen()
+			if ml >= 0 {
+				p.Metadata = slices.Clone(body.n(ml))
+			}
+			body.tags()
+			c.Protocols = append(c.Protocols, p)
+		}
+		body.tags()
+		if body.err != nil {
+			r.fail()
+			return nil
+		}
+		out = c
+	}
+	return out
+}
+
 func (r *reader) assignment() PartitionSet {
 	a := PartitionSet{}
 	n := r.compactLen()
@@ -487,7 +549,12 @@ func parseCGRecord(key, value []byte) (CGRecord, error) {
 		if sa := v.compactNullStr(); sa != nil {
 			m.ServerAssignor = *sa
 		}
+		m.Classic = v.memberTags()
 		rec.Metadata = m
+		if v.err != nil {
+			return rec, fmt.Errorf("group: consumer group record value (type %d): %w", rec.Kind, v.err)
+		}
+		return rec, nil
 	case CGTargetMember:
 		rec.Assignment = v.assignment()
 	case CGCurrentAssignment:

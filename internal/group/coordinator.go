@@ -121,6 +121,9 @@ func NewCoordinator(cfg Config) *Coordinator {
 		},
 		kick: make(chan struct{}, 1),
 	}
+	if cfg.newMemberID != nil {
+		c.gcfg.NewMemberID = func(string) string { return cfg.newMemberID() }
+	}
 	c.lifetime, c.stop = context.WithCancel(context.Background())
 	c.wake.Store(math.MaxInt64)
 	c.mu.parts = map[int32]*partState{}
@@ -530,6 +533,18 @@ func (c *Coordinator) JoinGroup(ctx context.Context, req JoinGroupRequest) (Join
 	if e == nil {
 		return JoinGroupResult{MemberID: req.MemberID}, ErrUnknownMemberID
 	}
+	if e.cg != nil && e.cg.State() != ConsumerEmpty {
+		defer e.mu.Unlock()
+		res, ch, err := e.cg.ClassicJoin(c.cfg.Now(), c.topics(), req)
+		if err == nil {
+			err = c.storeConsumerLocked(e, ch)
+		}
+		if err != nil && !errors.Is(err, ErrMemberIDRequired) {
+			return JoinGroupResult{MemberID: req.MemberID}, err
+		}
+		c.maybeKick(e.deadlineLocked())
+		return res, err
+	}
 	if err := c.leaveConsumerProtocolLocked(e); err != nil {
 		e.mu.Unlock()
 		return JoinGroupResult{MemberID: req.MemberID}, err
@@ -556,6 +571,15 @@ func (c *Coordinator) SyncGroup(ctx context.Context, req SyncGroupRequest) (Sync
 	if e == nil {
 		return SyncGroupResult{}, ErrUnknownMemberID
 	}
+	if e.cg != nil {
+		defer e.mu.Unlock()
+		res, ch, err := e.cg.ClassicSync(c.cfg.Now(), c.topics(), req)
+		if serr := c.storeConsumerLocked(e, ch); err == nil {
+			err = serr
+		}
+		c.maybeKick(e.deadlineLocked())
+		return res, err
+	}
 	w, ch := c.park(e)
 	c.applyLocked(e, e.g.Sync(c.cfg.Now(), req, w))
 	d := e.g.Deadline()
@@ -579,6 +603,14 @@ func (c *Coordinator) Heartbeat(ctx context.Context, req HeartbeatRequest) error
 		return ErrUnknownMemberID
 	}
 	defer e.mu.Unlock()
+	if e.cg != nil {
+		ch, err := e.cg.ClassicHeartbeat(c.cfg.Now(), req)
+		if serr := c.storeConsumerLocked(e, ch); err == nil {
+			err = serr
+		}
+		c.maybeKick(e.deadlineLocked())
+		return err
+	}
 	return e.g.Heartbeat(c.cfg.Now(), req)
 }
 
@@ -596,6 +628,14 @@ func (c *Coordinator) LeaveGroup(ctx context.Context, req LeaveGroupRequest) (Le
 		res := LeaveGroupResult{}
 		for _, m := range req.Members {
 			res.Members = append(res.Members, LeaveMemberResult{MemberID: m.MemberID, InstanceID: m.InstanceID, Err: ErrUnknownMemberID})
+		}
+		return res, nil
+	}
+	if e.cg != nil {
+		defer e.mu.Unlock()
+		res, ch := e.cg.ClassicLeave(c.cfg.Now(), c.topics(), req)
+		if err := c.storeConsumerLocked(e, ch); err != nil {
+			return LeaveGroupResult{}, err
 		}
 		return res, nil
 	}

@@ -191,13 +191,51 @@
 // Keys 5, 7 and 8 carry the member id after the group id. Deleting a group
 // writes tombstones for all of them, the group epoch last.
 //
+// Key 5's value carries, for a classic member, Kafka's tagged field 0
+// (ClassicMemberMetadata: session timeout, the JoinGroup's protocols).
+//
 // The coordinator keeps a consumer group in the same entry as its offsets
-// (entry.cg next to entry.g). One protocol at a time, as Kafka with
-// group.consumer.migration.policy=disabled: a classic JoinGroup of a
-// consumer group with members is ErrInconsistentGroupProtocol, a
-// ConsumerGroupHeartbeat of a classic group with members is
-// ErrGroupIDNotFound; an empty group of either protocol is replaced (its
-// records deleted) and keeps its offsets.
+// (entry.cg next to entry.g). An empty group of either protocol is
+// replaced (its records deleted) and keeps its offsets.
+//
+// # Migration (KIP-848 online upgrade and downgrade)
+//
+// group.consumer.migration.policy (bidirectional, upgrade, downgrade,
+// disabled) decides whether a group with members changes protocol:
+//
+//	classic group, protocol type "consumer"
+//	   |  ConsumerGroupHeartbeat epoch 0 (upgrade allowed, members <=
+//	   |  group.consumer.max.size): every member becomes a classic member
+//	   v  at epoch = generation, Stable, target = its assignment
+//	consumer group with classic members
+//	   |  the last consumer-protocol member leaves or is fenced
+//	   |  (downgrade allowed, the others <= group.max.size): members keep
+//	   v  their target as assignment, generation = group epoch
+//	classic group, PreparingRebalance
+//
+// A classic member of a consumer group (ClassicJoin, ClassicSync,
+// ClassicHeartbeat, ClassicLeave; consumer_classic.go) is a member like
+// the others for the assignor and reconciliation: its JoinGroup carries
+// its subscription and owned partitions (the consumer protocol metadata)
+// and is answered at once with its member epoch as generation; SyncGroup
+// returns its assigned partitions (not those it must revoke); Heartbeat
+// answers ErrRebalanceInProgress when it must rejoin (a newer group
+// epoch, partitions to revoke, partitions it waits for now free), after
+// which it must join within its rebalance timeout, and sync within it
+// after a join, or it is fenced; its session is its JoinGroup's.
+//
+// Records: an upgrade writes, in one append, the classic metadata
+// tombstone, the new group's records (member metadata, group epoch,
+// target members, target epoch, current assignments) and those of the
+// heartbeat that caused it; a downgrade writes the consumer group's
+// tombstones (Delete) and the classic group metadata. Replay keeps the
+// form whose group record (classic metadata or group epoch) came last, so
+// a coordinator loading the partition after a conversion has the new
+// form. Offsets are records of their own and are kept. Without the
+// policy's consent a heartbeat of a classic group with members is
+// ErrGroupIDNotFound, and a consumer group stays one when its last
+// consumer-protocol member leaves; classic members may join a consumer
+// group with members under any policy, as in Kafka.
 //
 // # Concurrency
 //
