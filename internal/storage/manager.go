@@ -69,6 +69,9 @@ type Manager struct {
 	offline    atomic.Bool
 	offlineErr atomic.Pointer[error]
 	heldAcks   atomic.Int64 // Log.HoldAck answers that held an acks=1 produce
+	// corruptBatches counts stored batches that failed their check on a
+	// read (verify.go).
+	corruptBatches atomic.Int64
 
 	closeOnce sync.Once
 	closeErr  error
