@@ -107,6 +107,9 @@ type Manager struct {
 	// truncated counts the offsets followers removed from their logs to
 	// match their leader (metrics).
 	truncated atomic.Int64
+	// repaired counts the offsets followers removed at a corrupt stored
+	// batch to fetch them again (metrics).
+	repaired atomic.Int64
 
 	mu       sync.RWMutex
 	parts    map[storage.TopicPartition]*Partition // guarded by mu
