@@ -213,6 +213,27 @@ func (s *LeaderState) Tick(nowMs int64) (shrink *ISRChange) {
 	return s.pendingCopy()
 }
 
+// Resign proposes the ISR without the leader, so that the controller
+// elects another in-sync replica (cluster.Decide, rule 2): what a leader
+// does when its own log cannot serve a range. It returns nil when no
+// other replica is in the ISR or a change is already in flight.
+func (s *LeaderState) Resign() *ISRChange {
+	if s.pending != nil {
+		return nil
+	}
+	var keep []int32
+	for _, id := range s.isr {
+		if id != s.self {
+			keep = append(keep, id)
+		}
+	}
+	if len(keep) == 0 || len(keep) == len(s.isr) {
+		return nil
+	}
+	s.pending = &ISRChange{ISR: keep, PartitionEpoch: s.partitionEpoch}
+	return s.pendingCopy()
+}
+
 func (s *LeaderState) pendingCopy() *ISRChange {
 	return &ISRChange{ISR: slices.Clone(s.pending.ISR), PartitionEpoch: s.pending.PartitionEpoch}
 }

@@ -18,6 +18,7 @@ import (
 //	tick [now=T]
 //	commit isr=(...) pepoch=P    the partition state now holds isr at P
 //	abort                        the proposed change failed without an answer
+//	resign                       the leader proposes its ISR without itself
 //	check-append
 //	acked offset=O
 //	state
@@ -99,6 +100,8 @@ func (e *isrEnv) handle(t *testing.T, d *datadriven.TestData) string {
 		}
 	case "abort":
 		e.s.ISRChangeAborted()
+	case "resign":
+		out.WriteString(formatChange("resign", e.s.Resign()))
 	case "check-append":
 		if err := e.s.CheckAppend(); err != nil {
 			fmt.Fprintf(&out, "error: %v\n", err)

@@ -248,6 +248,9 @@ func (p *Partition) tick(nowMs int64) {
 const (
 	isrShrinkLagging  = "shrink_lagging"
 	isrExpandCaughtUp = "expand_caught_up"
+	// isrResignCorrupt: the leader leaves its ISR because a stored batch
+	// of its log is corrupt, so that another in-sync replica leads.
+	isrResignCorrupt = "resign_corrupt_log"
 )
 
 type isrWhy struct {
@@ -363,7 +366,7 @@ func (m *Manager) proposeISR(p *Partition, leaderEpoch int32, ch *ISRChange, why
 			p.roleMu.Unlock()
 			return
 		}
-		if why.reason == isrShrinkLagging {
+		if why.reason != isrExpandCaughtUp {
 			m.isrShrinks.Add(1)
 		} else {
 			m.isrExpands.Add(1)
