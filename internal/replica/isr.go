@@ -159,11 +159,31 @@ func (s *LeaderState) LeaderDurable(offset, nowMs int64) (hwAdvanced bool) {
 // Expansion (Kafka's isFollowerInSync): the fetch offset is at least the
 // high watermark and at least the start offset of the leader's epoch, so the
 // follower has truncated against this leader (KIP-101) before it joins.
+//
+// Falling behind (samsa's rule, no Kafka counterpart): an ISR member that
+// had fetched at or above the high watermark and now fetches below it has
+// lost committed records from its log (it truncated at a corrupt batch to
+// fetch it again, repair.go); it leaves the ISR at once rather than after
+// replica.lag.time.max.ms, so that it cannot be elected without them. The
+// shrink comes back in expand's place.
 func (s *LeaderState) FollowerFetch(id int32, fetchOffset, nowMs int64) (hwAdvanced bool, expand *ISRChange) {
 	s.observe(nowMs)
 	f := s.followers[id]
 	if f == nil {
 		return false, nil
+	}
+	if prev := f.fetchOffset; s.pending == nil && prev >= s.hw && fetchOffset < s.hw && slices.Contains(s.isr, id) {
+		var keep []int32
+		for _, r := range s.isr {
+			if r != id {
+				keep = append(keep, r)
+			}
+		}
+		f.fetchOffset = fetchOffset
+		f.lastFetchMs = nowMs
+		f.lastFetchLeaderLEO = s.leo
+		s.pending = &ISRChange{ISR: keep, PartitionEpoch: s.partitionEpoch}
+		return false, s.pendingCopy()
 	}
 	switch {
 	case fetchOffset >= s.leo:

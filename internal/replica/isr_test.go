@@ -81,11 +81,16 @@ func (e *isrEnv) handle(t *testing.T, d *datadriven.TestData) string {
 		d.ScanArgs(t, "id", &id)
 		d.ScanArgs(t, "offset", &off)
 		before := e.s.HighWatermark()
+		isrBefore := len(e.s.ISR())
 		adv, expand := e.s.FollowerFetch(id, off, e.now)
 		if adv {
 			fmt.Fprintf(&out, "hw advanced %d -> %d\n", before, e.s.HighWatermark())
 		}
-		out.WriteString(formatChange("expand", expand))
+		if expand != nil && len(expand.ISR) < isrBefore {
+			out.WriteString(formatChange("shrink", expand))
+		} else {
+			out.WriteString(formatChange("expand", expand))
+		}
 	case "tick":
 		out.WriteString(formatChange("shrink", e.s.Tick(e.now)))
 	case "commit":

@@ -210,7 +210,10 @@ func (p *Partition) FollowerFetched(id int32, fetchOffset int64) {
 	p.refreshHWLocked(nowMs)
 	epoch := p.LeaderEpoch()
 	var why isrWhy
-	if expand != nil {
+	switch {
+	case expand != nil && len(expand.ISR) < len(ls.ISR()):
+		why = newISRWhy(isrShrinkBehindHW, ls, expand)
+	case expand != nil:
 		why = newISRWhy(isrExpandCaughtUp, ls, expand)
 	}
 	p.roleMu.Unlock()
@@ -251,6 +254,10 @@ const (
 	// isrResignCorrupt: the leader leaves its ISR because a stored batch
 	// of its log is corrupt, so that another in-sync replica leads.
 	isrResignCorrupt = "resign_corrupt_log"
+	// isrShrinkBehindHW: an ISR member fetched below the high watermark
+	// after it had reached it (it removed committed records to repair its
+	// log).
+	isrShrinkBehindHW = "shrink_behind_hw"
 )
 
 type isrWhy struct {
