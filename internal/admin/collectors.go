@@ -68,6 +68,12 @@ type ClusterStats struct {
 	// TruncatedOffsets counts offsets followers removed to match their
 	// leaders.
 	TruncatedOffsets int64
+	// RepairedOffsets counts offsets followers removed from their logs
+	// because a stored batch there was corrupt, to fetch them again.
+	RepairedOffsets int64
+	// CorruptBatches counts stored batches that failed their check on a
+	// read.
+	CorruptBatches int64
 	// LogDirOffline is set once a write or fsync failure took the log
 	// dir offline; LogDirFree and LogDirSize are the file system's free
 	// and total bytes (0 when unknown).
@@ -126,7 +132,7 @@ type collector struct {
 	groups, rebalances, lag, committed, topicLag                           desc
 	controller, offline, clusterPartitions, clusterBrokers, decisions      desc
 	decisionErrors, leaseRenewals, isrShrinks, isrExpands                  desc
-	truncated                                                              desc
+	truncated, repaired, corruptBatches                                    desc
 	logDirOffline, logDirFree, logDirSize                                  desc
 	unsyncedBytes, unsyncedAge, heldAcks                                   desc
 }
@@ -171,6 +177,8 @@ func NewCollector(src Sources, cfg CollectorConfig) prometheus.Collector {
 	x.isrShrinks = d("samsa_isr_shrinks_total", "ISR shrinks this broker wrote as leader (Kafka IsrShrinksPerSec).", c)
 	x.isrExpands = d("samsa_isr_expands_total", "ISR expands this broker wrote as leader (Kafka IsrExpandsPerSec).", c)
 	x.truncated = d("samsa_replica_truncated_offsets_total", "Offsets this broker's followers removed from their logs to match their leaders (uncommitted tails, or records lost to an unclean election).", c)
+	x.repaired = d("samsa_replica_repaired_offsets_total", "Offsets this broker's followers removed from their logs at a corrupt stored batch, to fetch them again from the leader.", c)
+	x.corruptBatches = d("samsa_log_corrupt_batches_total", "Stored record batches that failed their check (length, magic, offsets, CRC-32C) when read; a batch read again counts again.", c)
 
 	x.logSize = d("samsa_log_size_bytes", "Bytes of a partition's log segments (Kafka Log Size).", g, "topic", "partition")
 	x.logSegments = d("samsa_log_segments", "Segments of a partition's log (Kafka Log NumLogSegments).", g, "topic", "partition")
@@ -259,6 +267,8 @@ func (x *collector) Collect(ch chan<- prometheus.Metric) {
 		x.emit(ch, x.isrShrinks, float64(st.ISRShrinks))
 		x.emit(ch, x.isrExpands, float64(st.ISRExpands))
 		x.emit(ch, x.truncated, float64(st.TruncatedOffsets))
+		x.emit(ch, x.repaired, float64(st.RepairedOffsets))
+		x.emit(ch, x.corruptBatches, float64(st.CorruptBatches))
 		x.emit(ch, x.logDirOffline, b2f(st.LogDirOffline))
 		if st.LogDirSize > 0 {
 			x.emit(ch, x.logDirFree, float64(st.LogDirFree))

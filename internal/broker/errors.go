@@ -45,6 +45,11 @@ func errCode(err error) *kerr.Error {
 	switch {
 	case err == nil:
 		return nil
+	case errors.Is(err, storage.ErrCorrupt):
+		// A stored batch failed its check on a read: the log, not the
+		// request, is bad. Clients retry KAFKA_STORAGE_ERROR after a
+		// metadata refresh, as for a log dir Kafka took offline.
+		return kerr.KafkaStorageError
 	case record.IsCorrupt(err):
 		return kerr.CorruptMessage
 	case errors.Is(err, record.ErrUnsupportedCodec):

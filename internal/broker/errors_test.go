@@ -35,6 +35,7 @@ func TestErrCodeMapsEverySentinel(t *testing.T) {
 		{storage.ErrOffsetOutOfRange, kerr.OffsetOutOfRange},
 		{storage.ErrMessageTooLarge, kerr.RecordListTooLarge},
 		{storage.ErrLogDirOffline, kerr.KafkaStorageError},
+		{&storage.CorruptBatchError{Reason: record.MarkCorrupt(errors.New("torn"))}, kerr.KafkaStorageError},
 		{storage.ErrClosed, kerr.NotLeaderForPartition},
 		{replica.ErrNotLeader, kerr.NotLeaderForPartition},
 		{replica.ErrNotEnoughReplicas, kerr.NotEnoughReplicas},

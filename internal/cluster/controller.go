@@ -41,7 +41,10 @@ type ElectionPolicy struct {
 // For each partition:
 //
 //  1. A broker is eligible when it is registered and not shutting down.
-//  2. If the leader is eligible, in-sync replicas that are not eligible
+//  2. If the leader is eligible and in its ISR, or no other eligible
+//     replica is in the ISR, it stays; a leader that left its own ISR
+//     (it resigned: its log is corrupt, replica.LeaderState.Resign) is
+//     replaced as in rule 3. If the leader stays, in-sync replicas that are not eligible
 //     are removed from the ISR (the leader stays); with Preferred, the
 //     first replica takes over when it is eligible and in sync. A
 //     replica in controlled shutdown leaves the ISR at once, as in
@@ -100,8 +103,10 @@ func Decide(img *Image, pol ElectionPolicy) []PartitionUpdate {
 				}
 			}
 			restarted := false
+			resigned := st.Leader >= 0 && !slices.Contains(st.ISR, st.Leader) &&
+				slices.ContainsFunc(next.ISR, func(r int32) bool { return r != st.Leader && slices.Contains(replicas, r) })
 			switch {
-			case st.Leader >= 0 && eligible(st.Leader):
+			case st.Leader >= 0 && eligible(st.Leader) && !resigned:
 				restarted = st.LeaderIncarnation != "" && img.Brokers[st.Leader].Incarnation != st.LeaderIncarnation
 				if pol.Preferred && len(replicas) > 0 && replicas[0] != st.Leader &&
 					eligible(replicas[0]) && slices.Contains(next.ISR, replicas[0]) {

@@ -75,6 +75,8 @@ func (m nodeMetrics) ClusterStats() admin.ClusterStats {
 		ControllerWrites: cs.ControllerWrites, ControllerWriteErrors: cs.ControllerWriteErrors,
 		ISRShrinks: shrinks, ISRExpands: expands,
 		TruncatedOffsets: m.n.broker.Replicas().TruncatedOffsets(),
+		RepairedOffsets:  m.n.broker.Replicas().RepairedOffsets(),
+		CorruptBatches:   m.n.logs.CorruptBatches(),
 		LogDirOffline:    m.n.logs.Offline(),
 	}
 	if cs.Controller {

@@ -265,6 +265,9 @@ func (p *Partition) setFollowerHW(leader int32, hw int64) {
 // the two ends; if it only knows an older one, the follower truncates to
 // the end of that older epoch in its own log (or the leader's, if smaller).
 func (p *Partition) reconcileWithLeader(ctx context.Context, client LeaderClient, leader int32) error {
+	if err := p.repairPending(); err != nil {
+		return err
+	}
 	p.roleMu.Lock()
 	need := p.role.truncate && p.role.following == leader
 	p.roleMu.Unlock()

@@ -159,11 +159,31 @@ func (s *LeaderState) LeaderDurable(offset, nowMs int64) (hwAdvanced bool) {
 // Expansion (Kafka's isFollowerInSync): the fetch offset is at least the
 // high watermark and at least the start offset of the leader's epoch, so the
 // follower has truncated against this leader (KIP-101) before it joins.
+//
+// Falling behind (samsa's rule, no Kafka counterpart): an ISR member that
+// had fetched at or above the high watermark and now fetches below it has
+// lost committed records from its log (it truncated at a corrupt batch to
+// fetch it again, repair.go); it leaves the ISR at once rather than after
+// replica.lag.time.max.ms, so that it cannot be elected without them. The
+// shrink comes back in expand's place.
 func (s *LeaderState) FollowerFetch(id int32, fetchOffset, nowMs int64) (hwAdvanced bool, expand *ISRChange) {
 	s.observe(nowMs)
 	f := s.followers[id]
 	if f == nil {
 		return false, nil
+	}
+	if prev := f.fetchOffset; s.pending == nil && prev >= s.hw && fetchOffset < s.hw && slices.Contains(s.isr, id) {
+		var keep []int32
+		for _, r := range s.isr {
+			if r != id {
+				keep = append(keep, r)
+			}
+		}
+		f.fetchOffset = fetchOffset
+		f.lastFetchMs = nowMs
+		f.lastFetchLeaderLEO = s.leo
+		s.pending = &ISRChange{ISR: keep, PartitionEpoch: s.partitionEpoch}
+		return false, s.pendingCopy()
 	}
 	switch {
 	case fetchOffset >= s.leo:
@@ -207,6 +227,27 @@ func (s *LeaderState) Tick(nowMs int64) (shrink *ISRChange) {
 		removed = true
 	}
 	if !removed {
+		return nil
+	}
+	s.pending = &ISRChange{ISR: keep, PartitionEpoch: s.partitionEpoch}
+	return s.pendingCopy()
+}
+
+// Resign proposes the ISR without the leader, so that the controller
+// elects another in-sync replica (cluster.Decide, rule 2): what a leader
+// does when its own log cannot serve a range. It returns nil when no
+// other replica is in the ISR or a change is already in flight.
+func (s *LeaderState) Resign() *ISRChange {
+	if s.pending != nil {
+		return nil
+	}
+	var keep []int32
+	for _, id := range s.isr {
+		if id != s.self {
+			keep = append(keep, id)
+		}
+	}
+	if len(keep) == 0 || len(keep) == len(s.isr) {
 		return nil
 	}
 	s.pending = &ISRChange{ISR: keep, PartitionEpoch: s.partitionEpoch}

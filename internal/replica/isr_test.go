@@ -18,6 +18,7 @@ import (
 //	tick [now=T]
 //	commit isr=(...) pepoch=P    the partition state now holds isr at P
 //	abort                        the proposed change failed without an answer
+//	resign                       the leader proposes its ISR without itself
 //	check-append
 //	acked offset=O
 //	state
@@ -80,11 +81,16 @@ func (e *isrEnv) handle(t *testing.T, d *datadriven.TestData) string {
 		d.ScanArgs(t, "id", &id)
 		d.ScanArgs(t, "offset", &off)
 		before := e.s.HighWatermark()
+		isrBefore := len(e.s.ISR())
 		adv, expand := e.s.FollowerFetch(id, off, e.now)
 		if adv {
 			fmt.Fprintf(&out, "hw advanced %d -> %d\n", before, e.s.HighWatermark())
 		}
-		out.WriteString(formatChange("expand", expand))
+		if expand != nil && len(expand.ISR) < isrBefore {
+			out.WriteString(formatChange("shrink", expand))
+		} else {
+			out.WriteString(formatChange("expand", expand))
+		}
 	case "tick":
 		out.WriteString(formatChange("shrink", e.s.Tick(e.now)))
 	case "commit":
@@ -99,6 +105,8 @@ func (e *isrEnv) handle(t *testing.T, d *datadriven.TestData) string {
 		}
 	case "abort":
 		e.s.ISRChangeAborted()
+	case "resign":
+		out.WriteString(formatChange("resign", e.s.Resign()))
 	case "check-append":
 		if err := e.s.CheckAppend(); err != nil {
 			fmt.Fprintf(&out, "error: %v\n", err)

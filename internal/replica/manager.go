@@ -31,6 +31,10 @@ type Partition struct {
 
 	leaderEpoch atomic.Int32
 	leader      atomic.Bool
+	// corruptAt is 1 + the offset a read found a corrupt stored batch at
+	// while this broker led, 0 when none: once it follows, the log is
+	// truncated there and fetched again (repair.go).
+	corruptAt atomic.Int64
 
 	// appendMu serialises appends with the producer state checks, so a
 	// check and the append it allows are atomic.
@@ -107,6 +111,9 @@ type Manager struct {
 	// truncated counts the offsets followers removed from their logs to
 	// match their leader (metrics).
 	truncated atomic.Int64
+	// repaired counts the offsets followers removed at a corrupt stored
+	// batch to fetch them again (metrics).
+	repaired atomic.Int64
 
 	mu       sync.RWMutex
 	parts    map[storage.TopicPartition]*Partition // guarded by mu

@@ -62,6 +62,10 @@ func (p *Partition) Stats() PartitionStats {
 // readable) on the old leader.
 func (m *Manager) TruncatedOffsets() int64 { return m.truncated.Load() }
 
+// RepairedOffsets returns how many offsets followers removed from their
+// logs at a corrupt stored batch, to fetch them again (repair.go).
+func (m *Manager) RepairedOffsets() int64 { return m.repaired.Load() }
+
 // ISRChanges returns how many ISR shrinks and expands this broker, as a
 // leader, has written to the cluster metadata since the Manager started.
 func (m *Manager) ISRChanges() (shrinks, expands int64) {

@@ -94,6 +94,9 @@ func (p *Partition) Read(offset, maxBytes int64, minOne bool, iso Isolation) (Re
 		return r, nil
 	}
 	res, err := p.log.Read(offset, max(maxBytes, 0), r.End, minOne)
+	if err != nil {
+		p.readFailed(err)
+	}
 	r.ReadResult = res
 	return r, err
 }
@@ -104,7 +107,11 @@ func (p *Partition) Read(offset, maxBytes int64, minOne bool, iso Isolation) (Re
 // committed or not (a new leader's high watermark trails records it will
 // never truncate).
 func (p *Partition) ReadRecords(offset, maxBytes, end int64) (storage.ReadResult, error) {
-	return p.log.Read(offset, maxBytes, min(end, p.log.LogEndOffset()), true)
+	res, err := p.log.Read(offset, maxBytes, min(end, p.log.LogEndOffset()), true)
+	if err != nil {
+		p.readFailed(err)
+	}
+	return res, err
 }
 
 // OffsetForTimestamp answers ListOffsets by timestamp: the first offset

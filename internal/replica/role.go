@@ -237,7 +237,10 @@ func (p *Partition) FollowerFetched(id int32, fetchOffset int64) {
 	p.refreshHWLocked(nowMs)
 	epoch := p.LeaderEpoch()
 	var why isrWhy
-	if expand != nil {
+	switch {
+	case expand != nil && len(expand.ISR) < len(ls.ISR()):
+		why = newISRWhy(isrShrinkBehindHW, ls, expand)
+	case expand != nil:
 		why = newISRWhy(isrExpandCaughtUp, ls, expand)
 	}
 	p.roleMu.Unlock()
@@ -275,6 +278,13 @@ func (p *Partition) tick(nowMs int64) {
 const (
 	isrShrinkLagging  = "shrink_lagging"
 	isrExpandCaughtUp = "expand_caught_up"
+	// isrResignCorrupt: the leader leaves its ISR because a stored batch
+	// of its log is corrupt, so that another in-sync replica leads.
+	isrResignCorrupt = "resign_corrupt_log"
+	// isrShrinkBehindHW: an ISR member fetched below the high watermark
+	// after it had reached it (it removed committed records to repair its
+	// log).
+	isrShrinkBehindHW = "shrink_behind_hw"
 )
 
 type isrWhy struct {
@@ -390,7 +400,7 @@ func (m *Manager) proposeISR(p *Partition, leaderEpoch int32, ch *ISRChange, why
 			p.roleMu.Unlock()
 			return
 		}
-		if why.reason == isrShrinkLagging {
+		if why.reason != isrExpandCaughtUp {
 			m.isrShrinks.Add(1)
 		} else {
 			m.isrExpands.Add(1)

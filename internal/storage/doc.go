@@ -146,6 +146,22 @@
 // entry is cut off the file and entries past the segment's end are
 // dropped.
 //
+// # Checks on read
+//
+// Read checks every batch it returns before it returns it: the batch
+// lies within the segment's published size, has magic 2, starts after
+// the previous batch of the segment and not before the segment's base
+// offset, ends before the next segment's base offset, and its CRC-32C
+// (over attributes..end, read through a pooled 64 KiB buffer, so a bad
+// length costs no allocation) matches. A bad header in a sealed segment
+// (a length running past its end) is damage too; in the active segment
+// Read never looks past the size Append published. The good batches
+// before a bad one are returned; a read that starts at a bad one fails
+// with a *CorruptBatchError, which wraps ErrCorrupt and says where the
+// batch is and to which offset a log must be truncated to drop it.
+// Manager.CorruptBatches counts them. Batches a read skips on its way to
+// the requested offset, and lookups by timestamp, are not CRC-checked.
+//
 // # Invariants
 //
 //   - LogStartOffset <= LogEndOffset and DurableOffset <= LogEndOffset.

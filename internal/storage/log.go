@@ -97,6 +97,10 @@ type Log struct {
 
 	// onChange is the change hook (SetChangeHook); nil until set.
 	onChange atomic.Pointer[func(durable bool)]
+
+	// skipVerify leaves out the CRC check of batches on read; only the
+	// read benchmark sets it, before reading, to measure the check.
+	skipVerify bool
 }
 
 // LogStartOffset returns the first offset that can be read.

@@ -70,6 +70,9 @@ type Manager struct {
 	offlineErr atomic.Pointer[error]
 	offlineCh  chan struct{} // closed when the log dir goes offline
 	heldAcks   atomic.Int64  // Log.HoldAck answers that held an acks=1 produce
+	// corruptBatches counts stored batches that failed their check on a
+	// read (verify.go).
+	corruptBatches atomic.Int64
 
 	closeOnce sync.Once
 	closeErr  error

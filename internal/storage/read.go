@@ -122,13 +122,21 @@ func (l *Log) read(offset int64, maxBytes int64, maxOffset int64, minOneBatch bo
 		seg := segs[i]
 		end := seg.size.Load()
 		regionStart := int64(-1)
+		chk := newBatchCheck(segs, i)
 		for pos < end {
 			h, err := readHeader(seg.log, pos, end, &hbuf)
 			if err != nil {
+				if cerr := chk.headerErr(l, pos, err); cerr != nil {
+					if res.Size > 0 {
+						return res.add(seg, regionStart, pos), nil
+					}
+					return ReadResult{}, cerr
+				}
 				return res, l.readErr(seg, pos, err)
 			}
 			if !found {
 				if h.lastOffset < offset {
+					chk.skip(h)
 					pos += h.size
 					continue
 				}
@@ -139,6 +147,15 @@ func (l *Log) read(offset int64, maxBytes int64, maxOffset int64, minOneBatch bo
 			}
 			if res.Size+h.size > maxBytes && !(minOneBatch && res.Size == 0 && regionStart < 0) {
 				return res.add(seg, regionStart, pos), nil
+			}
+			// Every batch handed out is checked first (see the package
+			// doc, "Checks on read"). The good batches before a bad one
+			// are returned; a read that starts at the bad one fails.
+			if err := chk.check(l, pos, h, &hbuf); err != nil {
+				if res.Size > 0 && errors.Is(err, ErrCorrupt) {
+					return res.add(seg, regionStart, pos), nil
+				}
+				return ReadResult{}, err
 			}
 			if regionStart < 0 {
 				regionStart = pos

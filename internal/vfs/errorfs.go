@@ -3,8 +3,10 @@ package vfs
 import (
 	"errors"
 	"fmt"
+	"math/rand"
 	"os"
 	"sync"
+	"time"
 )
 
 // ErrInjected is the error an Injector injects, wrapped with the operation
@@ -53,6 +55,10 @@ type Injector struct {
 		// bytes; writes after it fail. -1: never.
 		shortAt   int64
 		shortKeep int
+		// syncMin, syncMax bound the delay before each File.Sync; rnd
+		// draws it. syncMax 0: no delay.
+		syncMin, syncMax time.Duration
+		rnd              *rand.Rand
 	}
 }
 
@@ -71,6 +77,32 @@ func (inj *Injector) Reset() {
 		inj.mu.failAt[i] = -1
 	}
 	inj.mu.shortAt = -1
+	inj.mu.syncMin, inj.mu.syncMax = 0, 0
+}
+
+// DelaySyncs makes every later File.Sync sleep for a time drawn uniformly
+// from [min, max] (from a source seeded with seed) before it syncs: a slow
+// disk. The sleep holds no lock of the Injector, so syncs of several
+// files wait at once. max <= 0 stops the delays; Reset does too.
+func (inj *Injector) DelaySyncs(min, max time.Duration, seed int64) {
+	inj.mu.Lock()
+	defer inj.mu.Unlock()
+	inj.mu.syncMin, inj.mu.syncMax = min, max
+	inj.mu.rnd = rand.New(rand.NewSource(seed))
+}
+
+// syncDelay draws the delay of one File.Sync.
+func (inj *Injector) syncDelay() time.Duration {
+	inj.mu.Lock()
+	defer inj.mu.Unlock()
+	lo, hi := inj.mu.syncMin, inj.mu.syncMax
+	if hi <= 0 {
+		return 0
+	}
+	if hi <= lo {
+		return hi
+	}
+	return lo + time.Duration(inj.mu.rnd.Int63n(int64(hi-lo)+1))
 }
 
 // FailAfter lets n more operations of kind op succeed, then fails every
@@ -227,6 +259,9 @@ func (f *errorFile) Write(p []byte) (int, error) {
 }
 
 func (f *errorFile) Sync() error {
+	if d := f.inj.syncDelay(); d > 0 {
+		time.Sleep(d)
+	}
 	if err := f.inj.check(OpSync, f.name); err != nil {
 		return err
 	}

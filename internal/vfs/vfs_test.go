@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 )
 
 // eachFS runs f on the OS FS (in a temp dir) and on a MemFS.
@@ -441,5 +442,34 @@ func TestCutPowerKeepsWhatWasSyncedAndRefusesEverythingAfter(t *testing.T) {
 	}
 	if _, err := clone.Create("/d/g"); err != nil {
 		t.Errorf("the clone refuses changes: %v", err)
+	}
+}
+
+func TestDelaySyncsSlowsEverySyncWithinBoundsUntilReset(t *testing.T) {
+	t.Parallel()
+	inj := NewInjector()
+	fs := WithErrors(NewMemFS(), inj)
+	f, err := fs.Create("/f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	inj.DelaySyncs(20*time.Millisecond, 40*time.Millisecond, 1)
+	for i := 0; i < 3; i++ {
+		start := time.Now()
+		if err := f.Sync(); err != nil {
+			t.Fatal(err)
+		}
+		if d := time.Since(start); d < 20*time.Millisecond {
+			t.Fatalf("sync %d took %v, want at least 20ms", i, d)
+		}
+	}
+	inj.Reset()
+	start := time.Now()
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d >= 20*time.Millisecond {
+		t.Fatalf("sync after Reset took %v", d)
 	}
 }
