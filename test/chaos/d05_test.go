@@ -11,7 +11,7 @@ import (
 	"time"
 )
 
-// TestD03DiskFullTakesBrokerOut is TESTPLAN D-03 with a real full disk:
+// TestD05DiskFullTakesBrokerOut is TESTPLAN D-05 with a real full disk:
 // broker 2's log dir is a 64 MiB tmpfs. During the safe producer's load
 // a file fills that tmpfs, so broker 2's next write fails with ENOSPC.
 // The broker takes its log dir offline, shuts down (the controller moves
@@ -21,9 +21,9 @@ import (
 // ISR. Nothing acknowledged is lost, duplicated or moved.
 //
 // It needs root to mount the tmpfs and is skipped without it.
-func TestD03DiskFullTakesBrokerOut(t *testing.T) {
+func TestD05DiskFullTakesBrokerOut(t *testing.T) {
 	if os.Geteuid() != 0 {
-		t.Skip("D-03 mounts a tmpfs: run as root")
+		t.Skip("D-05 mounts a tmpfs: run as root")
 	}
 	const (
 		topic      = "d03"
@@ -93,7 +93,7 @@ func TestD03DiskFullTakesBrokerOut(t *testing.T) {
 	for p := range int32(partitions) {
 		w.waitAcks(p, 50, 30*time.Second)
 	}
-	t.Logf("D-03: broker 2 exited %s after its disk filled; ISRs without it %s later",
+	t.Logf("D-05: broker 2 exited %s after its disk filled; ISRs without it %s later",
 		exitAfter.Round(time.Millisecond), time.Since(moved).Round(time.Millisecond))
 
 	// The disk fixed, broker 2 comes back.
@@ -105,7 +105,7 @@ func TestD03DiskFullTakesBrokerOut(t *testing.T) {
 	w.waitAcks(0, 50, 30*time.Second)
 	w.stop(30 * time.Second)
 	r := w.check(c)
-	t.Logf("D-03: %v", r)
+	t.Logf("D-05: %v", r)
 }
 
 // fill writes path until its file system has no space left.
