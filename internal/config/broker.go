@@ -140,6 +140,14 @@ type Broker struct {
 	GroupConsumerMinHeartbeatIntervalMs       int32             // group.consumer.min.heartbeat.interval.ms
 	GroupConsumerMaxHeartbeatIntervalMs       int32             // group.consumer.max.heartbeat.interval.ms
 	GroupConsumerMaxSize                      int32             // group.consumer.max.size
+	GroupShareDeliveryCountLimit              int32             // group.share.delivery.count.limit
+	GroupShareHeartbeatIntervalMs             int32             // group.share.heartbeat.interval.ms
+	GroupShareMaxSize                         int32             // group.share.max.size
+	GroupSharePartitionMaxRecordLocks         int32             // group.share.partition.max.record.locks
+	GroupShareRecordLockDurationMs            int32             // group.share.record.lock.duration.ms
+	GroupShareSessionTimeoutMs                int32             // group.share.session.timeout.ms
+	ShareAutoOffsetReset                      string            // share.auto.offset.reset
+	ShareIsolationLevel                       string            // share.isolation.level
 	GroupConsumerAssignors                    []string          // group.consumer.assignors
 	TransactionStateLogNumParts               int32             // transaction.state.log.num.partitions
 	TransactionStateLogRF                     int16             // transaction.state.log.replication.factor
@@ -358,6 +366,14 @@ func FromRaw(set map[string]string) (*Broker, error) {
 	b.GroupConsumerMinHeartbeatIntervalMs = r.int32("group.consumer.min.heartbeat.interval.ms")
 	b.GroupConsumerMaxHeartbeatIntervalMs = r.int32("group.consumer.max.heartbeat.interval.ms")
 	b.GroupConsumerMaxSize = r.int32("group.consumer.max.size")
+	b.GroupShareDeliveryCountLimit = r.int32("group.share.delivery.count.limit")
+	b.GroupShareHeartbeatIntervalMs = r.int32("group.share.heartbeat.interval.ms")
+	b.GroupShareMaxSize = r.int32("group.share.max.size")
+	b.GroupSharePartitionMaxRecordLocks = r.int32("group.share.partition.max.record.locks")
+	b.GroupShareRecordLockDurationMs = r.int32("group.share.record.lock.duration.ms")
+	b.GroupShareSessionTimeoutMs = r.int32("group.share.session.timeout.ms")
+	b.ShareAutoOffsetReset = strings.TrimSpace(r.str("share.auto.offset.reset"))
+	b.ShareIsolationLevel = strings.TrimSpace(r.str("share.isolation.level"))
 	for _, a := range strings.Split(r.str("group.consumer.assignors"), ",") {
 		if a = strings.TrimSpace(a); a != "" {
 			b.GroupConsumerAssignors = append(b.GroupConsumerAssignors, a)
