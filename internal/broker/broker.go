@@ -84,6 +84,12 @@ type Broker struct {
 	fetchSessions *fetchsession.Cache
 
 	groups *group.Coordinator
+	// shares is the share groups coordinated here, sharePartitions the
+	// share-partitions led here and their sessions, sharePersister where
+	// their state is kept (KIP-932; share_*.go).
+	shares          *shareGroups
+	sharePartitions *sharePartitions
+	sharePersister  sharePersister
 	// txns is the transaction coordinator.
 	txns *txn.Coordinator
 	// acls is the authorizer and the ACL set it was built from.
@@ -162,6 +168,9 @@ func New(cfg Config) (*Broker, error) {
 	gcfg.Topics = b.groupTopics
 	b.groups = group.NewCoordinator(gcfg)
 	b.groupsLoaded = make(map[int32]*replica.Partition)
+	b.shares = newShareGroups(b)
+	b.sharePartitions = newSharePartitions()
+	b.sharePersister = &memPersister{}
 	b.txns = txn.NewCoordinator(b.txnConfig())
 	b.txnsLoaded = make(map[int32]txnLoad)
 	return b, nil
@@ -366,6 +375,14 @@ func (b *Broker) dispatch(ctx context.Context, c *server.Conn, req *server.Reque
 		return b.handleConsumerGroupHeartbeat(c, req.ClientID, r)
 	case *kmsg.ConsumerGroupDescribeRequest:
 		return inOrder(func(ctx context.Context) kmsg.Response { return b.handleConsumerGroupDescribe(ctx, r) })
+	case *kmsg.ShareGroupHeartbeatRequest:
+		return b.handleShareGroupHeartbeat(c, req.ClientID, r)
+	case *kmsg.ShareGroupDescribeRequest:
+		return inOrder(func(context.Context) kmsg.Response { return b.handleShareGroupDescribe(c, r) })
+	case *kmsg.ShareFetchRequest:
+		return b.handleShareFetch(c, r)
+	case *kmsg.ShareAcknowledgeRequest:
+		return inOrder(func(context.Context) kmsg.Response { return b.handleShareAcknowledge(c, r) })
 	case *kmsg.DescribeACLsRequest:
 		return inOrder(func(context.Context) kmsg.Response { return b.handleDescribeACLs(c, r) })
 	case *kmsg.CreateACLsRequest:

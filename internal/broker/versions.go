@@ -57,6 +57,10 @@ var versions = map[int16]apiRange{
 	66: {0, 1},  // ListTransactions
 	68: {0, 1},  // ConsumerGroupHeartbeat
 	69: {0, 1},  // ConsumerGroupDescribe
+	76: {1, 1},  // ShareGroupHeartbeat
+	77: {1, 1},  // ShareGroupDescribe
+	78: {1, 2},  // ShareFetch
+	79: {1, 2},  // ShareAcknowledge
 	75: {0, 0},  // DescribeTopicPartitions
 }
 
