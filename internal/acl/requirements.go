@@ -281,6 +281,11 @@ var APIRequirements = map[int16]APIRequirement{
 		one(opRead, rtGroup, ScopeGroup),
 		one(opRead, rtTopic, ScopeEachTopic),
 	}},
+	83: {Key: 83, Name: "InitializeShareGroupState", Checks: []Check{one(opClusterAc, rtCluster, ScopeCluster)}},
+	84: {Key: 84, Name: "ReadShareGroupState", Checks: []Check{one(opClusterAc, rtCluster, ScopeCluster)}},
+	85: {Key: 85, Name: "WriteShareGroupState", Checks: []Check{one(opClusterAc, rtCluster, ScopeCluster)}},
+	86: {Key: 86, Name: "DeleteShareGroupState", Checks: []Check{one(opClusterAc, rtCluster, ScopeCluster)}},
+	87: {Key: 87, Name: "ReadShareGroupStateSummary", Checks: []Check{one(opClusterAc, rtCluster, ScopeCluster)}},
 	79: {Key: 79, Name: "ShareAcknowledge", Checks: []Check{
 		one(opRead, rtGroup, ScopeGroup),
 		one(opRead, rtTopic, ScopeEachTopic),

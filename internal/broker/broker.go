@@ -90,6 +90,7 @@ type Broker struct {
 	shares          *shareGroups
 	sharePartitions *sharePartitions
 	sharePersister  sharePersister
+	shareCoord      shareCoordinator
 	// txns is the transaction coordinator.
 	txns *txn.Coordinator
 	// acls is the authorizer and the ACL set it was built from.
@@ -170,7 +171,7 @@ func New(cfg Config) (*Broker, error) {
 	b.groupsLoaded = make(map[int32]*replica.Partition)
 	b.shares = newShareGroups(b)
 	b.sharePartitions = newSharePartitions()
-	b.sharePersister = &memPersister{}
+	b.sharePersister = coordPersister{b: b}
 	b.txns = txn.NewCoordinator(b.txnConfig())
 	b.txnsLoaded = make(map[int32]txnLoad)
 	return b, nil
@@ -187,6 +188,7 @@ func (b *Broker) ApplyImage() {
 	if !b.closed {
 		b.reconcileGroupsLocked()
 		b.reconcileTxnsLocked()
+		b.reconcileSharesLocked()
 	}
 	b.reconcileMu.Unlock()
 	b.quotaImage()
@@ -383,6 +385,16 @@ func (b *Broker) dispatch(ctx context.Context, c *server.Conn, req *server.Reque
 		return b.handleShareFetch(c, r)
 	case *kmsg.ShareAcknowledgeRequest:
 		return inOrder(func(context.Context) kmsg.Response { return b.handleShareAcknowledge(c, r) })
+	case *kmsg.InitializeShareGroupStateRequest:
+		return inOrder(func(ctx context.Context) kmsg.Response { return b.handleInitializeShareGroupState(ctx, c, r) })
+	case *kmsg.ReadShareGroupStateRequest:
+		return inOrder(func(ctx context.Context) kmsg.Response { return b.handleReadShareGroupState(ctx, c, r) })
+	case *kmsg.WriteShareGroupStateRequest:
+		return inOrder(func(ctx context.Context) kmsg.Response { return b.handleWriteShareGroupState(ctx, c, r) })
+	case *kmsg.DeleteShareGroupStateRequest:
+		return inOrder(func(ctx context.Context) kmsg.Response { return b.handleDeleteShareGroupState(ctx, c, r) })
+	case *kmsg.ReadShareGroupStateSummaryRequest:
+		return inOrder(func(ctx context.Context) kmsg.Response { return b.handleReadShareGroupStateSummary(ctx, c, r) })
 	case *kmsg.DescribeACLsRequest:
 		return inOrder(func(context.Context) kmsg.Response { return b.handleDescribeACLs(c, r) })
 	case *kmsg.CreateACLsRequest:

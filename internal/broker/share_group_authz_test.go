@@ -63,6 +63,20 @@ func TestShareGroupAuthorization(t *testing.T) {
 			t.Errorf("%s: %v, want %v", what, kerr.ErrorForCode(got), w)
 		}
 	}
+	// The share coordinator's RPCs are inter-broker: CLUSTER_ACTION.
+	rs := kmsg.NewPtrReadShareGroupStateRequest()
+	rs.GroupID = group
+	rst := kmsg.NewReadShareGroupStateRequestTopic()
+	rst.Partitions = append(rst.Partitions, kmsg.NewReadShareGroupStateRequestTopicPartition())
+	rs.Topics = append(rs.Topics, rst)
+	want("ReadShareGroupState without CLUSTER_ACTION", direct[*kmsg.ReadShareGroupStateResponse](t, alice, rs).Topics[0].Partitions[0].ErrorCode, kerr.ClusterAuthorizationFailed)
+	ws := kmsg.NewPtrWriteShareGroupStateRequest()
+	ws.GroupID = group
+	wst := kmsg.NewWriteShareGroupStateRequestTopic()
+	wst.Partitions = append(wst.Partitions, kmsg.NewWriteShareGroupStateRequestTopicPartition())
+	ws.Topics = append(ws.Topics, wst)
+	want("WriteShareGroupState without CLUSTER_ACTION", direct[*kmsg.WriteShareGroupStateResponse](t, alice, ws).Topics[0].Partitions[0].ErrorCode, kerr.ClusterAuthorizationFailed)
+
 	want("heartbeat without READ on the group", hb(), kerr.GroupAuthorizationFailed)
 	want("describe without DESCRIBE on the group", describe(), kerr.GroupAuthorizationFailed)
 	top, _ := fetch()

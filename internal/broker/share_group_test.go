@@ -21,6 +21,7 @@ import (
 var shareBrokerConfig = []string{
 	"offsets.topic.num.partitions=4",
 	"share.auto.offset.reset=earliest",
+	"share.coordinator.state.topic.num.partitions=4",
 	"group.share.record.lock.duration.ms=2000",
 	"group.share.heartbeat.interval.ms=1000",
 	"group.share.session.timeout.ms=6000",

@@ -116,7 +116,7 @@ func (b *Broker) sharePart(ctx context.Context, key sharePartKey) (*sharePart, s
 	sps.mu.Unlock()
 	sp.mu.Lock()
 	if sp.p == nil {
-		st, ok, err := b.sharePersister.read(ctx, key)
+		st, ok, err := b.sharePersister.read(ctx, key, sp.epoch)
 		if err != nil {
 			sp.mu.Unlock()
 			sps.mu.Lock()
@@ -151,7 +151,7 @@ func (b *Broker) persistLocked(ctx context.Context, sp *sharePart) error {
 	if v == sp.persisted {
 		return nil
 	}
-	if err := b.sharePersister.write(ctx, sp.key, sp.p.Snapshot()); err != nil {
+	if err := b.sharePersister.write(ctx, sp.key, sp.epoch, sp.p.Snapshot()); err != nil {
 		return err
 	}
 	sp.persisted = v

@@ -61,6 +61,11 @@ var versions = map[int16]apiRange{
 	77: {1, 1},  // ShareGroupDescribe
 	78: {1, 2},  // ShareFetch
 	79: {1, 2},  // ShareAcknowledge
+	83: {0, 0},  // InitializeShareGroupState
+	84: {0, 0},  // ReadShareGroupState
+	85: {0, 0},  // WriteShareGroupState
+	86: {0, 0},  // DeleteShareGroupState
+	87: {0, 0},  // ReadShareGroupStateSummary
 	75: {0, 0},  // DescribeTopicPartitions
 }
 
