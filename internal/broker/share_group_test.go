@@ -12,8 +12,12 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"samsa/internal/group"
 	"samsa/internal/testutil"
 )
+
+// group_Partition is the partition of a coordinator key.
+var group_Partition = group.Partition
 
 // shareBrokerConfig starts share groups at the log start and keeps
 // acquisition locks short enough for a dead member's records to come back
@@ -99,6 +103,8 @@ type rawShareMember struct {
 	epoch   int32 // member epoch
 	session int32 // share session epoch
 	maxWait int32 // ShareFetch MaxWaitMillis; 0 is 2000
+	direct  bool  // ShareFetch goes to node, not where kgo routes it
+	node    int32
 }
 
 func (m *rawShareMember) heartbeat(ctx context.Context, topics []string) (*kmsg.ShareGroupHeartbeatResponse, error) {
@@ -129,7 +135,16 @@ func (m *rawShareMember) fetch(ctx context.Context, topicID [16]byte, partition 
 	p.Partition, p.PartitionMaxBytes, p.AcknowledgementBatches = partition, 1<<20, acks
 	t.Partitions = append(t.Partitions, p)
 	req.Topics = append(req.Topics, t)
-	resp, err := req.RequestWith(ctx, m.cl)
+	var resp *kmsg.ShareFetchResponse
+	var err error
+	if m.direct {
+		var r kmsg.Response
+		if r, err = m.cl.Broker(int(m.node)).Request(ctx, req); err == nil {
+			resp = r.(*kmsg.ShareFetchResponse)
+		}
+	} else {
+		resp, err = req.RequestWith(ctx, m.cl)
+	}
 	if err == nil && resp.ErrorCode == 0 {
 		m.session++
 	}
@@ -434,4 +449,140 @@ func TestShareGroupBadInputGetsKafkaErrors(t *testing.T) {
 	}
 	check("describe unknown group", dr.Groups[1].ErrorCode, kerr.GroupIDNotFound)
 	_ = strconv.Itoa
+}
+
+// TestShareStateSurvivesLeaderAndShareCoordinatorKills: in a 3-broker
+// cluster, records accepted before the partition leader is killed are
+// never delivered again by the new leader, released and still-acquired
+// ones are, with the delivery counts they had; and after the share
+// coordinator is killed too, the state it wrote is what the next
+// coordinator serves. Reference: KIP-932, "Share-group state persistence".
+func TestShareStateSurvivesLeaderAndShareCoordinatorKills(t *testing.T) {
+	t.Parallel()
+	c := testutil.StartCluster(t, 3, append(shareBrokerConfig,
+		"offsets.topic.replication.factor=3", "share.coordinator.state.topic.replication.factor=3",
+		"group.share.record.lock.duration.ms=30000", "group.share.session.timeout.ms=45000")...)
+	const topic, group = "share-fo", "sg-fo"
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if r, err := c.Admin().CreateTopic(ctx, 1, 3, map[string]*string{"min.insync.replicas": kmsg.StringPtr("2")}, topic); err != nil || r.Err != nil {
+		t.Fatalf("create topic: %v %v", err, r.Err)
+	}
+	cl := c.Client(kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	produceValues(t, cl, topic, 1, 20)
+	id := shareTopicID(t, cl, topic)
+
+	// fetchFrom opens a session on the partition's current leader and
+	// acquires, retrying while leadership or the coordinators move.
+	fetchFrom := func(m *rawShareMember) *kmsg.ShareFetchResponse {
+		t.Helper()
+		var fr *kmsg.ShareFetchResponse
+		testutil.Eventually(t, 30*time.Second, func() error {
+			if r, err := m.heartbeat(ctx, []string{topic}); err != nil || r.ErrorCode != 0 {
+				m.epoch = 0
+				return fmt.Errorf("heartbeat: %v %v", err, r)
+			}
+			m.direct, m.node, m.session = true, c.Leader(topic, 0), 0
+			resp, err := m.fetch(ctx, id, 0, nil)
+			if err != nil {
+				return err
+			}
+			if resp.ErrorCode != 0 {
+				return kerr.ErrorForCode(resp.ErrorCode)
+			}
+			for _, tp := range resp.Topics {
+				for _, p := range tp.Partitions {
+					if p.ErrorCode != 0 {
+						return kerr.ErrorForCode(p.ErrorCode)
+					}
+				}
+			}
+			fr = resp
+			return nil
+		})
+		return fr
+	}
+	acks := func(m *rawShareMember, batches ...kmsg.ShareAcknowledgeRequestTopicPartitionAcknowledgementBatch) {
+		t.Helper()
+		req := kmsg.NewPtrShareAcknowledgeRequest()
+		req.Version = 1
+		req.GroupID, req.MemberID, req.ShareSessionEpoch = &m.group, &m.member, m.session
+		rt := kmsg.NewShareAcknowledgeRequestTopic()
+		rt.TopicID = id
+		rp := kmsg.NewShareAcknowledgeRequestTopicPartition()
+		rp.AcknowledgementBatches = batches
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		r, err := cl.Broker(int(m.node)).Request(ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp := r.(*kmsg.ShareAcknowledgeResponse)
+		if resp.ErrorCode != 0 || resp.Topics[0].Partitions[0].ErrorCode != 0 {
+			t.Fatalf("acknowledge: %v / %v", kerr.ErrorForCode(resp.ErrorCode), kerr.ErrorForCode(resp.Topics[0].Partitions[0].ErrorCode))
+		}
+		m.session++
+	}
+	ab := func(first, last int64, typ int8) kmsg.ShareAcknowledgeRequestTopicPartitionAcknowledgementBatch {
+		b := kmsg.NewShareAcknowledgeRequestTopicPartitionAcknowledgementBatch()
+		b.FirstOffset, b.LastOffset, b.AcknowledgeTypes = first, last, []int8{typ}
+		return b
+	}
+	ranges := func(fr *kmsg.ShareFetchResponse) string {
+		var s string
+		for _, tp := range fr.Topics {
+			for _, p := range tp.Partitions {
+				for _, a := range p.AcquiredRecords {
+					s += fmt.Sprintf("%d-%d(%d) ", a.FirstOffset, a.LastOffset, a.DeliveryCount)
+				}
+			}
+		}
+		return s
+	}
+
+	a := &rawShareMember{cl: cl, group: group, member: "a", maxWait: 100}
+	if got := ranges(fetchFrom(a)); got != "0-19(1) " {
+		t.Fatalf("a acquired %s", got)
+	}
+	acks(a, ab(0, 9, 1), ab(10, 14, 2)) // accept 0-9, release 10-14; 15-19 stay acquired
+
+	leader := c.Leader(topic, 0)
+	c.Kill(int(leader))
+	testutil.Eventually(t, 30*time.Second, func() error {
+		if l := c.Leader(topic, 0); l < 0 || l == leader {
+			return fmt.Errorf("leader %d", l)
+		}
+		return nil
+	})
+	// A new client: the old one may keep dialing the dead coordinator.
+	cl = c.Client(kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	bm := &rawShareMember{cl: cl, group: group, member: "b", maxWait: 100}
+	if got := ranges(fetchFrom(bm)); got != "10-19(2) " {
+		t.Fatalf("after the leader was killed, b acquired %s; want 10-19 delivered a second time", got)
+	}
+	acks(bm, ab(10, 19, 1))
+
+	// Bring the old leader back, then kill the share coordinator of the
+	// share-partition.
+	c.Start(int(leader))
+	key := fmt.Sprintf("%s:%x:%d", group, id, 0)
+	coord := c.Leader("__share_group_state", group_Partition(key, 4))
+	testutil.Eventually(t, 30*time.Second, func() error {
+		if isr := c.ISR("__share_group_state", group_Partition(key, 4)); len(isr) < 5 {
+			return fmt.Errorf("isr %q", isr)
+		}
+		return nil
+	})
+	t.Logf("killed partition leader %d, now killing share coordinator %d", leader, coord)
+	c.Kill(int(coord))
+	cl = c.Client(kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	produceValues(t, cl, topic, 1, 3) // offsets 20-22
+	cm := &rawShareMember{cl: cl, group: group, member: "c", maxWait: 100}
+	testutil.Eventually(t, 30*time.Second, func() error {
+		fr := fetchFrom(cm)
+		if got := ranges(fr); got != "20-22(1) " {
+			return fmt.Errorf("after the coordinator %d was killed, c acquired %q; want only the new records", coord, got)
+		}
+		return nil
+	})
 }
