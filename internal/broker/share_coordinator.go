@@ -223,7 +223,7 @@ func (b *Broker) ensureShareStateTopic(ctx context.Context) error {
 type coordPersister struct{ b *Broker }
 
 // shareStateTimeout bounds a persister call.
-const shareStateTimeout = 5 * time.Second
+const shareStateTimeout = 8 * time.Second
 
 func (p coordPersister) stateKey(key sharePartKey) share.StateKey {
 	return share.StateKey{Group: key.group, TopicID: key.topicID, Partition: key.partition}

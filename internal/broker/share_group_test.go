@@ -463,7 +463,7 @@ func TestShareStateSurvivesLeaderAndShareCoordinatorKills(t *testing.T) {
 		"offsets.topic.replication.factor=3", "share.coordinator.state.topic.replication.factor=3",
 		"group.share.record.lock.duration.ms=30000", "group.share.session.timeout.ms=45000")...)
 	const topic, group = "share-fo", "sg-fo"
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
 	if r, err := c.Admin().CreateTopic(ctx, 1, 3, map[string]*string{"min.insync.replicas": kmsg.StringPtr("2")}, topic); err != nil || r.Err != nil {
 		t.Fatalf("create topic: %v %v", err, r.Err)
@@ -477,7 +477,7 @@ func TestShareStateSurvivesLeaderAndShareCoordinatorKills(t *testing.T) {
 	fetchFrom := func(m *rawShareMember) *kmsg.ShareFetchResponse {
 		t.Helper()
 		var fr *kmsg.ShareFetchResponse
-		testutil.Eventually(t, 30*time.Second, func() error {
+		testutil.Eventually(t, 40*time.Second, func() error {
 			if r, err := m.heartbeat(ctx, []string{topic}); err != nil || r.ErrorCode != 0 {
 				m.epoch = 0
 				return fmt.Errorf("heartbeat: %v %v", err, r)
