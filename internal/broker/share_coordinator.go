@@ -360,3 +360,33 @@ func (p coordPersister) write(ctx context.Context, key sharePartKey, leaderEpoch
 		return remoteErr(r.ErrorCode, r.ErrorMessage)
 	})
 }
+
+func (p coordPersister) delete(ctx context.Context, key sharePartKey) error {
+	b, k := p.b, p.stateKey(key)
+	return p.retry(ctx, k, func(ctx context.Context, leader int32) error {
+		if leader == b.cfg.NodeID {
+			return b.shareCoordDelete(ctx, k)
+		}
+		br, err := b.brokers.Broker(leader)
+		if err != nil {
+			return fmt.Errorf("%w: %w", errRemoteRetriable, err)
+		}
+		req := kmsg.NewPtrDeleteShareGroupStateRequest()
+		req.GroupID = k.Group
+		t := kmsg.NewDeleteShareGroupStateRequestTopic()
+		t.TopicID = k.TopicID
+		rp := kmsg.NewDeleteShareGroupStateRequestTopicPartition()
+		rp.Partition = k.Partition
+		t.Partitions = append(t.Partitions, rp)
+		req.Topics = append(req.Topics, t)
+		resp, err := req.RequestWith(ctx, br)
+		if err != nil {
+			return fmt.Errorf("%w: %w", errRemoteRetriable, err)
+		}
+		if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+			return fmt.Errorf("%w: malformed DeleteShareGroupState response", errRemoteRetriable)
+		}
+		r := resp.Topics[0].Partitions[0]
+		return remoteErr(r.ErrorCode, r.ErrorMessage)
+	})
+}

@@ -448,6 +448,48 @@ func TestShareGroupBadInputGetsKafkaErrors(t *testing.T) {
 		t.Errorf("described %+v", g)
 	}
 	check("describe unknown group", dr.Groups[1].ErrorCode, kerr.GroupIDNotFound)
+
+	// ListGroups shows it as a share group; classic members cannot join
+	// it; it is deleted only once empty, with its share-partitions' state.
+	lreq := kmsg.NewPtrListGroupsRequest()
+	lreq.TypesFilter = []string{"share"}
+	lr, err := lreq.RequestWith(ctx, cl)
+	if err != nil || len(lr.Groups) != 1 || lr.Groups[0].Group != group || lr.Groups[0].GroupType != "share" {
+		t.Fatalf("list share groups: %v %+v", err, lr)
+	}
+	jreq := kmsg.NewPtrJoinGroupRequest()
+	jreq.Group, jreq.ProtocolType, jreq.SessionTimeoutMillis, jreq.RebalanceTimeoutMillis = group, "consumer", 10000, 10000
+	jreq.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range"}}
+	jr, err := jreq.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("classic join of a share group", jr.ErrorCode, kerr.InconsistentGroupProtocol)
+	del := func() int16 {
+		req := kmsg.NewPtrDeleteGroupsRequest()
+		req.Groups = []string{group}
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.Groups[0].ErrorCode
+	}
+	check("delete a share group with members", del(), kerr.NonEmptyGroup)
+	for _, mm := range []*rawShareMember{m, o} {
+		mm.epoch = -1
+		if r, _ := mm.heartbeat(ctx, nil); r.ErrorCode != 0 {
+			t.Fatalf("leave: %v", kerr.ErrorForCode(r.ErrorCode))
+		}
+	}
+	check("delete an empty share group", del(), nil)
+	n := &rawShareMember{cl: cl, group: group, member: "m3", maxWait: 10}
+	if r, _ := n.heartbeat(ctx, []string{topic}); r.ErrorCode != 0 {
+		t.Fatalf("join m3: %v", kerr.ErrorForCode(r.ErrorCode))
+	}
+	fr, _ = n.fetch(ctx, id, 0, nil)
+	if c, first, _ := acquiredCount(fr); c != 10 || first != 0 {
+		t.Errorf("after the group was deleted, a new member acquired %d from %d; want all 10 again", c, first)
+	}
 	_ = strconv.Itoa
 }
 

@@ -28,6 +28,9 @@ type shareGroups struct {
 	mu  sync.Mutex // guards groups and every Group in it
 	// groups by id.
 	groups map[string]*share.Group
+	// topics is, by group, every topic its members subscribed to: the
+	// share-partitions whose state DeleteGroups deletes.
+	topics map[string]map[string]bool
 }
 
 func newShareGroups(b *Broker) *shareGroups {
@@ -38,6 +41,7 @@ func newShareGroups(b *Broker) *shareGroups {
 			MaxSize:           int(b.cfg.GroupShareMaxSize),
 		},
 		groups: map[string]*share.Group{},
+		topics: map[string]map[string]bool{},
 	}
 }
 
@@ -99,6 +103,14 @@ func (b *Broker) shareHeartbeat(ctx context.Context, id string, req share.Heartb
 		b.releaseShareMember(id, m)
 	}
 	g.Refresh(topics)
+	if req.Topics != nil {
+		if sg.topics[id] == nil {
+			sg.topics[id] = map[string]bool{}
+		}
+		for _, t := range req.Topics {
+			sg.topics[id][t] = true
+		}
+	}
 	res, err := g.Heartbeat(req, now, topics)
 	if err == nil && req.MemberEpoch == -1 {
 		b.releaseShareMember(id, req.MemberID)
@@ -157,8 +169,14 @@ func (b *Broker) listShareGroups() []group.ListedGroup {
 	return out
 }
 
-// deleteShareGroup removes an empty share group (DeleteGroups).
-func (b *Broker) deleteShareGroup(id string) (bool, error) {
+// deleteShareGroup removes an empty share group (DeleteGroups) and the
+// state of its share-partitions at their share coordinators. isShare is
+// false when id is not a share group served here.
+//
+// NB: partition leaders other than this broker keep the share-partitions
+// they serve in memory until their leadership changes; a group created
+// again under the same id before that continues from their state.
+func (b *Broker) deleteShareGroup(ctx context.Context, id string) (isShare bool, err error) {
 	sg := b.shares
 	sg.mu.Lock()
 	g := sg.groups[id]
@@ -172,6 +190,28 @@ func (b *Broker) deleteShareGroup(id string) (bool, error) {
 		return true, group.ErrNonEmptyGroup
 	}
 	delete(sg.groups, id)
+	topics := sg.topics[id]
+	delete(sg.topics, id)
 	sg.mu.Unlock()
+	sps := b.sharePartitions
+	sps.mu.Lock()
+	for k := range sps.parts {
+		if k.group == id {
+			delete(sps.parts, k)
+		}
+	}
+	sps.mu.Unlock()
+	img := b.cluster.Image()
+	for name := range topics {
+		t := img.Topics[name]
+		if t == nil {
+			continue
+		}
+		for p := range t.Replicas {
+			if err := (coordPersister{b}).delete(ctx, sharePartKey{id, t.ID, int32(p)}); err != nil {
+				return true, fmt.Errorf("%w: delete share-partition state: %w", group.ErrCoordinatorNotAvailable, err)
+			}
+		}
+	}
 	return true, nil
 }
