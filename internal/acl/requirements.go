@@ -286,6 +286,10 @@ var APIRequirements = map[int16]APIRequirement{
 	85: {Key: 85, Name: "WriteShareGroupState", Checks: []Check{one(opClusterAc, rtCluster, ScopeCluster)}},
 	86: {Key: 86, Name: "DeleteShareGroupState", Checks: []Check{one(opClusterAc, rtCluster, ScopeCluster)}},
 	87: {Key: 87, Name: "ReadShareGroupStateSummary", Checks: []Check{one(opClusterAc, rtCluster, ScopeCluster)}},
+	90: {Key: 90, Name: "DescribeShareGroupOffsets", Checks: []Check{
+		one(opDescribe, rtGroup, ScopeEachGroup),
+		one(opDescribe, rtTopic, ScopeEachTopic),
+	}},
 	79: {Key: 79, Name: "ShareAcknowledge", Checks: []Check{
 		one(opRead, rtGroup, ScopeGroup),
 		one(opRead, rtTopic, ScopeEachTopic),

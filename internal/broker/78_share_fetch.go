@@ -198,7 +198,8 @@ func (b *Broker) handleShareFetch(c *server.Conn, req *kmsg.ShareFetchRequest) s
 				continue
 			}
 			if err != nil {
-				add(k).ErrorCode = shareLookupCode(err)
+				fp := add(k)
+				fp.ErrorCode, fp.ErrorMessage = shareLookupCode(err), errMessage(err)
 				continue
 			}
 			mb := int64(maxBytes[i])
@@ -213,7 +214,8 @@ func (b *Broker) handleShareFetch(c *server.Conn, req *kmsg.ShareFetchRequest) s
 			watches = append(watches, replica.WatchSpec{P: sp.rp, Kind: replica.WaitHighWatermark, At: hw + 1})
 			sp.mu.Unlock()
 			if err != nil {
-				add(k).ErrorCode = errorCode(errCode(err))
+				fp := add(k)
+				fp.ErrorCode, fp.ErrorMessage = errorCode(errCode(err)), errMessage(err)
 				continue
 			}
 			if len(acq) == 0 {

@@ -385,6 +385,8 @@ func (b *Broker) dispatch(ctx context.Context, c *server.Conn, req *server.Reque
 		return b.handleShareFetch(c, r)
 	case *kmsg.ShareAcknowledgeRequest:
 		return inOrder(func(context.Context) kmsg.Response { return b.handleShareAcknowledge(c, r) })
+	case *kmsg.DescribeShareGroupOffsetsRequest:
+		return inOrder(func(ctx context.Context) kmsg.Response { return b.handleDescribeShareGroupOffsets(ctx, c, r) })
 	case *kmsg.InitializeShareGroupStateRequest:
 		return inOrder(func(ctx context.Context) kmsg.Response { return b.handleInitializeShareGroupState(ctx, c, r) })
 	case *kmsg.ReadShareGroupStateRequest:

@@ -79,6 +79,11 @@ func TestShareGroupAuthorization(t *testing.T) {
 
 	want("heartbeat without READ on the group", hb(), kerr.GroupAuthorizationFailed)
 	want("describe without DESCRIBE on the group", describe(), kerr.GroupAuthorizationFailed)
+	oreq := kmsg.NewPtrDescribeShareGroupOffsetsRequest()
+	og := kmsg.NewDescribeShareGroupOffsetsRequestGroup()
+	og.GroupID = group
+	oreq.Groups = append(oreq.Groups, og)
+	want("describe offsets without DESCRIBE on the group", direct[*kmsg.DescribeShareGroupOffsetsResponse](t, alice, oreq).Groups[0].ErrorCode, kerr.GroupAuthorizationFailed)
 	top, _ := fetch()
 	want("fetch without READ on the group", top, kerr.GroupAuthorizationFailed)
 	grant(t, b, allow(mxUser, kmsg.ACLResourceTypeGroup, group, kmsg.ACLResourcePatternTypeLiteral, kmsg.ACLOperationRead))

@@ -66,6 +66,7 @@ var versions = map[int16]apiRange{
 	85: {0, 0},  // WriteShareGroupState
 	86: {0, 0},  // DeleteShareGroupState
 	87: {0, 0},  // ReadShareGroupStateSummary
+	90: {0, 0},  // DescribeShareGroupOffsets
 	75: {0, 0},  // DescribeTopicPartitions
 }
 
