@@ -17,6 +17,7 @@ import (
 	"samsa/internal/replica"
 	"samsa/internal/sasl"
 	"samsa/internal/storage"
+	"samsa/internal/share"
 	"samsa/internal/txn"
 )
 
@@ -66,6 +67,12 @@ func TestErrCodeMapsEverySentinel(t *testing.T) {
 		{txn.ErrInvalidTransactionTimeout, kerr.InvalidTransactionTimeout},
 		{txn.ErrInvalidProducerIDMapping, kerr.InvalidProducerIDMapping},
 		{txn.ErrNotCoordinator, kerr.NotCoordinator},
+		{share.ErrUnknownMemberID, kerr.UnknownMemberID},
+		{share.ErrFencedMemberEpoch, kerr.FencedMemberEpoch},
+		{share.ErrGroupIDNotFound, kerr.GroupIDNotFound},
+		{share.ErrGroupMaxSize, kerr.GroupMaxSizeReached},
+		{share.ErrInvalidRecordState, kerr.InvalidRecordState},
+		{share.ErrInvalidRequest, kerr.InvalidRequest},
 		{txn.ErrCoordinatorLoadInProgress, kerr.CoordinatorLoadInProgress},
 		{txn.ErrCoordinatorNotAvailable, kerr.CoordinatorNotAvailable},
 		{txn.ErrTransactionalIDNotFound, kerr.TransactionalIDNotFound},
