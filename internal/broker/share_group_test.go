@@ -254,6 +254,11 @@ func TestShareGroupFourConsumersAcceptEveryRecordOnce(t *testing.T) {
 	if len(l.delivered) != 2*perPartition {
 		t.Errorf("%d distinct records delivered, want %d", len(l.delivered), 2*perPartition)
 	}
+	// Metrics: one group, its two share-partitions, every record
+	// acknowledged once (accept) or more (gaps, none here).
+	if st := b.Node.Broker().ShareStats(); st.Groups != 1 || st.Partitions != 2 || st.AcknowledgedRecords < 2*perPartition {
+		t.Errorf("share stats %+v", st)
+	}
 }
 
 // TestShareGroupRejectReleaseAndPoisonRecord: a rejected record is never
