@@ -16,8 +16,8 @@ import (
 	"samsa/internal/record"
 	"samsa/internal/replica"
 	"samsa/internal/sasl"
-	"samsa/internal/storage"
 	"samsa/internal/share"
+	"samsa/internal/storage"
 	"samsa/internal/txn"
 )
 
