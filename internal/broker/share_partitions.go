@@ -43,9 +43,10 @@ type shareSessionKey struct{ group, member string }
 // shareSession is a KIP-932 share session: the partitions the member
 // fetches from this broker and the epoch its next request must carry.
 type shareSession struct {
-	epoch int32
-	parts map[sharePartKey]int32 // partition max bytes
-	order []sharePartKey         // in the order added
+	epoch    int32
+	lastUsed time.Time
+	parts    map[sharePartKey]int32 // partition max bytes
+	order    []sharePartKey         // in the order added
 }
 
 // sharePartitions is the share-partitions led here and the share sessions
@@ -55,10 +56,11 @@ type shareSession struct {
 // before its mu is taken.
 type sharePartitions struct {
 	// acked counts the records acknowledged (metrics).
-	acked    atomic.Int64
-	mu       sync.Mutex
-	parts    map[sharePartKey]*sharePart
-	sessions map[shareSessionKey]*shareSession
+	acked     atomic.Int64
+	mu        sync.Mutex
+	lastSweep time.Time // of expireShareSessions
+	parts     map[sharePartKey]*sharePart
+	sessions  map[shareSessionKey]*shareSession
 }
 
 func newSharePartitions() *sharePartitions {
@@ -288,14 +290,21 @@ func shareSessionCode(err error) int16 {
 // (SHARE_SESSION_NOT_FOUND) at that epoch (INVALID_SHARE_SESSION_EPOCH);
 // it then moves to the next epoch.
 func (b *Broker) shareSessionFor(group, member string, epoch int32) (*shareSession, error) {
+	for _, idle := range b.expireShareSessions() {
+		b.releaseShareMember(idle.group, idle.member)
+	}
 	sps := b.sharePartitions
 	k := shareSessionKey{group, member}
+	now := b.now()
 	sps.mu.Lock()
 	defer sps.mu.Unlock()
 	s := sps.sessions[k]
+	if s != nil {
+		s.lastUsed = now
+	}
 	switch {
 	case epoch == 0:
-		s = &shareSession{epoch: 1, parts: map[sharePartKey]int32{}}
+		s = &shareSession{epoch: 1, parts: map[sharePartKey]int32{}, lastUsed: now}
 		sps.sessions[k] = s
 		return s, nil
 	case s == nil:
@@ -328,4 +337,29 @@ func (b *Broker) ShareStats() ShareStats {
 	sps.mu.Unlock()
 	st.AcknowledgedRecords = sps.acked.Load()
 	return st
+}
+
+// expireShareSessions removes the share sessions unused for
+// group.share.session.timeout.ms (their member is gone, or fetches from
+// other brokers only) and returns them; the caller releases their
+// members' records.
+func (b *Broker) expireShareSessions() []shareSessionKey {
+	timeout := time.Duration(b.cfg.GroupShareSessionTimeoutMs) * time.Millisecond
+	now := b.now()
+	sps := b.sharePartitions
+	sps.mu.Lock()
+	defer sps.mu.Unlock()
+	// Sweep at most once a second: the walk is over every session.
+	if now.Sub(sps.lastSweep) < time.Second {
+		return nil
+	}
+	sps.lastSweep = now
+	var idle []shareSessionKey
+	for k, s := range sps.sessions {
+		if now.Sub(s.lastUsed) > timeout {
+			idle = append(idle, k)
+			delete(sps.sessions, k)
+		}
+	}
+	return idle
 }
