@@ -142,6 +142,10 @@ func (b *Broker) shareCoordRead(ctx context.Context, k share.StateKey, leaderEpo
 // shareCoordWrite is WriteShareGroupState on this broker: the snapshot is
 // committed in __share_group_state before it returns.
 func (b *Broker) shareCoordWrite(ctx context.Context, k share.StateKey, leaderEpoch int32, st share.State) error {
+	// NB: bounded, so that an append stuck on a stalled ISR does not hold
+	// the partition's mu past the caller's own deadline for long.
+	ctx, cancel := context.WithTimeout(ctx, shareStateTimeout)
+	defer cancel()
 	sp, err := b.shareStateLocked(ctx, k)
 	if err != nil {
 		return err
