@@ -272,4 +272,26 @@ var APIRequirements = map[int16]APIRequirement{
 			one(opDescribe, rtTopic, ScopeEachTopic)),
 	}, Note: "the documentation says READ; Kafka's broker checks DESCRIBE"},
 	75: {Key: 75, Name: "DescribeTopicPartitions", Checks: []Check{one(opDescribe, rtTopic, ScopeEachTopic)}},
+	76: {Key: 76, Name: "ShareGroupHeartbeat", Checks: []Check{
+		one(opRead, rtGroup, ScopeGroup),
+		when("SubscribedTopicNames set", one(opDescribe, rtTopic, ScopeEachTopic)),
+	}},
+	77: {Key: 77, Name: "ShareGroupDescribe", Checks: []Check{one(opDescribe, rtGroup, ScopeEachGroup)}},
+	78: {Key: 78, Name: "ShareFetch", Checks: []Check{
+		one(opRead, rtGroup, ScopeGroup),
+		one(opRead, rtTopic, ScopeEachTopic),
+	}},
+	83: {Key: 83, Name: "InitializeShareGroupState", Checks: []Check{one(opClusterAc, rtCluster, ScopeCluster)}},
+	84: {Key: 84, Name: "ReadShareGroupState", Checks: []Check{one(opClusterAc, rtCluster, ScopeCluster)}},
+	85: {Key: 85, Name: "WriteShareGroupState", Checks: []Check{one(opClusterAc, rtCluster, ScopeCluster)}},
+	86: {Key: 86, Name: "DeleteShareGroupState", Checks: []Check{one(opClusterAc, rtCluster, ScopeCluster)}},
+	87: {Key: 87, Name: "ReadShareGroupStateSummary", Checks: []Check{one(opClusterAc, rtCluster, ScopeCluster)}},
+	90: {Key: 90, Name: "DescribeShareGroupOffsets", Checks: []Check{
+		one(opDescribe, rtGroup, ScopeEachGroup),
+		one(opDescribe, rtTopic, ScopeEachTopic),
+	}},
+	79: {Key: 79, Name: "ShareAcknowledge", Checks: []Check{
+		one(opRead, rtGroup, ScopeGroup),
+		one(opRead, rtTopic, ScopeEachTopic),
+	}},
 }

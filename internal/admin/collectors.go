@@ -19,6 +19,11 @@ type ServerStats struct {
 	// sessions (KIP-227) cached now and the partitions they hold;
 	// FetchSessionEvictions counts sessions evicted to make room.
 	FetchSessions, FetchSessionPartitions, FetchSessionEvictions int64
+	// ShareGroups, ShareSessions and SharePartitions are the share groups
+	// (KIP-932) coordinated here, the share sessions open here and the
+	// share-partitions led here; ShareAcknowledgedRecords counts the
+	// records members acknowledged here (accept, release, reject).
+	ShareGroups, ShareSessions, SharePartitions, ShareAcknowledgedRecords int64
 }
 
 // PartitionStats is one hosted partition.
@@ -124,6 +129,7 @@ type collector struct {
 
 	build, connsOpen, connsAccepted, connsRefused, listenerConns, requests desc
 	fetchSessions, fetchSessionParts, fetchSessionEvictions                desc
+	shareGroups, shareSessions, shareParts, shareAcked                     desc
 	bytesIn, bytesOut, panics, authFailures                                desc
 	tBytesIn, tRecordsIn, tProduce, tBytesOut, tRecordsOut, tFetch         desc
 	tReplIn, tReplOut, tLogSize                                            desc
@@ -159,6 +165,10 @@ func NewCollector(src Sources, cfg CollectorConfig) prometheus.Collector {
 	x.fetchSessions = d("samsa_fetch_sessions", "Incremental fetch sessions (KIP-227) cached, of consumers and followers (Kafka NumIncrementalFetchSessions).", g)
 	x.fetchSessionParts = d("samsa_fetch_session_partitions", "Partitions held by the cached fetch sessions (Kafka NumIncrementalFetchPartitionsCached).", g)
 	x.fetchSessionEvictions = d("samsa_fetch_session_evictions_total", "Fetch sessions evicted from the cache to make room for another (Kafka IncrementalFetchSessionEvictionsPerSec).", c)
+	x.shareGroups = d("samsa_share_groups", "Share groups (KIP-932) this broker coordinates.", g)
+	x.shareSessions = d("samsa_share_sessions", "Share sessions (KIP-932) open on this broker.", g)
+	x.shareParts = d("samsa_share_partitions", "Share-partitions (a share group's view of a partition) this broker leads and has served.", g)
+	x.shareAcked = d("samsa_share_acknowledged_records_total", "Records share group members acknowledged on this broker (accept, release, reject, gap).", c)
 
 	x.tBytesIn = d("samsa_topic_bytes_in_total", "Bytes appended by Produce requests, by topic (Kafka BytesInPerSec).", c, "topic")
 	x.tRecordsIn = d("samsa_topic_records_in_total", "Records appended by Produce requests, by topic (Kafka MessagesInPerSec).", c, "topic")
@@ -246,6 +256,10 @@ func (x *collector) Collect(ch chan<- prometheus.Metric) {
 		x.emit(ch, x.fetchSessions, float64(st.FetchSessions))
 		x.emit(ch, x.fetchSessionParts, float64(st.FetchSessionPartitions))
 		x.emit(ch, x.fetchSessionEvictions, float64(st.FetchSessionEvictions))
+		x.emit(ch, x.shareGroups, float64(st.ShareGroups))
+		x.emit(ch, x.shareSessions, float64(st.ShareSessions))
+		x.emit(ch, x.shareParts, float64(st.SharePartitions))
+		x.emit(ch, x.shareAcked, float64(st.ShareAcknowledgedRecords))
 	}
 	if s := x.src.Partitions; s != nil {
 		x.collectPartitions(ch, s.PartitionStats())

@@ -22,6 +22,7 @@ import (
 	"net"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"samsa/internal/group"
@@ -56,6 +57,13 @@ func (b *Broker) handleJoinGroup(c *server.Conn, clientID *string, req *kmsg.Joi
 	}
 	for _, p := range req.Protocols {
 		gr.Protocols = append(gr.Protocols, group.Protocol{Name: p.Name, Metadata: p.Metadata})
+	}
+	if b.isShareGroup(req.Group) {
+		// Reference: GroupMetadataManager: a classic join of a share
+		// group is INCONSISTENT_GROUP_PROTOCOL.
+		resp := req.ResponseKind().(*kmsg.JoinGroupResponse)
+		resp.ErrorCode, resp.Generation = kerr.InconsistentGroupProtocol.Code, -1
+		return server.Reply{Msg: resp}
 	}
 	return server.Reply{Wait: func(ctx context.Context) server.Reply {
 		// The wait for the other members is by design: the slow

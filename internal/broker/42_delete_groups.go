@@ -5,7 +5,9 @@ package broker
 // * v2: flexible versions.
 //
 // Only Empty groups can be deleted (NON_EMPTY_GROUP); their offsets go
-// with them (tombstones in __consumer_offsets).
+// with them (tombstones in __consumer_offsets). An empty share group is
+// deleted with the state of its share-partitions
+// (DeleteShareGroupState at their share coordinators).
 
 import (
 	"context"
@@ -24,6 +26,9 @@ func (b *Broker) handleDeleteGroups(req *kmsg.DeleteGroupsRequest) server.Reply 
 			rg.Group = name
 			if i < len(errs) {
 				rg.ErrorCode = groupCode(errs[i])
+			}
+			if isShare, err := b.deleteShareGroup(ctx, name); isShare {
+				rg.ErrorCode = groupCode(err)
 			}
 			resp.Groups = append(resp.Groups, rg)
 		}

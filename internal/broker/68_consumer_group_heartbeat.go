@@ -18,6 +18,7 @@ import (
 	"net"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"samsa/internal/group"
@@ -51,6 +52,11 @@ func (b *Broker) handleConsumerGroupHeartbeat(c *server.Conn, clientID *string, 
 	}
 	return inOrder(func(ctx context.Context) kmsg.Response {
 		resp := req.ResponseKind().(*kmsg.ConsumerGroupHeartbeatResponse)
+		if b.isShareGroup(req.Group) {
+			// A share group is not a consumer group.
+			resp.ErrorCode = kerr.GroupIDNotFound.Code
+			return resp
+		}
 		res, err := b.groups.ConsumerGroupHeartbeat(ctx, gr, req.Version >= 1)
 		resp.ErrorCode = groupCode(err)
 		if err != nil {

@@ -84,6 +84,13 @@ type Broker struct {
 	fetchSessions *fetchsession.Cache
 
 	groups *group.Coordinator
+	// shares is the share groups coordinated here, sharePartitions the
+	// share-partitions led here and their sessions, sharePersister where
+	// their state is kept (KIP-932; share_*.go).
+	shares          *shareGroups
+	sharePartitions *sharePartitions
+	sharePersister  sharePersister
+	shareCoord      shareCoordinator
 	// txns is the transaction coordinator.
 	txns *txn.Coordinator
 	// acls is the authorizer and the ACL set it was built from.
@@ -162,6 +169,9 @@ func New(cfg Config) (*Broker, error) {
 	gcfg.Topics = b.groupTopics
 	b.groups = group.NewCoordinator(gcfg)
 	b.groupsLoaded = make(map[int32]*replica.Partition)
+	b.shares = newShareGroups(b)
+	b.sharePartitions = newSharePartitions()
+	b.sharePersister = coordPersister{b: b}
 	b.txns = txn.NewCoordinator(b.txnConfig())
 	b.txnsLoaded = make(map[int32]txnLoad)
 	return b, nil
@@ -178,6 +188,7 @@ func (b *Broker) ApplyImage() {
 	if !b.closed {
 		b.reconcileGroupsLocked()
 		b.reconcileTxnsLocked()
+		b.reconcileSharesLocked()
 	}
 	b.reconcileMu.Unlock()
 	b.quotaImage()
@@ -366,6 +377,26 @@ func (b *Broker) dispatch(ctx context.Context, c *server.Conn, req *server.Reque
 		return b.handleConsumerGroupHeartbeat(c, req.ClientID, r)
 	case *kmsg.ConsumerGroupDescribeRequest:
 		return inOrder(func(ctx context.Context) kmsg.Response { return b.handleConsumerGroupDescribe(ctx, r) })
+	case *kmsg.ShareGroupHeartbeatRequest:
+		return b.handleShareGroupHeartbeat(c, req.ClientID, r)
+	case *kmsg.ShareGroupDescribeRequest:
+		return inOrder(func(context.Context) kmsg.Response { return b.handleShareGroupDescribe(c, r) })
+	case *kmsg.ShareFetchRequest:
+		return b.handleShareFetch(c, r)
+	case *kmsg.ShareAcknowledgeRequest:
+		return inOrder(func(context.Context) kmsg.Response { return b.handleShareAcknowledge(c, r) })
+	case *kmsg.DescribeShareGroupOffsetsRequest:
+		return inOrder(func(ctx context.Context) kmsg.Response { return b.handleDescribeShareGroupOffsets(ctx, c, r) })
+	case *kmsg.InitializeShareGroupStateRequest:
+		return inOrder(func(ctx context.Context) kmsg.Response { return b.handleInitializeShareGroupState(ctx, c, r) })
+	case *kmsg.ReadShareGroupStateRequest:
+		return inOrder(func(ctx context.Context) kmsg.Response { return b.handleReadShareGroupState(ctx, c, r) })
+	case *kmsg.WriteShareGroupStateRequest:
+		return inOrder(func(ctx context.Context) kmsg.Response { return b.handleWriteShareGroupState(ctx, c, r) })
+	case *kmsg.DeleteShareGroupStateRequest:
+		return inOrder(func(ctx context.Context) kmsg.Response { return b.handleDeleteShareGroupState(ctx, c, r) })
+	case *kmsg.ReadShareGroupStateSummaryRequest:
+		return inOrder(func(ctx context.Context) kmsg.Response { return b.handleReadShareGroupStateSummary(ctx, c, r) })
 	case *kmsg.DescribeACLsRequest:
 		return inOrder(func(context.Context) kmsg.Response { return b.handleDescribeACLs(c, r) })
 	case *kmsg.CreateACLsRequest:

@@ -16,6 +16,7 @@ import (
 	"samsa/internal/record"
 	"samsa/internal/replica"
 	"samsa/internal/sasl"
+	"samsa/internal/share"
 	"samsa/internal/storage"
 	"samsa/internal/txn"
 )
@@ -213,6 +214,18 @@ func errCode(err error) *kerr.Error {
 		return kerr.UnreleasedInstanceID
 	case errors.Is(err, group.ErrUnsupportedVersion):
 		return kerr.UnsupportedVersion
+	case errors.Is(err, share.ErrUnknownMemberID):
+		return kerr.UnknownMemberID
+	case errors.Is(err, share.ErrFencedMemberEpoch):
+		return kerr.FencedMemberEpoch
+	case errors.Is(err, share.ErrGroupIDNotFound):
+		return kerr.GroupIDNotFound
+	case errors.Is(err, share.ErrGroupMaxSize):
+		return kerr.GroupMaxSizeReached
+	case errors.Is(err, share.ErrInvalidRecordState):
+		return kerr.InvalidRecordState
+	case errors.Is(err, share.ErrInvalidRequest):
+		return kerr.InvalidRequest
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		return kerr.RequestTimedOut
 	}

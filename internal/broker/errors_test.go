@@ -16,6 +16,7 @@ import (
 	"samsa/internal/record"
 	"samsa/internal/replica"
 	"samsa/internal/sasl"
+	"samsa/internal/share"
 	"samsa/internal/storage"
 	"samsa/internal/txn"
 )
@@ -67,6 +68,12 @@ func TestErrCodeMapsEverySentinel(t *testing.T) {
 		{txn.ErrInvalidTransactionTimeout, kerr.InvalidTransactionTimeout},
 		{txn.ErrInvalidProducerIDMapping, kerr.InvalidProducerIDMapping},
 		{txn.ErrNotCoordinator, kerr.NotCoordinator},
+		{share.ErrUnknownMemberID, kerr.UnknownMemberID},
+		{share.ErrFencedMemberEpoch, kerr.FencedMemberEpoch},
+		{share.ErrGroupIDNotFound, kerr.GroupIDNotFound},
+		{share.ErrGroupMaxSize, kerr.GroupMaxSizeReached},
+		{share.ErrInvalidRecordState, kerr.InvalidRecordState},
+		{share.ErrInvalidRequest, kerr.InvalidRequest},
 		{txn.ErrCoordinatorLoadInProgress, kerr.CoordinatorLoadInProgress},
 		{txn.ErrCoordinatorNotAvailable, kerr.CoordinatorNotAvailable},
 		{txn.ErrTransactionalIDNotFound, kerr.TransactionalIDNotFound},

@@ -57,6 +57,16 @@ var versions = map[int16]apiRange{
 	66: {0, 1},  // ListTransactions
 	68: {0, 1},  // ConsumerGroupHeartbeat
 	69: {0, 1},  // ConsumerGroupDescribe
+	76: {1, 1},  // ShareGroupHeartbeat
+	77: {1, 1},  // ShareGroupDescribe
+	78: {1, 2},  // ShareFetch
+	79: {1, 2},  // ShareAcknowledge
+	83: {0, 0},  // InitializeShareGroupState
+	84: {0, 0},  // ReadShareGroupState
+	85: {0, 0},  // WriteShareGroupState
+	86: {0, 0},  // DeleteShareGroupState
+	87: {0, 0},  // ReadShareGroupStateSummary
+	90: {0, 0},  // DescribeShareGroupOffsets
 	75: {0, 0},  // DescribeTopicPartitions
 }
 

@@ -76,121 +76,132 @@ type Broker struct {
 	InterBrokerListenerName string     // inter.broker.listener.name, else security.inter.broker.protocol, else the first listener's name
 	// SecureListeners are Listeners with their security protocol from
 	// listener.security.protocol.map (ListenerProtocols).
-	SecureListeners                           []ListenerSecurity
-	ListenerProtocols                         map[string]string // listener.security.protocol.map
-	SecurityInterBrokerProtocol               string            // security.inter.broker.protocol; "" if unset
-	SASLMechanismInterBroker                  string            // sasl.mechanism.inter.broker.protocol
-	ConnectionsMaxReauthMs                    int64             // connections.max.reauth.ms
-	ConnectionFailedAuthDelayMs               int32             // connection.failed.authentication.delay.ms
-	SASLOAuthBearerAllowedURLs                []string          // sasl.oauthbearer.allowed.urls
-	AuthorizerClassName                       string            // authorizer.class.name
-	SuperUsers                                []string          // super.users
-	AllowEveryoneIfNoACLFound                 bool              // allow.everyone.if.no.acl.found
-	QuotaWindowNum                            int32             // quota.window.num
-	QuotaWindowSizeSeconds                    int32             // quota.window.size.seconds
-	MaxConnections                            int32             // max.connections; per listener: ListenerInt64
-	MaxConnectionsPerIP                       int32             // max.connections.per.ip
-	MaxConnectionsPerIPOverrides              string            // max.connections.per.ip.overrides, ip:count,...
-	MaxConnectionCreationRate                 int32             // max.connection.creation.rate; per listener: ListenerInt64
-	LogDirs                                   []string          // log.dirs (alias log.dir)
-	NumPartitions                             int32             // num.partitions
-	DefaultReplicationFactor                  int16             // default.replication.factor
-	AutoCreateTopics                          bool              // auto.create.topics.enable
-	DeleteTopicEnable                         bool              // delete.topic.enable
-	MessageMaxBytes                           int32             // message.max.bytes
-	FetchMaxBytes                             int32             // fetch.max.bytes
-	SocketRequestMaxBytes                     int32             // socket.request.max.bytes
-	SocketSendBufferBytes                     int32             // socket.send.buffer.bytes
-	SocketReceiveBufferBytes                  int32             // socket.receive.buffer.bytes
-	ConnectionsMaxIdleMs                      int64             // connections.max.idle.ms
-	QueuedMaxRequests                         int32             // queued.max.requests
-	LogSegmentBytes                           int64             // log.segment.bytes
-	LogRollMs                                 int64             // log.roll.ms, else log.roll.hours
-	LogRollJitterMs                           int64             // log.roll.jitter.ms, else log.roll.jitter.hours
-	LogRetentionMs                            int64             // log.retention.ms, else .minutes, else .hours; -1 unlimited
-	LogRetentionBytes                         int64             // log.retention.bytes
-	LogRetentionCheckIntervalMs               int64             // log.retention.check.interval.ms
-	LogIndexIntervalBytes                     int32             // log.index.interval.bytes
-	LogIndexSizeMaxBytes                      int32             // log.index.size.max.bytes
-	LogFlushIntervalMessages                  int64             // log.flush.interval.messages
-	LogFlushIntervalMs                        int64             // log.flush.interval.ms; -1 when null
-	LogCleanupPolicy                          string            // log.cleanup.policy
-	LogCleanerEnable                          bool              // log.cleaner.enable
-	LogCleanerBackoffMs                       int64             // log.cleaner.backoff.ms
-	MetricsPartitionLevel                     bool              // metrics.partition.level
-	LogCleanerThreads                         int32             // log.cleaner.threads
-	LogMessageTimestampType                   string            // log.message.timestamp.type
-	LogSegmentDeleteDelayMs                   int64             // log.segment.delete.delay.ms
-	NumRecoveryThreadsPerDataDir              int32             // num.recovery.threads.per.data.dir
-	CompressionType                           string            // compression.type
-	MinInsyncReplicas                         int32             // min.insync.replicas
-	UncleanLeaderElectionEnable               bool              // unclean.leader.election.enable
-	OffsetsTopicNumPartitions                 int32             // offsets.topic.num.partitions
-	OffsetsTopicReplicationFactor             int16             // offsets.topic.replication.factor
-	OffsetsTopicSegmentBytes                  int32             // offsets.topic.segment.bytes
-	OffsetsRetentionMinutes                   int32             // offsets.retention.minutes
-	GroupInitialRebalanceDelayMs              int32             // group.initial.rebalance.delay.ms
-	GroupMinSessionTimeoutMs                  int32             // group.min.session.timeout.ms
-	GroupMaxSessionTimeoutMs                  int32             // group.max.session.timeout.ms
-	GroupMaxSize                              int32             // group.max.size
-	GroupConsumerSessionTimeoutMs             int32             // group.consumer.session.timeout.ms
-	GroupConsumerMinSessionTimeoutMs          int32             // group.consumer.min.session.timeout.ms
-	GroupConsumerMaxSessionTimeoutMs          int32             // group.consumer.max.session.timeout.ms
-	GroupConsumerHeartbeatIntervalMs          int32             // group.consumer.heartbeat.interval.ms
-	GroupConsumerMinHeartbeatIntervalMs       int32             // group.consumer.min.heartbeat.interval.ms
-	GroupConsumerMaxHeartbeatIntervalMs       int32             // group.consumer.max.heartbeat.interval.ms
-	GroupConsumerMaxSize                      int32             // group.consumer.max.size
-	GroupConsumerAssignors                    []string          // group.consumer.assignors
-	GroupConsumerMigrationPolicy              string            // group.consumer.migration.policy, lower case
-	TransactionStateLogNumParts               int32             // transaction.state.log.num.partitions
-	TransactionStateLogRF                     int16             // transaction.state.log.replication.factor
-	TransactionStateLogMinISR                 int32             // transaction.state.log.min.isr
-	TransactionMaxTimeoutMs                   int32             // transaction.max.timeout.ms
-	TransactionalIDExpirationMs               int32             // transactional.id.expiration.ms
-	TransactionStateLogSegmentBytes           int32             // transaction.state.log.segment.bytes
-	TransactionAbortTimedOutCleanupIntervalMs int32             // transaction.abort.timed.out.transaction.cleanup.interval.ms
-	TransactionRemoveExpiredCleanupIntervalMs int32             // transaction.remove.expired.transaction.cleanup.interval.ms
-	TransactionPartitionVerificationEnable    bool              // transaction.partition.verification.enable
-	TransactionVersion                        int16             // transaction.version
-	ProducerIDExpirationMs                    int32             // producer.id.expiration.ms
-	ReplicaLagTimeMaxMs                       int64             // replica.lag.time.max.ms
-	ReplicaSelectorClass                      string            // replica.selector.class; "" or RackAwareReplicaSelector
-	ReplicaFetchMaxBytes                      int32             // replica.fetch.max.bytes
-	ReplicaFetchMinBytes                      int32             // replica.fetch.min.bytes
-	ReplicaFetchResponseMaxBytes              int32             // replica.fetch.response.max.bytes
-	ReplicaFetchWaitMaxMs                     int32             // replica.fetch.wait.max.ms
-	MaxIncrementalFetchSessionCacheSlots      int32             // max.incremental.fetch.session.cache.slots
-	MinIncrementalFetchSessionEvictionMs      int64             // min.incremental.fetch.session.eviction.ms
-	NumReplicaFetchers                        int32             // num.replica.fetchers
-	AutoLeaderRebalanceEnable                 bool              // auto.leader.rebalance.enable
-	LeaderImbalanceCheckIntervalS             int64             // leader.imbalance.check.interval.seconds
-	LeaderImbalancePerBrokerPct               int32             // leader.imbalance.per.broker.percentage
-	ControlledShutdownEnable                  bool              // controlled.shutdown.enable
-	BrokerRack                                string            // broker.rack; "" when unset
-	BrokerSessionTimeoutMs                    int64             // broker.session.timeout.ms
-	BrokerHeartbeatIntervalMs                 int64             // broker.heartbeat.interval.ms
-	EtcdEndpoints                             []string          // etcd.endpoints; empty runs an embedded etcd
-	EtcdName                                  string            // etcd.name; "" is samsa-<node.id>
-	EtcdInitialCluster                        string            // etcd.initial.cluster; "" is a single member
-	EtcdInitialClusterState                   string            // etcd.initial.cluster.state: new or existing
-	EtcdListenPeerURLs                        []string          // etcd.listen.peer.urls
-	EtcdAdvertisePeerURLs                     []string          // etcd.advertise.peer.urls
-	EtcdListenClientURLs                      []string          // etcd.listen.client.urls
-	EtcdAdvertiseClientURLs                   []string          // etcd.advertise.client.urls
-	EtcdSSLCAFile                             string            // etcd.ssl.ca.file; see EtcdTLS
-	EtcdSSLCertFile                           string            // etcd.ssl.cert.file
-	EtcdSSLKeyFile                            string            // etcd.ssl.key.file
-	EtcdSSLServerName                         string            // etcd.ssl.server.name
-	EtcdPeerSSLCertFile                       string            // etcd.peer.ssl.cert.file; see checkEmbeddedEtcd
-	EtcdPeerSSLKeyFile                        string            // etcd.peer.ssl.key.file
-	EtcdPeerSSLCAFile                         string            // etcd.peer.ssl.ca.file
-	EtcdClientSSLCertFile                     string            // etcd.client.ssl.cert.file
-	EtcdClientSSLKeyFile                      string            // etcd.client.ssl.key.file
-	EtcdClientSSLCAFile                       string            // etcd.client.ssl.ca.file
-	EtcdUsername                              string            // etcd.username; "" without etcd authentication
-	EtcdPassword                              string            // etcd.password (sensitive)
-	EtcdConnectionTimeoutMs                   int32             // etcd.connection.timeout.ms
-	AdminListener                             string            // admin.listener; "" disables it
+	SecureListeners                             []ListenerSecurity
+	ListenerProtocols                           map[string]string // listener.security.protocol.map
+	SecurityInterBrokerProtocol                 string            // security.inter.broker.protocol; "" if unset
+	SASLMechanismInterBroker                    string            // sasl.mechanism.inter.broker.protocol
+	ConnectionsMaxReauthMs                      int64             // connections.max.reauth.ms
+	ConnectionFailedAuthDelayMs                 int32             // connection.failed.authentication.delay.ms
+	SASLOAuthBearerAllowedURLs                  []string          // sasl.oauthbearer.allowed.urls
+	AuthorizerClassName                         string            // authorizer.class.name
+	SuperUsers                                  []string          // super.users
+	AllowEveryoneIfNoACLFound                   bool              // allow.everyone.if.no.acl.found
+	QuotaWindowNum                              int32             // quota.window.num
+	QuotaWindowSizeSeconds                      int32             // quota.window.size.seconds
+	MaxConnections                              int32             // max.connections; per listener: ListenerInt64
+	MaxConnectionsPerIP                         int32             // max.connections.per.ip
+	MaxConnectionsPerIPOverrides                string            // max.connections.per.ip.overrides, ip:count,...
+	MaxConnectionCreationRate                   int32             // max.connection.creation.rate; per listener: ListenerInt64
+	LogDirs                                     []string          // log.dirs (alias log.dir)
+	NumPartitions                               int32             // num.partitions
+	DefaultReplicationFactor                    int16             // default.replication.factor
+	AutoCreateTopics                            bool              // auto.create.topics.enable
+	DeleteTopicEnable                           bool              // delete.topic.enable
+	MessageMaxBytes                             int32             // message.max.bytes
+	FetchMaxBytes                               int32             // fetch.max.bytes
+	SocketRequestMaxBytes                       int32             // socket.request.max.bytes
+	SocketSendBufferBytes                       int32             // socket.send.buffer.bytes
+	SocketReceiveBufferBytes                    int32             // socket.receive.buffer.bytes
+	ConnectionsMaxIdleMs                        int64             // connections.max.idle.ms
+	QueuedMaxRequests                           int32             // queued.max.requests
+	LogSegmentBytes                             int64             // log.segment.bytes
+	LogRollMs                                   int64             // log.roll.ms, else log.roll.hours
+	LogRollJitterMs                             int64             // log.roll.jitter.ms, else log.roll.jitter.hours
+	LogRetentionMs                              int64             // log.retention.ms, else .minutes, else .hours; -1 unlimited
+	LogRetentionBytes                           int64             // log.retention.bytes
+	LogRetentionCheckIntervalMs                 int64             // log.retention.check.interval.ms
+	LogIndexIntervalBytes                       int32             // log.index.interval.bytes
+	LogIndexSizeMaxBytes                        int32             // log.index.size.max.bytes
+	LogFlushIntervalMessages                    int64             // log.flush.interval.messages
+	LogFlushIntervalMs                          int64             // log.flush.interval.ms; -1 when null
+	LogCleanupPolicy                            string            // log.cleanup.policy
+	LogCleanerEnable                            bool              // log.cleaner.enable
+	LogCleanerBackoffMs                         int64             // log.cleaner.backoff.ms
+	MetricsPartitionLevel                       bool              // metrics.partition.level
+	LogCleanerThreads                           int32             // log.cleaner.threads
+	LogMessageTimestampType                     string            // log.message.timestamp.type
+	LogSegmentDeleteDelayMs                     int64             // log.segment.delete.delay.ms
+	NumRecoveryThreadsPerDataDir                int32             // num.recovery.threads.per.data.dir
+	CompressionType                             string            // compression.type
+	MinInsyncReplicas                           int32             // min.insync.replicas
+	UncleanLeaderElectionEnable                 bool              // unclean.leader.election.enable
+	OffsetsTopicNumPartitions                   int32             // offsets.topic.num.partitions
+	OffsetsTopicReplicationFactor               int16             // offsets.topic.replication.factor
+	OffsetsTopicSegmentBytes                    int32             // offsets.topic.segment.bytes
+	OffsetsRetentionMinutes                     int32             // offsets.retention.minutes
+	GroupInitialRebalanceDelayMs                int32             // group.initial.rebalance.delay.ms
+	GroupMinSessionTimeoutMs                    int32             // group.min.session.timeout.ms
+	GroupMaxSessionTimeoutMs                    int32             // group.max.session.timeout.ms
+	GroupMaxSize                                int32             // group.max.size
+	GroupConsumerSessionTimeoutMs               int32             // group.consumer.session.timeout.ms
+	GroupConsumerMinSessionTimeoutMs            int32             // group.consumer.min.session.timeout.ms
+	GroupConsumerMaxSessionTimeoutMs            int32             // group.consumer.max.session.timeout.ms
+	GroupConsumerHeartbeatIntervalMs            int32             // group.consumer.heartbeat.interval.ms
+	GroupConsumerMinHeartbeatIntervalMs         int32             // group.consumer.min.heartbeat.interval.ms
+	GroupConsumerMaxHeartbeatIntervalMs         int32             // group.consumer.max.heartbeat.interval.ms
+	GroupConsumerMaxSize                        int32             // group.consumer.max.size
+	GroupShareDeliveryCountLimit                int32             // group.share.delivery.count.limit
+	GroupShareHeartbeatIntervalMs               int32             // group.share.heartbeat.interval.ms
+	GroupShareMaxSize                           int32             // group.share.max.size
+	GroupSharePartitionMaxRecordLocks           int32             // group.share.partition.max.record.locks
+	GroupShareRecordLockDurationMs              int32             // group.share.record.lock.duration.ms
+	GroupShareSessionTimeoutMs                  int32             // group.share.session.timeout.ms
+	ShareAutoOffsetReset                        string            // share.auto.offset.reset
+	ShareCoordinatorStateTopicMinISR            int32             // share.coordinator.state.topic.min.isr
+	ShareCoordinatorStateTopicNumPartitions     int32             // share.coordinator.state.topic.num.partitions
+	ShareCoordinatorStateTopicReplicationFactor int16             // share.coordinator.state.topic.replication.factor
+	ShareIsolationLevel                         string            // share.isolation.level
+	GroupConsumerAssignors                      []string          // group.consumer.assignors
+	TransactionStateLogNumParts                 int32             // transaction.state.log.num.partitions
+	TransactionStateLogRF                       int16             // transaction.state.log.replication.factor
+	TransactionStateLogMinISR                   int32             // transaction.state.log.min.isr
+	TransactionMaxTimeoutMs                     int32             // transaction.max.timeout.ms
+	TransactionalIDExpirationMs                 int32             // transactional.id.expiration.ms
+	TransactionStateLogSegmentBytes             int32             // transaction.state.log.segment.bytes
+	TransactionAbortTimedOutCleanupIntervalMs   int32             // transaction.abort.timed.out.transaction.cleanup.interval.ms
+	TransactionRemoveExpiredCleanupIntervalMs   int32             // transaction.remove.expired.transaction.cleanup.interval.ms
+	TransactionPartitionVerificationEnable      bool              // transaction.partition.verification.enable
+	TransactionVersion                          int16             // transaction.version
+	ProducerIDExpirationMs                      int32             // producer.id.expiration.ms
+	ReplicaLagTimeMaxMs                         int64             // replica.lag.time.max.ms
+	ReplicaSelectorClass                        string            // replica.selector.class; "" or RackAwareReplicaSelector
+	ReplicaFetchMaxBytes                        int32             // replica.fetch.max.bytes
+	ReplicaFetchMinBytes                        int32             // replica.fetch.min.bytes
+	ReplicaFetchResponseMaxBytes                int32             // replica.fetch.response.max.bytes
+	ReplicaFetchWaitMaxMs                       int32             // replica.fetch.wait.max.ms
+	MaxIncrementalFetchSessionCacheSlots        int32             // max.incremental.fetch.session.cache.slots
+	MinIncrementalFetchSessionEvictionMs        int64             // min.incremental.fetch.session.eviction.ms
+	NumReplicaFetchers                          int32             // num.replica.fetchers
+	AutoLeaderRebalanceEnable                   bool              // auto.leader.rebalance.enable
+	LeaderImbalanceCheckIntervalS               int64             // leader.imbalance.check.interval.seconds
+	LeaderImbalancePerBrokerPct                 int32             // leader.imbalance.per.broker.percentage
+	ControlledShutdownEnable                    bool              // controlled.shutdown.enable
+	BrokerRack                                  string            // broker.rack; "" when unset
+	BrokerSessionTimeoutMs                      int64             // broker.session.timeout.ms
+	BrokerHeartbeatIntervalMs                   int64             // broker.heartbeat.interval.ms
+	EtcdEndpoints                               []string          // etcd.endpoints; empty runs an embedded etcd
+	EtcdName                                    string            // etcd.name; "" is samsa-<node.id>
+	EtcdInitialCluster                          string            // etcd.initial.cluster; "" is a single member
+	EtcdInitialClusterState                     string            // etcd.initial.cluster.state: new or existing
+	EtcdListenPeerURLs                          []string          // etcd.listen.peer.urls
+	EtcdAdvertisePeerURLs                       []string          // etcd.advertise.peer.urls
+	EtcdListenClientURLs                        []string          // etcd.listen.client.urls
+	EtcdAdvertiseClientURLs                     []string          // etcd.advertise.client.urls
+	EtcdSSLCAFile                               string            // etcd.ssl.ca.file; see EtcdTLS
+	EtcdSSLCertFile                             string            // etcd.ssl.cert.file
+	EtcdSSLKeyFile                              string            // etcd.ssl.key.file
+	EtcdSSLServerName                           string            // etcd.ssl.server.name
+	EtcdPeerSSLCertFile                         string            // etcd.peer.ssl.cert.file; see checkEmbeddedEtcd
+	EtcdPeerSSLKeyFile                          string            // etcd.peer.ssl.key.file
+	EtcdPeerSSLCAFile                           string            // etcd.peer.ssl.ca.file
+	EtcdClientSSLCertFile                       string            // etcd.client.ssl.cert.file
+	EtcdClientSSLKeyFile                        string            // etcd.client.ssl.key.file
+	EtcdClientSSLCAFile                         string            // etcd.client.ssl.ca.file
+	EtcdUsername                                string            // etcd.username; "" without etcd authentication
+	EtcdPassword                                string            // etcd.password (sensitive)
+	EtcdConnectionTimeoutMs                     int32             // etcd.connection.timeout.ms
+	AdminListener                               string            // admin.listener; "" disables it
+	GroupConsumerMigrationPolicy                string            // group.consumer.migration.policy, lower case
 
 	// The broker's own log (not a partition log).
 	LogFormat         string                // log.format: text or json
@@ -359,6 +370,17 @@ func FromRaw(set map[string]string) (*Broker, error) {
 	b.GroupConsumerMinHeartbeatIntervalMs = r.int32("group.consumer.min.heartbeat.interval.ms")
 	b.GroupConsumerMaxHeartbeatIntervalMs = r.int32("group.consumer.max.heartbeat.interval.ms")
 	b.GroupConsumerMaxSize = r.int32("group.consumer.max.size")
+	b.GroupShareDeliveryCountLimit = r.int32("group.share.delivery.count.limit")
+	b.GroupShareHeartbeatIntervalMs = r.int32("group.share.heartbeat.interval.ms")
+	b.GroupShareMaxSize = r.int32("group.share.max.size")
+	b.GroupSharePartitionMaxRecordLocks = r.int32("group.share.partition.max.record.locks")
+	b.GroupShareRecordLockDurationMs = r.int32("group.share.record.lock.duration.ms")
+	b.GroupShareSessionTimeoutMs = r.int32("group.share.session.timeout.ms")
+	b.ShareAutoOffsetReset = strings.TrimSpace(r.str("share.auto.offset.reset"))
+	b.ShareCoordinatorStateTopicMinISR = r.int32("share.coordinator.state.topic.min.isr")
+	b.ShareCoordinatorStateTopicNumPartitions = r.int32("share.coordinator.state.topic.num.partitions")
+	b.ShareCoordinatorStateTopicReplicationFactor = int16(r.int64("share.coordinator.state.topic.replication.factor"))
+	b.ShareIsolationLevel = strings.TrimSpace(r.str("share.isolation.level"))
 	b.GroupConsumerMigrationPolicy = strings.ToLower(strings.TrimSpace(r.str("group.consumer.migration.policy")))
 	for _, a := range strings.Split(r.str("group.consumer.assignors"), ",") {
 		if a = strings.TrimSpace(a); a != "" {

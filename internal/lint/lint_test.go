@@ -21,7 +21,7 @@ var allowed = map[string][]string{
 	"internal/cli":       {"node", "config", "cluster", "record", "txn", "sasl", "tlsconfig", "acl"},
 	"internal/node":      {"server", "broker", "fetchsession", "cluster", "replica", "admin", "config", "storage", "vfs", "sasl", "tlsconfig", "quota"},
 	"internal/server":    {},
-	"internal/broker":    {"cluster", "replica", "group", "txn", "record", "config", "server", "storage", "sasl", "acl", "quota", "fetchsession"},
+	"internal/broker":    {"cluster", "replica", "group", "txn", "record", "config", "server", "storage", "sasl", "acl", "quota", "fetchsession", "share"},
 	"internal/group":     {"config"},
 	"internal/txn":       {"record", "vfs"},
 	"internal/replica":   {"storage", "record", "txn", "vfs"},
@@ -40,6 +40,8 @@ var allowed = map[string][]string{
 
 	// KIP-227 fetch sessions: the broker's cache and the follower's handler.
 	"internal/fetchsession": {},
+	// KIP-932 share groups: share-partition and membership state machines.
+	"internal/share": {},
 }
 
 // samsaImports returns, for each samsa package outside test/, the samsa

@@ -16,7 +16,9 @@ type nodeMetrics struct{ n *Node }
 func (m nodeMetrics) ServerStats() admin.ServerStats {
 	st := m.n.server.Stats()
 	fs := m.n.broker.FetchSessionStats()
+	ss := m.n.broker.ShareStats()
 	return admin.ServerStats{
+		ShareGroups: ss.Groups, ShareSessions: ss.Sessions, SharePartitions: ss.Partitions, ShareAcknowledgedRecords: ss.AcknowledgedRecords,
 		ConnectionsOpen: st.ConnectionsOpen, ConnectionsAccepted: st.ConnectionsAccepted,
 		ConnectionsRefused: st.ConnectionsRefused, ConnectionsByListener: st.ConnectionsByListener,
 		Requests: st.Requests, BytesIn: st.BytesIn, BytesOut: st.BytesOut,

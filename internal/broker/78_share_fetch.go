@@ -1,0 +1,278 @@
+package broker
+
+// ShareFetch: v1-2 (KIP-932)
+//
+// * v1: the first version Kafka 4.1 serves; MaxRecords and BatchSize,
+//   AcquisitionLockTimeoutMillis in the response.
+// * v2: ShareAcquireMode (KIP-1206: 1 = at most MaxRecords records,
+//   splitting batches) and IsRenewAck (KIP-1222: acknowledgement type 4
+//   renews the lock; such a request carries no fetch).
+//
+// The partition leader keeps each share-partition's state (sharePart)
+// and the member's share session (shareSession). Acknowledgements in the
+// request are applied, and persisted, before records are acquired. The
+// fetch covers every partition of the session. A fetch that acquires
+// nothing waits in the replica manager's delay queue until a session
+// partition's high watermark moves, MaxWaitMillis passes or the earliest
+// lock of the partitions expires, and then tries once more.
+//
+// READ on the group and on each topic (TOPIC_AUTHORIZATION_FAILED for
+// that partition). Differences from Kafka: the share session cache is
+// not bounded (no SHARE_SESSION_LIMIT_REACHED); BatchSize is ignored;
+// partitions are read up to the high watermark (share.isolation.level
+// read_uncommitted).
+
+import (
+	"context"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"samsa/internal/replica"
+	"samsa/internal/server"
+	"samsa/internal/share"
+)
+
+// shareAckBatches converts the acknowledgement batches of one partition.
+func shareAckBatches[T any](in []T, get func(T) (int64, int64, []int8)) []share.AckBatch {
+	out := make([]share.AckBatch, 0, len(in))
+	for _, x := range in {
+		f, l, ts := get(x)
+		b := share.AckBatch{First: f, Last: l, Types: make([]share.AckType, len(ts))}
+		for i, t := range ts {
+			b.Types[i] = share.AckType(t)
+		}
+		out = append(out, b)
+	}
+	return out
+}
+
+// shareAck applies one partition's acknowledgements and returns the
+// partition's error code (0 on success).
+func (b *Broker) shareAck(ctx context.Context, z authz, group, member string, key sharePartKey, batches []share.AckBatch, renew bool) int16 {
+	if err := share.ValidateAcks(batches, renew); err != nil {
+		return kerr.InvalidRequest.Code
+	}
+	sp, topic, err := b.sharePart(ctx, key)
+	if err == nil && !z.topic(opRead, topic) {
+		sp.mu.Unlock()
+		return kerr.TopicAuthorizationFailed.Code
+	}
+	if err != nil {
+		return shareLookupCode(err)
+	}
+	defer sp.mu.Unlock()
+	if err := b.shareAckOne(ctx, sp, member, batches); err != nil {
+		return errorCode(errCode(err))
+	}
+	return 0
+}
+
+func (b *Broker) handleShareFetch(c *server.Conn, req *kmsg.ShareFetchRequest) server.Reply {
+	z := b.authzFor(c)
+	resp := req.ResponseKind().(*kmsg.ShareFetchResponse)
+	resp.AcquisitionLockTimeoutMillis = b.cfg.GroupShareRecordLockDurationMs
+	fail := func(code int16, msg string) server.Reply {
+		resp.ErrorCode = code
+		if msg != "" {
+			resp.ErrorMessage = &msg
+		}
+		return server.Reply{Msg: resp}
+	}
+	if req.GroupID == nil || *req.GroupID == "" || req.MemberID == nil || *req.MemberID == "" {
+		return fail(kerr.InvalidRequest.Code, "GroupId and MemberId must be set.")
+	}
+	group, member := *req.GroupID, *req.MemberID
+	if !z.group(opRead, group) {
+		return fail(kerr.GroupAuthorizationFailed.Code, "")
+	}
+	hasAcks := false
+	for _, t := range req.Topics {
+		for _, p := range t.Partitions {
+			hasAcks = hasAcks || len(p.AcknowledgementBatches) > 0
+		}
+	}
+	// Reference: KIP-932, share session epochs: the opening request
+	// carries no acknowledgements; the closing one (-1) fetches nothing.
+	if req.ShareSessionEpoch == 0 && hasAcks {
+		return fail(kerr.InvalidRequest.Code, "Acknowledge data present on initial epoch.")
+	}
+	if req.ShareSessionEpoch < -1 {
+		return fail(kerr.InvalidShareSessionEpoch.Code, "")
+	}
+	renew := req.Version >= 2 && req.IsRenewAck
+	if renew && (req.MaxWaitMillis != 0 || req.MinBytes != 0 || req.MaxRecords != 0) {
+		return fail(kerr.InvalidRequest.Code, "A renew acknowledgement fetches nothing.")
+	}
+	sess, err := b.shareSessionFor(group, member, req.ShareSessionEpoch)
+	if err != nil {
+		return fail(shareSessionCode(err), err.Error())
+	}
+
+	// The response lists every partition of the request, in order, plus
+	// the session's other partitions that return records.
+	idx := map[sharePartKey]*kmsg.ShareFetchResponseTopicPartition{}
+	var order []sharePartKey
+	add := func(k sharePartKey) *kmsg.ShareFetchResponseTopicPartition {
+		if p := idx[k]; p != nil {
+			return p
+		}
+		p := kmsg.NewShareFetchResponseTopicPartition()
+		p.Partition = k.partition
+		p.CurrentLeader.LeaderID, p.CurrentLeader.LeaderEpoch = -1, -1
+		idx[k] = &p
+		order = append(order, k)
+		return &p
+	}
+	ctx := b.ctx
+	b.sharePartitions.mu.Lock()
+	for _, t := range req.Topics {
+		for _, p := range t.Partitions {
+			k := sharePartKey{group, t.TopicID, p.Partition}
+			if req.ShareSessionEpoch != -1 {
+				if _, ok := sess.parts[k]; !ok {
+					sess.order = append(sess.order, k)
+				}
+				sess.parts[k] = p.PartitionMaxBytes
+			}
+		}
+	}
+	for _, f := range req.ForgottenTopicsData {
+		for _, p := range f.Partitions {
+			delete(sess.parts, sharePartKey{group, f.TopicID, p})
+		}
+	}
+	var fetchKeys []sharePartKey
+	var maxBytes []int32
+	kept := sess.order[:0]
+	for _, k := range sess.order {
+		if mb, ok := sess.parts[k]; ok {
+			kept = append(kept, k)
+			fetchKeys = append(fetchKeys, k)
+			maxBytes = append(maxBytes, mb)
+		}
+	}
+	sess.order = kept
+	b.sharePartitions.mu.Unlock()
+
+	for _, t := range req.Topics {
+		for _, p := range t.Partitions {
+			k := sharePartKey{group, t.TopicID, p.Partition}
+			rp := add(k)
+			if len(p.AcknowledgementBatches) == 0 {
+				continue
+			}
+			batches := shareAckBatches(p.AcknowledgementBatches, func(x kmsg.ShareFetchRequestTopicPartitionAcknowledgementBatch) (int64, int64, []int8) {
+				return x.FirstOffset, x.LastOffset, x.AcknowledgeTypes
+			})
+			rp.AcknowledgeErrorCode = b.shareAck(ctx, z, group, member, k, batches, renew)
+		}
+	}
+	if req.ShareSessionEpoch == -1 {
+		b.releaseShareMember(group, member)
+		return server.Reply{Msg: b.shareFetchResponse(resp, order, idx)}
+	}
+	if renew || req.MaxBytes <= 0 {
+		return server.Reply{Msg: b.shareFetchResponse(resp, order, idx)}
+	}
+
+	maxRecords := int(req.MaxRecords)
+	if req.Version < 1 || maxRecords <= 0 {
+		maxRecords = 500
+	}
+	strict := req.Version >= 2 && req.ShareAcquireMode == 1
+	fetch := func() (int, []replica.WatchSpec, time.Time) {
+		acquired := 0
+		var watches []replica.WatchSpec
+		var lockDeadline time.Time
+		budget := int64(req.MaxBytes)
+		for i, k := range fetchKeys {
+			if p := idx[k]; (p != nil && p.ErrorCode != 0) || budget <= 0 || (maxRecords-acquired) <= 0 {
+				continue
+			}
+			sp, topic, err := b.sharePart(ctx, k)
+			if err == nil && !z.topic(opRead, topic) {
+				sp.mu.Unlock()
+				add(k).ErrorCode = kerr.TopicAuthorizationFailed.Code
+				continue
+			}
+			if err != nil {
+				fp := add(k)
+				fp.ErrorCode, fp.ErrorMessage = shareLookupCode(err), errMessage(err)
+				continue
+			}
+			mb := int64(maxBytes[i])
+			if mb <= 0 {
+				mb = budget
+			}
+			recs, acq, err := b.shareFetchOne(ctx, sp, member, min(mb, budget), maxRecords-acquired, strict)
+			if d := sp.p.NextDeadline(); !d.IsZero() && (lockDeadline.IsZero() || d.Before(lockDeadline)) {
+				lockDeadline = d
+			}
+			hw := sp.rp.HighWatermark()
+			watches = append(watches, replica.WatchSpec{P: sp.rp, Kind: replica.WaitHighWatermark, At: hw + 1})
+			sp.mu.Unlock()
+			if err != nil {
+				fp := add(k)
+				fp.ErrorCode, fp.ErrorMessage = errorCode(errCode(err)), errMessage(err)
+				continue
+			}
+			if len(acq) == 0 {
+				continue
+			}
+			rp := add(k)
+			rp.Records = append(rp.Records, recs...)
+			for _, a := range acq {
+				ar := kmsg.NewShareFetchResponseTopicPartitionAcquiredRecord()
+				ar.FirstOffset, ar.LastOffset, ar.DeliveryCount = a.First, a.Last, a.DeliveryCount
+				rp.AcquiredRecords = append(rp.AcquiredRecords, ar)
+				acquired += int(a.Last - a.First + 1)
+			}
+			budget -= int64(len(recs))
+		}
+		return acquired, watches, lockDeadline
+	}
+	n, watches, lockDeadline := fetch()
+	if n > 0 || req.MaxWaitMillis <= 0 || len(watches) == 0 {
+		return server.Reply{Msg: b.shareFetchResponse(resp, order, idx)}
+	}
+	deadline := b.now().Add(time.Duration(req.MaxWaitMillis) * time.Millisecond)
+	if !lockDeadline.IsZero() && lockDeadline.Before(deadline) {
+		deadline = lockDeadline.Add(time.Millisecond)
+	}
+	return server.Reply{Wait: func(wctx context.Context) server.Reply {
+		start := time.Now()
+		op := b.replicas.Watch(watches, deadline)
+		select {
+		case <-op.Done():
+		case <-wctx.Done():
+			op.Cancel()
+		case <-b.draining:
+			op.Cancel()
+		}
+		fetch()
+		return server.Reply{Msg: b.shareFetchResponse(resp, order, idx), Parked: time.Since(start)}
+	}}
+}
+
+// shareFetchResponse groups the partitions by topic in the order they
+// were added: the request's partitions, then the session's others that
+// have records or an error.
+func (b *Broker) shareFetchResponse(resp *kmsg.ShareFetchResponse, order []sharePartKey, idx map[sharePartKey]*kmsg.ShareFetchResponseTopicPartition) *kmsg.ShareFetchResponse {
+	topics := map[[16]byte]int{}
+	resp.Topics = resp.Topics[:0]
+	for _, k := range order {
+		p := idx[k]
+		i, ok := topics[k.topicID]
+		if !ok {
+			t := kmsg.NewShareFetchResponseTopic()
+			t.TopicID = k.topicID
+			resp.Topics = append(resp.Topics, t)
+			i = len(resp.Topics) - 1
+			topics[k.topicID] = i
+		}
+		resp.Topics[i].Partitions = append(resp.Topics[i].Partitions, *p)
+	}
+	return resp
+}

@@ -1,0 +1,99 @@
+package broker_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"samsa/internal/testutil"
+)
+
+// BenchmarkShareGroupConsume measures how fast four members of a group
+// consume and acknowledge b.N records of 100 bytes: a share group
+// (KIP-932, every record accepted) with all four on one partition,
+// against a classic consumer group with one partition each. The records
+// are produced before the timer starts; the timer stops when the last
+// record has been received (and, for the share group, accepted).
+func BenchmarkShareGroupConsume(b *testing.B) {
+	for _, mode := range []string{"share/1partition", "classic/4partitions"} {
+		b.Run(fmt.Sprintf("%s/consumers=4", mode), func(b *testing.B) {
+			br := testutil.StartBroker(b, append(shareBrokerConfig, "group.initial.rebalance.delay.ms=0")...)
+			parts := int32(1)
+			if mode != "share/1partition" {
+				parts = 4
+			}
+			topic := "bench-share"
+			testutil.CreateTopic(b, br.Admin(), topic, parts)
+			cl := br.Client(kgo.RecordPartitioner(kgo.RoundRobinPartitioner()), kgo.ProducerLinger(5*time.Millisecond))
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+			defer cancel()
+			val := make([]byte, 100)
+			var wg sync.WaitGroup
+			for i := 0; i < b.N; i++ {
+				wg.Add(1)
+				cl.Produce(ctx, &kgo.Record{Topic: topic, Value: val}, func(_ *kgo.Record, err error) {
+					if err != nil {
+						b.Error(err)
+					}
+					wg.Done()
+				})
+			}
+			wg.Wait()
+			var got atomic.Int64
+			done := make(chan struct{})
+			var once sync.Once
+			b.SetBytes(100)
+			b.ResetTimer()
+			cctx, ccancel := context.WithCancel(ctx)
+			var cw sync.WaitGroup
+			for i := 0; i < 4; i++ {
+				cw.Add(1)
+				go func() {
+					defer cw.Done()
+					opts := []kgo.Opt{kgo.SeedBrokers(br.Addr()), kgo.ConsumeTopics(topic), kgo.FetchMaxWait(100 * time.Millisecond)}
+					if mode == "share/1partition" {
+						opts = append(opts, kgo.ShareGroup("bench-sg"))
+					} else {
+						opts = append(opts, kgo.ConsumerGroup("bench-cg"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+					}
+					c, err := kgo.NewClient(opts...)
+					if err != nil {
+						b.Error(err)
+						return
+					}
+					defer c.Close()
+					for cctx.Err() == nil {
+						fs := c.PollRecords(cctx, 1000)
+						n := 0
+						fs.EachRecord(func(r *kgo.Record) {
+							if mode == "share/1partition" {
+								r.Ack(kgo.AckAccept)
+							}
+							n++
+						})
+						if mode == "share/1partition" {
+							c.FlushAcks(cctx)
+						}
+						if got.Add(int64(n)) >= int64(b.N) {
+							once.Do(func() { close(done) })
+						}
+					}
+				}()
+			}
+			select {
+			case <-done:
+			case <-ctx.Done():
+				b.Fatalf("received %d of %d records", got.Load(), b.N)
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "records/s")
+			ccancel()
+			cw.Wait()
+		})
+	}
+}

@@ -1,0 +1,174 @@
+package share
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/datadriven"
+)
+
+// partitionEnv drives one Partition from a datadriven script with a fake
+// clock. "crash" keeps only what the last "persist" saved, as a leader
+// that fails over and restores from the share coordinator does.
+type partitionEnv struct {
+	t     *testing.T
+	cfg   Config
+	p     *Partition
+	now   time.Time
+	saved State
+}
+
+func (e *partitionEnv) state() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "spso=%d speo=%d", e.p.StartOffset(), e.p.EndOffset())
+	for o := e.p.StartOffset(); o < e.p.EndOffset(); o++ {
+		s, n, m := e.p.State(o)
+		fmt.Fprintf(&b, "\n%d %s count=%d", o, s, n)
+		if m != "" {
+			fmt.Fprintf(&b, " member=%s", m)
+		}
+	}
+	return b.String()
+}
+
+func fmtAcquired(a []AcquiredRange) string {
+	if len(a) == 0 {
+		return "none"
+	}
+	var parts []string
+	for _, r := range a {
+		parts = append(parts, fmt.Sprintf("%d-%d(%d)", r.First, r.Last, r.DeliveryCount))
+	}
+	return strings.Join(parts, " ")
+}
+
+func parseRange(t *testing.T, s string) (int64, int64) {
+	a, b, ok := strings.Cut(s, "-")
+	first, err := strconv.ParseInt(a, 10, 64)
+	if err != nil {
+		t.Fatalf("bad range %q", s)
+	}
+	last := first
+	if ok {
+		if last, err = strconv.ParseInt(b, 10, 64); err != nil {
+			t.Fatalf("bad range %q", s)
+		}
+	}
+	return first, last
+}
+
+var ackNames = map[string]AckType{"gap": AckGap, "accept": AckAccept, "release": AckRelease, "reject": AckReject, "renew": AckRenew}
+
+func (e *partitionEnv) handle(t *testing.T, d *datadriven.TestData) string {
+	member := ""
+	if d.HasArg("member") {
+		d.ScanArgs(t, "member", &member)
+	}
+	switch d.Cmd {
+	case "new":
+		e.cfg = Config{LockDuration: 30 * time.Second, DeliveryCountLimit: 5, MaxRecordLocks: 2000}
+		var start int64
+		d.MaybeScanArgs(t, "start", &start)
+		if d.HasArg("limit") {
+			var n int
+			d.ScanArgs(t, "limit", &n)
+			e.cfg.DeliveryCountLimit = int16(n)
+		}
+		d.MaybeScanArgs(t, "locks", &e.cfg.MaxRecordLocks)
+		if d.HasArg("lock") {
+			var s string
+			d.ScanArgs(t, "lock", &s)
+			e.cfg.LockDuration, _ = time.ParseDuration(s)
+		}
+		e.p = New(e.cfg, start)
+		return e.state()
+	case "acquire":
+		// acquire member=a batches=0-4,5-9 [max=N] [strict]
+		var bs string
+		d.ScanArgs(t, "batches", &bs)
+		var batches []Batch
+		for _, r := range strings.Split(bs, ",") {
+			f, l := parseRange(t, r)
+			batches = append(batches, Batch{First: f, Last: l})
+		}
+		maxRecords := 0
+		d.MaybeScanArgs(t, "max", &maxRecords)
+		return fmtAcquired(e.p.Acquire(member, e.now, batches, maxRecords, d.HasArg("strict")))
+	case "ack":
+		// ack member=a, one batch per line: "0-4 accept" or "0-2 accept,release,reject"
+		var batches []AckBatch
+		for _, line := range strings.Split(strings.TrimSpace(d.Input), "\n") {
+			rs, ts, _ := strings.Cut(line, " ")
+			f, l := parseRange(t, rs)
+			b := AckBatch{First: f, Last: l}
+			for _, n := range strings.Split(ts, ",") {
+				typ, ok := ackNames[n]
+				if !ok {
+					n, err := strconv.Atoi(n)
+					if err != nil {
+						t.Fatalf("bad type %q", ts)
+					}
+					typ = AckType(n)
+				}
+				b.Types = append(b.Types, typ)
+			}
+			batches = append(batches, b)
+		}
+		if err := ValidateAcks(batches, true); err != nil {
+			return "error: " + err.Error()
+		}
+		if err := e.p.Acknowledge(member, e.now, batches); err != nil {
+			return "error: " + err.Error()
+		}
+		return e.state()
+	case "tick":
+		var s string
+		d.ScanArgs(t, "by", &s)
+		dur, err := time.ParseDuration(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.now = e.now.Add(dur)
+		n := e.p.ExpireLocks(e.now)
+		return fmt.Sprintf("expired %d\n%s", n, e.state())
+	case "release-member":
+		n := e.p.ReleaseMember(member)
+		return fmt.Sprintf("released %d\n%s", n, e.state())
+	case "next":
+		return strconv.FormatInt(e.p.NextFetchOffset(), 10)
+	case "move-start":
+		var o int64
+		d.ScanArgs(t, "to", &o)
+		e.p.MoveStartTo(o)
+		return e.state()
+	case "state":
+		return e.state()
+	case "persist":
+		e.saved = e.p.Snapshot()
+		var b strings.Builder
+		fmt.Fprintf(&b, "start=%d", e.saved.StartOffset)
+		for _, sb := range e.saved.Batches {
+			fmt.Fprintf(&b, "\n%d-%d %s count=%d", sb.First, sb.Last, sb.State, sb.DeliveryCount)
+		}
+		return b.String()
+	case "crash":
+		e.p = Restore(e.cfg, e.saved)
+		return e.state()
+	}
+	t.Fatalf("unknown command %s", d.Cmd)
+	return ""
+}
+
+// TestPartitionScripts runs the share-partition scripts in testdata.
+// Reference: KIP-932, "In-flight records" and "Delivery count".
+func TestPartitionScripts(t *testing.T) {
+	datadriven.Walk(t, "testdata/partition", func(t *testing.T, path string) {
+		e := &partitionEnv{t: t, now: time.UnixMilli(0)}
+		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
+			return e.handle(t, d)
+		})
+	})
+}
