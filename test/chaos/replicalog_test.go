@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -429,5 +430,25 @@ func (c *testCluster) waitServing(b *broker) {
 		}
 		_, err := metadataFrom(b.addr())
 		return err
+	})
+}
+
+// waitCommitted waits up to d until group has committed at least ends[p]
+// on every partition p of topic.
+func waitCommitted(t *testing.T, adm *kadm.Client, group, topic string, ends map[int32]int64, d time.Duration) {
+	t.Helper()
+	waitFor(t, d, func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		offs, err := adm.FetchOffsets(ctx, group)
+		if err != nil {
+			return err
+		}
+		for p, end := range ends {
+			if o, ok := offs.Lookup(topic, p); !ok || o.At < end {
+				return fmt.Errorf("%s-%d committed %d of %d", topic, p, o.At, end)
+			}
+		}
+		return nil
 	})
 }

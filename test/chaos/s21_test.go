@@ -235,20 +235,7 @@ func TestS21ExactlyOncePipelineGroupCoordinatorFaults(t *testing.T) {
 	}
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
-	waitFor(t, pick(3*time.Minute, 10*time.Minute), func() error {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		offs, err := adm.FetchOffsets(ctx, groupID)
-		if err != nil {
-			return err
-		}
-		for p, end := range ends {
-			if o, ok := offs.Lookup(in, p); !ok || o.At < end {
-				return fmt.Errorf("%s-%d committed %d of %d", in, p, o.At, end)
-			}
-		}
-		return nil
-	})
+	waitCommitted(t, adm, groupID, in, ends, pick(3*time.Minute, 10*time.Minute))
 	stop()
 	wg.Wait()
 

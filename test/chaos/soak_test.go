@@ -307,20 +307,7 @@ func TestSoak(t *testing.T) {
 	}
 	w.stop(30 * time.Second)
 	ends := c.highWatermarks(qTopic, partitions)
-	waitFor(t, 3*time.Minute, func() error {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		offs, err := adm.FetchOffsets(ctx, groupID)
-		if err != nil {
-			return err
-		}
-		for p, end := range ends {
-			if o, ok := offs.Lookup(qTopic, p); !ok || o.At < end {
-				return fmt.Errorf("%s-%d committed %d of %d", qTopic, p, o.At, end)
-			}
-		}
-		return nil
-	})
+	waitCommitted(t, adm, groupID, qTopic, ends, 3*time.Minute)
 	stopLoad()
 	loadWG.Wait()
 	for _, m := range members {
