@@ -129,34 +129,9 @@ func TestConsumerGroupKeepsAtLeastOnce(t *testing.T) {
 			l := newGroupLedger(t)
 			admin := b.Client()
 
-			prod := b.Client(kgo.RecordPartitioner(kgo.RoundRobinPartitioner()), kgo.DefaultProduceTopic(topic))
-			pctx, pcancel := context.WithCancel(context.Background())
-			pdone := make(chan error, 1)
-			go func() {
-				var err error
-				defer func() { pdone <- err }()
-				for i := 0; pctx.Err() == nil; i++ {
-					rs := make([]*kgo.Record, 12)
-					for j := range rs {
-						rs[j] = kgo.StringRecord(fmt.Sprintf("r%d-%d", i, j))
-					}
-					res := prod.ProduceSync(pctx, rs...)
-					if pctx.Err() != nil {
-						for _, r := range res {
-							if r.Err == nil {
-								l.addProduced([]*kgo.Record{r.Record})
-							}
-						}
-						return
-					}
-					if err = res.FirstErr(); err != nil {
-						return
-					}
-					l.addProduced(rs)
-					time.Sleep(20 * time.Millisecond)
-				}
-			}()
-			t.Cleanup(pcancel)
+			// The producer writes until stopped, round robin over the
+			// partitions.
+			stopProducer := produceUntilStopped(t, b, l, topic)
 
 			start := func(name string, proxy bool) *groupMember {
 				return startGroupMember(t, b, l, name, group, topic, tc.balancer, proxy, kgo.ServerSideBalancer())
@@ -183,10 +158,7 @@ func TestConsumerGroupKeepsAtLeastOnce(t *testing.T) {
 				t.Errorf("crashed member removed after %v, before its 1.5 s session timeout", d)
 			}
 
-			pcancel()
-			if err := <-pdone; err != nil {
-				t.Fatalf("produce: %v", err)
-			}
+			stopProducer()
 			testutil.Eventually(t, 30*time.Second, l.allProcessed)
 			dups := l.check()
 			l.mu.Lock()

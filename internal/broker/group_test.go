@@ -394,42 +394,7 @@ func TestGroupRebalanceKeepsAtLeastOnce(t *testing.T) {
 
 			// The producer writes until stopped, round robin over the
 			// partitions.
-			prod := b.Client(kgo.RecordPartitioner(kgo.RoundRobinPartitioner()), kgo.DefaultProduceTopic(topic))
-			pctx, pcancel := context.WithCancel(context.Background())
-			pdone := make(chan error, 1)
-			go func() {
-				var err error
-				defer func() { pdone <- err }()
-				for i := 0; pctx.Err() == nil; i++ {
-					rs := make([]*kgo.Record, 12)
-					for j := range rs {
-						rs[j] = kgo.StringRecord(fmt.Sprintf("r%d-%d", i, j))
-					}
-					res := prod.ProduceSync(pctx, rs...)
-					if pctx.Err() != nil {
-						// Records cut short by the stop may or may not be
-						// stored; count only acknowledged ones.
-						for _, r := range res {
-							if r.Err == nil {
-								l.addProduced([]*kgo.Record{r.Record})
-							}
-						}
-						return
-					}
-					if err = res.FirstErr(); err != nil {
-						return
-					}
-					l.addProduced(rs)
-					time.Sleep(20 * time.Millisecond)
-				}
-			}()
-			stopProducer := func() {
-				pcancel()
-				if err := <-pdone; err != nil {
-					t.Fatalf("produce: %v", err)
-				}
-			}
-			t.Cleanup(pcancel)
+			stopProducer := produceUntilStopped(t, b, l, topic)
 
 			m0 := startGroupMember(t, b, l, "m0", group, topic, tc.balancer, false)
 			m1 := startGroupMember(t, b, l, "m1", group, topic, tc.balancer, true)
