@@ -12,8 +12,9 @@ package broker
 // UNKNOWN_TOPIC_OR_PARTITION, one the principal may not describe
 // TOPIC_AUTHORIZATION_FAILED; in the listing of every topic those are left
 // out. A Cursor naming a topic outside the request's list is
-// INVALID_REQUEST. Eligible leader replicas are not kept (no KIP-966
-// ELR), so EligibleLeaderReplicas and LastKnownELR are empty.
+// INVALID_REQUEST. EligibleLeaderReplicas and LastKnownELR are the
+// partition's KIP-966 sets as the controller keeps them (empty while
+// eligible.leader.replicas.enable is off).
 //
 // Reference: Kafka DescribeTopicPartitionsRequestHandler.
 
@@ -102,6 +103,10 @@ func (b *Broker) handleDescribeTopicPartitions(c *server.Conn, req *kmsg.Describ
 			rp.LeaderID, rp.LeaderEpoch = mp.Leader, mp.LeaderEpoch
 			rp.Replicas, rp.ISR, rp.OfflineReplicas = mp.Replicas, mp.ISR, mp.OfflineReplicas
 			rp.EligibleLeaderReplicas, rp.LastKnownELR = []int32{}, []int32{}
+			if p < len(t.Partitions) {
+				rp.EligibleLeaderReplicas = append(rp.EligibleLeaderReplicas, t.Partitions[p].ELR...)
+				rp.LastKnownELR = append(rp.LastKnownELR, t.Partitions[p].LastKnownELR...)
+			}
 			if rp.OfflineReplicas == nil {
 				rp.OfflineReplicas = []int32{}
 			}

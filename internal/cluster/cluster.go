@@ -71,6 +71,17 @@ type Config struct {
 	// moves leadership back to each partition's preferred replica (the
 	// first of its replicas) when it is live and in sync.
 	AutoLeaderRebalance bool
+	// EligibleLeaderReplicas is eligible.leader.replicas.enable (KIP-966):
+	// the controller keeps each partition's ELR and elects from it when
+	// no ISR member can lead.
+	EligibleLeaderReplicas bool
+	// MinInsyncReplicas is the broker's static min.insync.replicas, the
+	// default for topics that do not set it (the ELR rules depend on it).
+	MinInsyncReplicas int
+	// UncleanShutdown and FlushIntervalMessages go into the registration
+	// (Broker).
+	UncleanShutdown       bool
+	FlushIntervalMessages int64
 
 	// EtcdObserver, if not nil, is told of every unary request the etcd
 	// client makes.
@@ -110,6 +121,9 @@ type Cluster struct {
 	// leaseID is the lease of the broker registration; the keepalive loop
 	// replaces it after a loss, Close revokes it.
 	leaseID atomic.Int64
+	// shuttingDown and unclean are the registration's ShuttingDown and
+	// UncleanShutdown (registration).
+	shuttingDown, unclean atomic.Bool
 
 	// Counters for metrics: lease keepalive responses, and controller
 	// writes of partition state (applied, or failed other than by a lost
@@ -215,6 +229,7 @@ func Open(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 	rev := resp.Header.Revision
 	c.goFunc(func() { c.watchLoop(b, rev) })
 
+	c.unclean.Store(cfg.UncleanShutdown)
 	regRev, lease, err := c.register(ctx)
 	if err != nil {
 		return nil, err
@@ -222,6 +237,9 @@ func Open(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 	c.leaseID.Store(int64(lease))
 	c.goFunc(c.keepAliveLoop)
 	c.goFunc(c.runController)
+	if cfg.UncleanShutdown {
+		c.goFunc(c.clearUncleanShutdown)
+	}
 	if err := c.waitRevision(ctx, regRev); err != nil {
 		return nil, err
 	}

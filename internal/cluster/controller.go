@@ -32,6 +32,10 @@ type ElectionPolicy struct {
 	Unclean func(topic string) bool
 	// Preferred moves leadership back to the preferred replica.
 	Preferred bool
+	// ELR keeps eligible leader replicas (KIP-966, elr.go) with MinISR,
+	// a topic's min.insync.replicas.
+	ELR    bool
+	MinISR func(topic string) int
 }
 
 // Decide computes the partition state changes the controller makes for img.
@@ -67,6 +71,15 @@ type ElectionPolicy struct {
 //     same epoch, so it must lead at a new one.
 //  5. Every leader change or re-election bumps LeaderEpoch and records the
 //     leader's incarnation; every change bumps PartitionEpoch.
+//  6. With pol.ELR (KIP-966, elr.go): when rule 3 finds no ISR member, the
+//     first eligible ELR member in assignment order leads with an ISR of
+//     itself. A replica that may have lost records it had reported
+//     (MayHaveLostReported: unclean shutdown under a relaxed flush
+//     policy) is not elected on its ISR membership when it is a restarted
+//     leader or the partition is already offline; it leaves the ISR (which
+//     may then be empty, the partition offline until a clean ELR member
+//     or an unclean election), and leaves the ELR for LastKnownELR. The ELR
+//     is kept by UpdateELR on every change.
 //
 // Before these, a reassignment in progress (KIP-455) whose adding replicas
 // are all in the ISR finishes: the replicas become the target (the update
@@ -77,6 +90,7 @@ type ElectionPolicy struct {
 // target replica can take over.
 func Decide(img *Image, pol ElectionPolicy) []PartitionUpdate {
 	registered := func(b int32) bool { _, ok := img.Brokers[b]; return ok }
+	lost := func(topic string, b int32) bool { return MayHaveLostReported(img, topic, b) }
 	eligible := func(b int32) bool { br, ok := img.Brokers[b]; return ok && !br.ShuttingDown }
 	names := make([]string, 0, len(img.Topics))
 	for name := range img.Topics {
@@ -105,8 +119,28 @@ func Decide(img *Image, pol ElectionPolicy) []PartitionUpdate {
 			restarted := false
 			resigned := st.Leader >= 0 && !slices.Contains(st.ISR, st.Leader) &&
 				slices.ContainsFunc(next.ISR, func(r int32) bool { return r != st.Leader && slices.Contains(replicas, r) })
+			// KIP-966: a replica whose unclean shutdown may have lost
+			// records it had reported does not lead on its ISR
+			// membership: a restarted leader, or the ISR members of a
+			// partition already offline (they were in sync before they
+			// restarted). They leave the ISR; the ELR may hold a
+			// replica that has everything committed.
+			lostLeader := pol.ELR && st.Leader >= 0 && eligible(st.Leader) && st.LeaderIncarnation != "" &&
+				img.Brokers[st.Leader].Incarnation != st.LeaderIncarnation && lost(name, st.Leader)
+			droppedLost := false
+			if pol.ELR && (lostLeader || st.Leader < 0) {
+				kept := next.ISR[:0:0]
+				for _, r := range next.ISR {
+					if lost(name, r) {
+						droppedLost = true
+						continue
+					}
+					kept = append(kept, r)
+				}
+				next.ISR = kept
+			}
 			switch {
-			case st.Leader >= 0 && eligible(st.Leader) && !resigned:
+			case st.Leader >= 0 && eligible(st.Leader) && !resigned && !lostLeader:
 				restarted = st.LeaderIncarnation != "" && img.Brokers[st.Leader].Incarnation != st.LeaderIncarnation
 				if pol.Preferred && len(replicas) > 0 && replicas[0] != st.Leader &&
 					eligible(replicas[0]) && slices.Contains(next.ISR, replicas[0]) {
@@ -115,9 +149,18 @@ func Decide(img *Image, pol ElectionPolicy) []PartitionUpdate {
 			default:
 				leader := int32(-1)
 				for _, r := range replicas {
-					if eligible(r) && slices.Contains(next.ISR, r) {
+					if eligible(r) && slices.Contains(next.ISR, r) && !(pol.ELR && lost(name, r)) {
 						leader = r
 						break
+					}
+				}
+				if leader < 0 && pol.ELR {
+					for _, r := range replicas {
+						if eligible(r) && slices.Contains(st.ELR, r) && !lost(name, r) {
+							leader = r
+							next.ISR = []int32{r}
+							break
+						}
 					}
 				}
 				if leader < 0 && pol.Unclean != nil && pol.Unclean(name) {
@@ -132,22 +175,39 @@ func Decide(img *Image, pol ElectionPolicy) []PartitionUpdate {
 				switch {
 				case leader >= 0:
 					next.Leader = leader
-				case st.Leader >= 0 && registered(st.Leader):
+				case st.Leader >= 0 && registered(st.Leader) && !lostLeader:
 					// Shutting down with nobody to take over: keep it.
 					next.Leader = st.Leader
 				default:
 					next.Leader = -1
-					next.ISR = st.ISR
+					if !droppedLost {
+						next.ISR = st.ISR
+					}
 				}
 			}
 			if next.Leader >= 0 && registered(next.Leader) && !slices.Contains(next.ISR, next.Leader) && slices.Contains(st.ISR, next.Leader) {
 				// A leader kept while it shuts down stays in its ISR.
 				next.ISR = append([]int32{next.Leader}, next.ISR...)
 			}
-			if len(next.ISR) == 0 {
+			if len(next.ISR) == 0 && !droppedLost {
 				next.ISR = st.ISR
 			}
-			if next.Leader == st.Leader && slices.Equal(next.ISR, st.ISR) && !restarted {
+			if pol.ELR {
+				UpdateELR(st, &next, replicas, pol.MinISR(name))
+				for i := 0; i < len(next.ELR); i++ {
+					if r := next.ELR[i]; lost(name, r) {
+						next.ELR = slices.Delete(slices.Clone(next.ELR), i, i+1)
+						i--
+						if !slices.Contains(next.LastKnownELR, r) {
+							next.LastKnownELR = append(slices.Clone(next.LastKnownELR), r)
+						}
+					}
+				}
+			} else {
+				next.ELR, next.LastKnownELR = nil, nil
+			}
+			if next.Leader == st.Leader && slices.Equal(next.ISR, st.ISR) && !restarted &&
+				slices.Equal(next.ELR, st.ELR) && slices.Equal(next.LastKnownELR, st.LastKnownELR) {
 				continue
 			}
 			if next.Leader != st.Leader || restarted {
@@ -231,6 +291,8 @@ func (c *Cluster) applyDecisions(img *Image) {
 			}
 			return c.cfg.UncleanLeaderElection
 		},
+		ELR:    c.cfg.EligibleLeaderReplicas,
+		MinISR: func(topic string) int { return minISROf(img, topic, c.cfg.MinInsyncReplicas) },
 	}
 	fence := c.controllerFence(img)
 	updates := Decide(img, pol)
@@ -336,10 +398,14 @@ func decisionReason(img *Image, u PartitionUpdate) string {
 	switch {
 	case next.Leader == prev.Leader && next.LeaderEpoch != prev.LeaderEpoch:
 		return "leader_restarted"
-	case next.Leader == prev.Leader:
+	case next.Leader == prev.Leader && !slices.Equal(next.ISR, prev.ISR):
 		return "isr_shrink_unregistered"
+	case next.Leader == prev.Leader:
+		return "elr_changed"
 	case next.Leader < 0:
 		return "leader_offline"
+	case slices.Contains(prev.ELR, next.Leader):
+		return "elr_election"
 	case !slices.Contains(prev.ISR, next.Leader):
 		return "unclean_election"
 	case prev.Leader < 0:
@@ -359,14 +425,8 @@ func decisionReason(img *Image, u PartitionUpdate) string {
 // registration, so the controller moves its leaderships to other in-sync
 // replicas. Call WaitLeadershipsMoved to wait for that.
 func (c *Cluster) BeginControlledShutdown(ctx context.Context) error {
-	val := mustJSON(brokerValue{
-		Host:         c.cfg.AdvertisedHost,
-		Port:         c.cfg.AdvertisedPort,
-		Rack:         c.cfg.Rack,
-		Incarnation:  c.incarnation,
-		Endpoints:    c.cfg.Endpoints,
-		ShuttingDown: true,
-	})
+	c.shuttingDown.Store(true)
+	val := mustJSON(c.registration())
 	resp, err := c.cli.Put(ctx, c.keys.broker(c.cfg.NodeID), val, clientv3.WithLease(clientv3.LeaseID(c.leaseID.Load())))
 	if err != nil {
 		return err

@@ -20,6 +20,16 @@ type Broker struct {
 	Endpoints []Endpoint
 	// ShuttingDown: the broker is in controlled shutdown.
 	ShuttingDown bool
+	// UncleanShutdown: the process started on a log dir its predecessor
+	// did not close cleanly (no clean-shutdown marker): a log it kept with
+	// a relaxed flush policy may have lost writes it had reported to its
+	// leader (KIP-966's unclean shutdown).
+	UncleanShutdown bool
+	// FlushIntervalMessages is the broker's static
+	// log.flush.interval.messages, the default of a topic's flush.messages
+	// where neither the topic nor a dynamic broker config sets it; 0 when
+	// the registration predates the field (treated as 1, samsa's default).
+	FlushIntervalMessages int64
 }
 
 // Endpoint is one advertised listener of a broker.
@@ -69,6 +79,16 @@ type PartitionState struct {
 	// unsynced tail) are told apart by epoch (KIP-101). Empty when
 	// unknown (a leaderless partition, or state written without it).
 	LeaderIncarnation string
+	// ELR is the eligible leader replicas (KIP-966): replicas that left
+	// the ISR while it was below min.insync.replicas. The high watermark
+	// does not advance in that state, so each has every committed record
+	// and may lead when no ISR member can. Empty while the ISR has at
+	// least min.insync.replicas members.
+	ELR []int32
+	// LastKnownELR is the ELR members dropped because their unclean
+	// shutdown may have lost records they had reported (KIP-966): no
+	// longer electable, kept for the operator.
+	LastKnownELR []int32
 	// ModRevision is the etcd revision of the key; CAS writes compare it.
 	ModRevision int64
 }
@@ -221,7 +241,8 @@ func (b *builder) apply(evs []*mvccpb.Event, rev int64) *Image {
 				delete(next.Brokers, pk.broker)
 				continue
 			}
-			next.Brokers[pk.broker] = Broker{NodeID: pk.broker, Host: v.Host, Port: v.Port, Rack: v.Rack, Incarnation: v.Incarnation, ShuttingDown: v.ShuttingDown, Endpoints: v.Endpoints}
+			next.Brokers[pk.broker] = Broker{NodeID: pk.broker, Host: v.Host, Port: v.Port, Rack: v.Rack, Incarnation: v.Incarnation, ShuttingDown: v.ShuttingDown, Endpoints: v.Endpoints,
+				UncleanShutdown: v.UncleanShutdown, FlushIntervalMessages: v.FlushIntervalMessages}
 		case kindController:
 			electionChanged = true
 			if del {
@@ -264,6 +285,8 @@ func (b *builder) apply(evs []*mvccpb.Event, rev int64) *Image {
 				AddingReplicas:    v.AddingReplicas,
 				RemovingReplicas:  v.RemovingReplicas,
 				LeaderIncarnation: v.LeaderIncarnation,
+				ELR:               v.ELR,
+				LastKnownELR:      v.LastKnownELR,
 				ModRevision:       kv.ModRevision,
 			}
 		case kindBrokerConfig:

@@ -72,6 +72,9 @@ type brokerValue struct {
 	// ShuttingDown is set by a broker in controlled shutdown: the
 	// controller moves its leaderships away and elects no leader on it.
 	ShuttingDown bool `json:"shutting_down,omitempty"`
+	// UncleanShutdown and FlushIntervalMessages: see Broker.
+	UncleanShutdown       bool  `json:"unclean_shutdown,omitempty"`
+	FlushIntervalMessages int64 `json:"log_flush_interval_messages,omitempty"`
 }
 
 // topicValue is the JSON value of topics/<name>.
@@ -94,6 +97,9 @@ type partitionValue struct {
 	// LeaderIncarnation is the leader's registration incarnation at its
 	// election (PartitionState.LeaderIncarnation).
 	LeaderIncarnation string `json:"leader_incarnation,omitempty"`
+	// ELR and LastKnownELR: see PartitionState (KIP-966).
+	ELR          []int32 `json:"elr,omitempty"`
+	LastKnownELR []int32 `json:"last_known_elr,omitempty"`
 }
 
 // configsValue is the JSON value of configs/brokers/<node>.

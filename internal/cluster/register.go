@@ -21,13 +21,7 @@ func (c *Cluster) register(ctx context.Context) (int64, clientv3.LeaseID, error)
 	if err != nil {
 		return 0, 0, fmt.Errorf("cluster: register broker %d: grant lease: %w", c.cfg.NodeID, err)
 	}
-	val := mustJSON(brokerValue{
-		Host:        c.cfg.AdvertisedHost,
-		Port:        c.cfg.AdvertisedPort,
-		Rack:        c.cfg.Rack,
-		Incarnation: c.incarnation,
-		Endpoints:   c.cfg.Endpoints,
-	})
+	val := mustJSON(c.registration())
 	// The election candidate shares the lease, so it goes with the
 	// registration. Putting it again over an earlier process's key keeps
 	// that key's CreateRevision: a broker that restarts within its session
@@ -92,6 +86,58 @@ func (c *Cluster) keepAliveLoop() {
 				return
 			}
 			wait = min(2*wait, retryMax)
+		}
+	}
+}
+
+// registration is this broker's value of brokers/<id>.
+func (c *Cluster) registration() brokerValue {
+	return brokerValue{
+		Host:                  c.cfg.AdvertisedHost,
+		Port:                  c.cfg.AdvertisedPort,
+		Rack:                  c.cfg.Rack,
+		Incarnation:           c.incarnation,
+		Endpoints:             c.cfg.Endpoints,
+		ShuttingDown:          c.shuttingDown.Load(),
+		UncleanShutdown:       c.unclean.Load(),
+		FlushIntervalMessages: c.cfg.FlushIntervalMessages,
+	}
+}
+
+// clearUncleanShutdown runs while the registration says UncleanShutdown:
+// once no partition holds this broker in a place its unclean shutdown
+// disqualifies it from (UncleanPending: the controller takes it out of
+// them), it registers again without the flag, so that the ELR and ISR
+// memberships it earns from now on count as any other broker's.
+func (c *Cluster) clearUncleanShutdown() {
+	for c.unclean.Load() {
+		st := c.state.Load()
+		if !UncleanPending(st.img, c.cfg.NodeID) {
+			c.unclean.Store(false)
+			ctx, cancel := context.WithTimeout(c.ctx, c.cfg.SessionTimeout)
+			resp, err := c.cli.Put(ctx, c.keys.broker(c.cfg.NodeID), mustJSON(c.registration()), clientv3.WithLease(clientv3.LeaseID(c.leaseID.Load())))
+			if err == nil {
+				err = c.waitRevision(ctx, resp.Header.Revision)
+			}
+			cancel()
+			if err == nil {
+				c.log.Info("cluster: unclean shutdown handled; registration cleared of it", "node", c.cfg.NodeID)
+				return
+			}
+			if c.ctx.Err() != nil {
+				return
+			}
+			c.unclean.Store(true)
+			c.log.Warn("cluster: clear unclean shutdown from the registration", "node", c.cfg.NodeID, "err", err)
+			if !c.sleep(retryMin) {
+				return
+			}
+			continue
+		}
+		select {
+		case <-c.ctx.Done():
+			return
+		case <-st.changed:
 		}
 	}
 }

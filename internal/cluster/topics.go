@@ -323,7 +323,8 @@ func partitionValueOf(st PartitionState) partitionValue {
 		isr = []int32{}
 	}
 	return partitionValue{Leader: st.Leader, LeaderEpoch: st.LeaderEpoch, ISR: isr, PartitionEpoch: st.PartitionEpoch,
-		AddingReplicas: st.AddingReplicas, RemovingReplicas: st.RemovingReplicas, LeaderIncarnation: st.LeaderIncarnation}
+		AddingReplicas: st.AddingReplicas, RemovingReplicas: st.RemovingReplicas, LeaderIncarnation: st.LeaderIncarnation,
+		ELR: st.ELR, LastKnownELR: st.LastKnownELR}
 }
 
 func cloneConfigs(m map[string]string) map[string]string {

@@ -125,6 +125,7 @@ type Broker struct {
 	CompressionType                             string            // compression.type
 	MinInsyncReplicas                           int32             // min.insync.replicas
 	UncleanLeaderElectionEnable                 bool              // unclean.leader.election.enable
+	EligibleLeaderReplicasEnable                bool              // eligible.leader.replicas.enable
 	OffsetsTopicNumPartitions                   int32             // offsets.topic.num.partitions
 	OffsetsTopicReplicationFactor               int16             // offsets.topic.replication.factor
 	OffsetsTopicSegmentBytes                    int32             // offsets.topic.segment.bytes
@@ -355,6 +356,7 @@ func FromRaw(set map[string]string) (*Broker, error) {
 	b.CompressionType = strings.TrimSpace(r.str("compression.type"))
 	b.MinInsyncReplicas = r.int32("min.insync.replicas")
 	b.UncleanLeaderElectionEnable = r.bool("unclean.leader.election.enable")
+	b.EligibleLeaderReplicasEnable = r.bool("eligible.leader.replicas.enable")
 	b.OffsetsTopicNumPartitions = r.int32("offsets.topic.num.partitions")
 	b.OffsetsTopicReplicationFactor = int16(r.int64("offsets.topic.replication.factor"))
 	b.OffsetsTopicSegmentBytes = r.int32("offsets.topic.segment.bytes")

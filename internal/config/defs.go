@@ -387,6 +387,8 @@ var brokerDefs = []Def{
 		Doc: "Replication factor of automatically created topics."},
 	{Name: "delete.topic.enable", Type: TypeBoolean, Default: "true", ReadOnly: true,
 		Doc: "Allow DeleteTopics; when false topic deletion is refused."},
+	{Name: "eligible.leader.replicas.enable", Type: TypeBoolean, Default: "true", ReadOnly: true,
+		Doc: "Keep each partition's eligible leader replicas (KIP-966): replicas that left the ISR while it was below min.insync.replicas hold every committed record, and the controller elects one when no in-sync replica can lead, instead of leaving the partition offline. A replica back from an unclean shutdown under a relaxed flush policy (flush.messages above 1) is then not elected on a membership it had before: it may have lost records it had reported. Kafka 4.1 turns the feature on for new clusters (eligible.leader.replicas.version=1)."},
 	{Name: "etcd.advertise.client.urls", Type: TypeList, Default: "", ReadOnly: true,
 		Doc: "samsa: client URLs the embedded etcd member announces to the other members; defaults to etcd.listen.client.urls."},
 	{Name: "etcd.advertise.peer.urls", Type: TypeList, Default: "", ReadOnly: true,

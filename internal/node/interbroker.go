@@ -299,7 +299,9 @@ func (w isrWriter) AlterISR(ctx context.Context, tp storage.TopicPartition, lead
 			return fmt.Errorf("%w: broker %d joining the ISR of %s-%d", errIneligibleReplica, id, tp.Topic, tp.Partition)
 		}
 	}
+	prev := st
 	st.ISR = isr
+	w.cluster.ApplyELR(img, tp.Topic, tp.Partition, prev, &st)
 	st.PartitionEpoch++
 	_, err := w.cluster.AlterPartition(ctx, tp.Topic, tp.Partition, st)
 	return err

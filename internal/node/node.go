@@ -175,6 +175,10 @@ func Start(ctx context.Context, nc Config) (_ *Node, err error) {
 	if cfg.EtcdClientTLSOn() {
 		clientTLS = &cluster.MemberTLS{CertFile: cfg.EtcdClientSSLCertFile, KeyFile: cfg.EtcdClientSSLKeyFile, CAFile: cfg.EtcdClientSSLCAFile}
 	}
+	fs := nc.FS
+	if fs == nil {
+		fs = vfs.Default
+	}
 	n.cluster, err = cluster.Open(ctx, cluster.Config{
 		NodeID:             cfg.NodeID,
 		DataDir:            dir,
@@ -201,9 +205,13 @@ func Start(ctx context.Context, nc Config) (_ *Node, err error) {
 		SessionTimeout: time.Duration(cfg.BrokerSessionTimeoutMs) * time.Millisecond,
 		Logger:         log.With(PkgKey, "cluster"),
 
-		UncleanLeaderElection: cfg.UncleanLeaderElectionEnable,
-		AutoLeaderRebalance:   cfg.AutoLeaderRebalanceEnable,
-		EtcdObserver:          etcdObs,
+		UncleanLeaderElection:  cfg.UncleanLeaderElectionEnable,
+		AutoLeaderRebalance:    cfg.AutoLeaderRebalanceEnable,
+		EligibleLeaderReplicas: cfg.EligibleLeaderReplicasEnable,
+		MinInsyncReplicas:      int(cfg.MinInsyncReplicas),
+		UncleanShutdown:        !storage.HadCleanShutdown(fs, dir),
+		FlushIntervalMessages:  cfg.LogFlushIntervalMessages,
+		EtcdObserver:           etcdObs,
 	})
 	if err != nil {
 		return nil, withPrefix("cluster: ", err)
@@ -211,10 +219,6 @@ func Start(ctx context.Context, nc Config) (_ *Node, err error) {
 	defaults, err := cfg.ResolveTopic(nil)
 	if err != nil {
 		return nil, err
-	}
-	fs := nc.FS
-	if fs == nil {
-		fs = vfs.Default
 	}
 	n.logs, err = storage.OpenManager(storage.ManagerConfig{
 		FS:                     fs,

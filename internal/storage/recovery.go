@@ -678,3 +678,11 @@ func readAllAt(f vfs.File) ([]byte, error) {
 	}
 	return buf, nil
 }
+
+// HadCleanShutdown reports whether the log dir dir holds the clean-shutdown
+// marker: the process that used it last closed it cleanly, so nothing it
+// had written was lost. A new or wiped dir has no marker. Call it before
+// OpenManager, which removes the marker.
+func HadCleanShutdown(fs vfs.FS, dir string) bool {
+	return fileExists(fs, filepath.Join(dir, cleanShutdownFile))
+}
