@@ -173,6 +173,10 @@ func serve(ctx context.Context, cfg *config.Broker, log *slog.Logger) error {
 	return nil
 }
 
+// volatileWritesEnv, set to 1, sets node.Config.VolatileWrites: a test
+// mode for power-loss scenarios across processes (docs/reliability.md).
+const volatileWritesEnv = "SAMSA_TEST_VOLATILE_WRITES"
+
 // startAbandonTimeout is how long a signal during startup waits for
 // node.Start to give up before serve returns without it.
 const startAbandonTimeout = 5 * time.Second
@@ -187,9 +191,16 @@ func startInterruptibly(ctx context.Context, cfg *config.Broker, log *slog.Logge
 		err error
 	}
 	done := make(chan started, 1)
+	nc := node.Config{Broker: cfg, Logger: log}
+	if os.Getenv(volatileWritesEnv) == "1" {
+		nc.VolatileWrites = true
+		log.Warn("test mode: unsynced writes are kept in this process's memory, so kill -9 loses them as a power cut would; never use it in production",
+			"env", volatileWritesEnv)
+	}
 	go func() {
 		v := buildVersion()
-		n, err := node.Start(ctx, node.Config{Broker: cfg, Logger: log, Version: v.Version, Commit: v.Commit})
+		nc.Version, nc.Commit = v.Version, v.Commit
+		n, err := node.Start(ctx, nc)
 		done <- started{n, err}
 	}()
 	select {

@@ -39,6 +39,10 @@ type Config struct {
 	// (MemFS.CrashClone keeps only what was fsynced); meta.properties,
 	// the dir lock and an embedded etcd stay on the real disk.
 	FS vfs.FS
+	// VolatileWrites, with FS nil, keeps unsynced file data in this
+	// process's memory (vfs.Volatile), so that kill -9 loses it as a
+	// power cut would: for power-loss tests across processes only.
+	VolatileWrites bool
 	// Now is the broker's clock for retention, timestamps, ISR lag,
 	// sessions and timeouts; nil is time.Now. Tests skew it and make it
 	// jump (TESTPLAN S-24); etcd's leases keep etcd's own clock.
@@ -176,7 +180,11 @@ func Start(ctx context.Context, nc Config) (_ *Node, err error) {
 		clientTLS = &cluster.MemberTLS{CertFile: cfg.EtcdClientSSLCertFile, KeyFile: cfg.EtcdClientSSLKeyFile, CAFile: cfg.EtcdClientSSLCAFile}
 	}
 	fs := nc.FS
-	if fs == nil {
+	switch {
+	case fs != nil:
+	case nc.VolatileWrites:
+		fs = vfs.NewVolatile()
+	default:
 		fs = vfs.Default
 	}
 	n.cluster, err = cluster.Open(ctx, cluster.Config{

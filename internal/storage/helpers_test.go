@@ -29,6 +29,9 @@ type fsCase struct {
 var fsCases = []fsCase{
 	{"os", func(t testing.TB) (vfs.FS, string) { return vfs.Default, t.TempDir() }},
 	{"mem", func(t testing.TB) (vfs.FS, string) { return vfs.NewMemFS(), "/data" }},
+	// The OS with unsynced data in memory (power-loss tests across
+	// processes run brokers on it).
+	{"volatile", func(t testing.TB) (vfs.FS, string) { return vfs.NewVolatile(), t.TempDir() }},
 }
 
 // forEachFS runs f once per file system.

@@ -21,6 +21,7 @@ func eachFS(t *testing.T, f func(t *testing.T, fs FS, dir string)) {
 		}
 		f(t, fs, "/data")
 	})
+	t.Run("fs=volatile", func(t *testing.T) { f(t, NewVolatile(), t.TempDir()) })
 }
 
 func write(t *testing.T, f File, s string) {
@@ -472,4 +473,87 @@ func TestDelaySyncsSlowsEverySyncWithinBoundsUntilReset(t *testing.T) {
 	if d := time.Since(start); d >= 20*time.Millisecond {
 		t.Fatalf("sync after Reset took %v", d)
 	}
+}
+
+// TestVolatileLosesWhatWasNotSyncedWhenTheProcessDies: a second Volatile
+// on the same dir is the process started again after kill -9; it sees
+// exactly the synced contents, while the first sees everything written.
+func TestVolatileLosesWhatWasNotSyncedWhenTheProcessDies(t *testing.T) {
+	dir := t.TempDir()
+	v := NewVolatile()
+	a, b, c := filepath.Join(dir, "a.log"), filepath.Join(dir, "b.log"), filepath.Join(dir, "c.log")
+	f, err := v.Create(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, f, "synced")
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	write(t, f, " lost")
+	if got := readAll(t, v, a); got != "synced lost" {
+		t.Fatalf("this process reads %q", got)
+	}
+	if fi, err := v.Stat(a); err != nil || fi.Size() != 11 {
+		t.Fatalf("Stat = %v, %v; want size 11", fi, err)
+	}
+	if fi, err := f.Stat(); err != nil || fi.Size() != 11 {
+		t.Fatalf("File.Stat = %v, %v; want size 11", fi, err)
+	}
+	if f.Fd() != ^uintptr(0) {
+		t.Fatalf("Fd = %d: sendfile would read the disk and miss unsynced data", f.Fd())
+	}
+	g, err := v.OpenReadWrite(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, g, "never synced")
+	if err := g.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := readAll(t, v, b); got != "never synced" {
+		t.Fatalf("after close this process reads %q (the page cache keeps it)", got)
+	}
+	if got := readAll(t, NewVolatile(), a); got != "synced" {
+		t.Fatalf("after the process died: %q, want the synced part", got)
+	}
+	if got := readAll(t, NewVolatile(), b); got != "" {
+		t.Fatalf("after the process died: %q, want an empty file", got)
+	}
+
+	// Unsynced data follows a rename; a sync after it makes it durable.
+	if err := v.Rename(a, c); err != nil {
+		t.Fatal(err)
+	}
+	if got := readAll(t, v, c); got != "synced lost" {
+		t.Fatalf("after rename this process reads %q", got)
+	}
+	if got := readAll(t, NewVolatile(), c); got != "synced" {
+		t.Fatalf("after rename and death: %q", got)
+	}
+	write(t, f, "!")
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if got := readAll(t, NewVolatile(), c); got != "synced lost!" {
+		t.Fatalf("after sync: %q", got)
+	}
+	// A truncation into the synced part reaches the disk at once.
+	if err := f.Truncate(3); err != nil {
+		t.Fatal(err)
+	}
+	write(t, f, "c")
+	if got := readAll(t, v, c); got != "sync" {
+		t.Fatalf("after truncate this process reads %q", got)
+	}
+	if got := readAll(t, NewVolatile(), c); got != "syn" {
+		t.Fatalf("after truncate and death: %q", got)
+	}
+	if err := v.Remove(c); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := v.Stat(c); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("Stat after Remove: %v", err)
+	}
+	f.Close()
 }
