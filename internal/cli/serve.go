@@ -7,7 +7,9 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -177,6 +179,49 @@ func serve(ctx context.Context, cfg *config.Broker, log *slog.Logger) error {
 // mode for power-loss scenarios across processes (docs/reliability.md).
 const volatileWritesEnv = "SAMSA_TEST_VOLATILE_WRITES"
 
+// testClockEnv names a file holding a signed offset in milliseconds that
+// the broker adds to the machine's clock ("{node.id}" in the name is
+// replaced by the node id): a test mode for clock skew and jumps across
+// processes (TESTPLAN S-24). libfaketime cannot do it, since a Go program
+// reads the clock through the kernel's vDSO, not libc.
+const testClockEnv = "SAMSA_TEST_CLOCK_FILE"
+
+// fileClock returns a clock that is time.Now plus the offset in path,
+// read again every 20 ms until ctx ends. The time it returns carries no
+// monotonic reading, so a change of the offset is a step of the wall
+// clock that every duration the broker measures sees, as it would with
+// wall-clock milliseconds. A missing or unreadable file is offset 0.
+func fileClock(ctx context.Context, path string, log *slog.Logger) func() time.Time {
+	var off atomic.Int64
+	read := func() {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			off.Store(0)
+			return
+		}
+		ms, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+		if err != nil {
+			log.Warn("test clock: bad offset", "file", path, "err", err)
+			return
+		}
+		off.Store(ms * int64(time.Millisecond))
+	}
+	read()
+	go func() {
+		t := time.NewTicker(20 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				read()
+			}
+		}
+	}()
+	return func() time.Time { return time.Now().Round(0).Add(time.Duration(off.Load())) }
+}
+
 // startAbandonTimeout is how long a signal during startup waits for
 // node.Start to give up before serve returns without it.
 const startAbandonTimeout = 5 * time.Second
@@ -192,6 +237,12 @@ func startInterruptibly(ctx context.Context, cfg *config.Broker, log *slog.Logge
 	}
 	done := make(chan started, 1)
 	nc := node.Config{Broker: cfg, Logger: log}
+	if path := os.Getenv(testClockEnv); path != "" {
+		path = strings.ReplaceAll(path, "{node.id}", strconv.Itoa(int(cfg.NodeID)))
+		nc.Now = fileClock(ctx, path, log)
+		log.Warn("test mode: the broker's clock is the machine's plus the offset in a file; never use it in production",
+			"env", testClockEnv, "file", path)
+	}
 	if os.Getenv(volatileWritesEnv) == "1" {
 		nc.VolatileWrites = true
 		log.Warn("test mode: unsynced writes are kept in this process's memory, so kill -9 loses them as a power cut would; never use it in production",

@@ -206,11 +206,11 @@ func Decide(img *Image, pol ElectionPolicy) []PartitionUpdate {
 			} else {
 				next.ELR, next.LastKnownELR = nil, nil
 			}
-			if next.Leader == st.Leader && slices.Equal(next.ISR, st.ISR) && !restarted &&
+			if next.Leader == st.Leader && slices.Equal(next.ISR, st.ISR) && !restarted && !lostLeader &&
 				slices.Equal(next.ELR, st.ELR) && slices.Equal(next.LastKnownELR, st.LastKnownELR) {
 				continue
 			}
-			if next.Leader != st.Leader || restarted {
+			if next.Leader != st.Leader || restarted || (lostLeader && next.Leader >= 0) {
 				next.LeaderEpoch++
 				next.LeaderIncarnation = img.Brokers[next.Leader].Incarnation
 			}

@@ -6,6 +6,9 @@
 //	Default        the operating system (os.go); Sync is fdatasync
 //	MemFS          in memory, safe for concurrent use; CrashClone keeps
 //	               only what Sync and SyncDir made durable (mem.go)
+//	Volatile       the operating system with unsynced file data kept in
+//	               the process's memory until Sync, so that kill -9 is a
+//	               power cut (volatile.go; SAMSA_TEST_VOLATILE_WRITES)
 //	WithErrors     wraps any FS; an Injector fails the Nth write, sync,
 //	               dir sync, create, rename, remove or truncate, or cuts a
 //	               write short, with ErrInjected (errorfs.go)

@@ -88,13 +88,15 @@ type testCluster struct {
 	dir string
 	// overrides are the profile's broker configs beyond clusterOverrides.
 	overrides []string
+	// env is the profile's additions to each broker's environment.
+	env []string
 }
 
 // newTestCluster returns an empty cluster for profile p, with its
 // certificates made under dir if p is secure.
 func newTestCluster(t *testing.T, p clusterProfile, dir string) *testCluster {
 	t.Helper()
-	c := &testCluster{t: t, overrides: p.overrides}
+	c := &testCluster{t: t, overrides: p.overrides, env: p.env}
 	if p.secure {
 		d := makeDevCerts(t, filepath.Join(dir, "certs"))
 		c.certs = &d
@@ -190,7 +192,7 @@ func (c *testCluster) startBroker(i int, front func(b *broker) string) *broker {
 	for _, o := range append(slices.Clone(clusterOverrides), c.overrides...) {
 		args = append(args, "--override", o)
 	}
-	b.proc = &proc{t: c.t, name: "broker " + strconv.Itoa(i), args: args,
+	b.proc = &proc{t: c.t, name: "broker " + strconv.Itoa(i), args: args, env: c.env,
 		logPath: filepath.Join(c.dir, "broker"+strconv.Itoa(i)+".log")}
 	c.brokers = append(c.brokers, b)
 	b.start()

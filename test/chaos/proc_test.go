@@ -25,6 +25,7 @@ type proc struct {
 	t       *testing.T
 	name    string // for messages: "etcd", "broker 1"
 	args    []string
+	env     []string // added to the test's environment
 	logPath string
 
 	cmd  *exec.Cmd
@@ -50,6 +51,9 @@ func (p *proc) start() {
 		time.Now().Format("15:04:05.000"), strings.Join(p.args, " "))
 	cmd := exec.Command(samsaBin, p.args...)
 	testutil.DieWithParent(cmd)
+	if len(p.env) > 0 {
+		cmd.Env = append(os.Environ(), p.env...)
+	}
 	cmd.Stdout = logf
 	cmd.Stderr = logf
 	if err := cmd.Start(); err != nil {

@@ -52,6 +52,8 @@ type clusterProfile struct {
 	secure bool
 	// overrides are broker configs set after the scenarios' common ones.
 	overrides []string
+	// env is added to every broker's environment.
+	env []string
 }
 
 // secureProfile is the profile of the *SASLSSL scenarios.
