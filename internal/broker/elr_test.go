@@ -127,50 +127,73 @@ func TestEligibleLeaderReplicaLeadsWhenTheISRIsGone(t *testing.T) {
 }
 
 // TestReplicaThatLostReportedRecordsDoesNotLead is KIP-966's safety case,
-// "last replica standing", under a relaxed flush policy (flush.messages
-// far above 1: a replica reports what it has in the page cache). The ISR
-// shrinks to the leader alone, the others having stopped cleanly (the last
-// one to leave is in the ELR); then the leader loses power, so its log
-// loses what it had not fsynced, committed records among them. It comes
-// back first: re-electing it on its ISR membership would lose those
-// records for good. It must not lead; the partition waits offline until
-// the ELR member returns, which leads with every committed record.
+// "last replica standing". The ISR shrinks to the leader alone, the
+// others having stopped cleanly (the last one to leave is in the ELR);
+// then the leader loses what it had reported:
+//
+//   - power-cut: the topic has a relaxed flush policy (flush.messages far
+//     above 1: a replica reports what it has in the page cache) and the
+//     leader loses power, so its log loses what it had not fsynced,
+//     committed records among them;
+//   - replaced-disk: under the default durable policy, the leader's disk is
+//     replaced by an empty one.
+//
+// It comes back first: re-electing it on its ISR membership would lose the
+// committed records for good. It must not lead; the partition waits
+// offline until the ELR member returns, which leads with every committed
+// record.
 func TestReplicaThatLostReportedRecordsDoesNotLead(t *testing.T) {
 	t.Parallel()
-	const topic = "elr-power-loss"
-	c, fss, acked := elrCluster(t, topic, 200, "flush.messages=1000000", "flush.ms=600000")
-	l := c.Leader(topic, 0)
-	a, b := othersThan(l)[0], othersThan(l)[1]
-	c.Stop(int(a))
-	c.Stop(int(b))
-	waitState(t, c, l, topic, fmt.Sprintf("ISR [%d], ELR [%d]", l, b), func(st cluster.PartitionState) bool {
-		return slices.Equal(st.ISR, []int32{l}) && slices.Equal(st.ELR, []int32{b})
-	})
-
-	clone := fss[l].CutPower()
-	c.Kill(int(l))
-	fss[l] = clone
-	c.Brokers[l].FS = clone
-	c.Start(int(l))
-	st := waitState(t, c, l, topic, "offline, the restarted leader out of the ISR", func(st cluster.PartitionState) bool {
-		return st.Leader == -1 && len(st.ISR) == 0 && slices.Equal(st.ELR, []int32{b}) && slices.Equal(st.LastKnownELR, []int32{l})
-	})
-	// It stays offline: nothing elects the replica that lost records.
-	time.Sleep(time.Second)
-	if now := c.Brokers[l].Node.Image().Topics[topic].Partitions[0]; now.Leader != -1 || now.LeaderEpoch != st.LeaderEpoch {
-		t.Fatalf("partition got leader %d at epoch %d while only the replica that lost records was back", now.Leader, now.LeaderEpoch)
+	cases := []struct {
+		name    string
+		configs []string
+		lose    func(fs *vfs.MemFS) *vfs.MemFS
+	}{
+		{"power-cut", []string{"flush.messages=1000000", "flush.ms=600000"}, func(fs *vfs.MemFS) *vfs.MemFS { return fs.CutPower() }},
+		{"replaced-disk", nil, func(*vfs.MemFS) *vfs.MemFS {
+			fs := vfs.NewMemFS()
+			return fs
+		}},
 	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			topic := "elr-" + tc.name
+			c, fss, acked := elrCluster(t, topic, 200, tc.configs...)
+			l := c.Leader(topic, 0)
+			a, b := othersThan(l)[0], othersThan(l)[1]
+			c.Stop(int(a))
+			c.Stop(int(b))
+			waitState(t, c, l, topic, fmt.Sprintf("ISR [%d], ELR [%d]", l, b), func(st cluster.PartitionState) bool {
+				return slices.Equal(st.ISR, []int32{l}) && slices.Equal(st.ELR, []int32{b})
+			})
 
-	c.Start(int(b))
-	waitState(t, c, l, topic, fmt.Sprintf("broker %d elected from the ELR", b), func(st cluster.PartitionState) bool {
-		return st.Leader == b
-	})
-	c.Start(int(a))
-	waitFullISR(t, c, topic, 1)
-	wantRecords(t, c, topic, acked)
-	waitState(t, c, b, topic, "ELR and last known ELR empty with a full ISR", func(st cluster.PartitionState) bool {
-		return len(st.ELR) == 0 && len(st.LastKnownELR) == 0
-	})
-	more := produceAcked(t, c.Client(kgo.RequiredAcks(kgo.AllISRAcks())), topic, "after", 50)[0]
-	wantRecords(t, c, topic, append(slices.Clone(acked), more...))
+			lost := tc.lose(fss[l])
+			c.Kill(int(l))
+			fss[l] = lost
+			c.Brokers[l].FS = lost
+			c.Start(int(l))
+			st := waitState(t, c, l, topic, "offline, the restarted leader out of the ISR", func(st cluster.PartitionState) bool {
+				return st.Leader == -1 && len(st.ISR) == 0 && slices.Equal(st.ELR, []int32{b}) && slices.Equal(st.LastKnownELR, []int32{l})
+			})
+			// It stays offline: nothing elects the replica that lost records.
+			time.Sleep(time.Second)
+			if now := c.Brokers[l].Node.Image().Topics[topic].Partitions[0]; now.Leader != -1 || now.LeaderEpoch != st.LeaderEpoch {
+				t.Fatalf("partition got leader %d at epoch %d while only the replica that lost records was back", now.Leader, now.LeaderEpoch)
+			}
+
+			c.Start(int(b))
+			waitState(t, c, l, topic, fmt.Sprintf("broker %d elected from the ELR", b), func(st cluster.PartitionState) bool {
+				return st.Leader == b
+			})
+			c.Start(int(a))
+			waitFullISR(t, c, topic, 1)
+			wantRecords(t, c, topic, acked)
+			waitState(t, c, b, topic, "ELR and last known ELR empty with a full ISR", func(st cluster.PartitionState) bool {
+				return len(st.ELR) == 0 && len(st.LastKnownELR) == 0
+			})
+			more := produceAcked(t, c.Client(kgo.RequiredAcks(kgo.AllISRAcks())), topic, "after", 50)[0]
+			wantRecords(t, c, topic, append(slices.Clone(acked), more...))
+		})
+	}
 }

@@ -81,6 +81,7 @@ type Config struct {
 	// UncleanShutdown and FlushIntervalMessages go into the registration
 	// (Broker).
 	UncleanShutdown       bool
+	EmptyLogDir           bool
 	FlushIntervalMessages int64
 
 	// EtcdObserver, if not nil, is told of every unary request the etcd
@@ -229,7 +230,7 @@ func Open(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 	rev := resp.Header.Revision
 	c.goFunc(func() { c.watchLoop(b, rev) })
 
-	c.unclean.Store(cfg.UncleanShutdown)
+	c.unclean.Store(cfg.UncleanShutdown || cfg.EmptyLogDir)
 	regRev, lease, err := c.register(ctx)
 	if err != nil {
 		return nil, err
@@ -237,7 +238,7 @@ func Open(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 	c.leaseID.Store(int64(lease))
 	c.goFunc(c.keepAliveLoop)
 	c.goFunc(c.runController)
-	if cfg.UncleanShutdown {
+	if c.unclean.Load() {
 		c.goFunc(c.clearUncleanShutdown)
 	}
 	if err := c.waitRevision(ctx, regRev); err != nil {

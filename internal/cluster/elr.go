@@ -96,11 +96,12 @@ func positiveConfig(m map[string]string, key string) (int64, bool) {
 }
 
 // MayHaveLostReported reports whether broker r, as registered in img, may
-// have lost records of topic it had reported to a leader: it started after
-// an unclean shutdown and keeps topic under a relaxed flush policy.
+// have lost records of topic it had reported to a leader: it started on
+// an empty log dir (a new or replaced disk), or after an unclean shutdown
+// and keeps topic under a relaxed flush policy.
 func MayHaveLostReported(img *Image, topic string, r int32) bool {
 	br, ok := img.Brokers[r]
-	return ok && br.UncleanShutdown && !durableOn(img, topic, r)
+	return ok && (br.EmptyLogDir || br.UncleanShutdown && !durableOn(img, topic, r))
 }
 
 // ApplyELR updates next's ELR for an ISR change of topic's partition p
@@ -129,7 +130,7 @@ func (c *Cluster) ApplyELR(img *Image, topic string, p int32, prev PartitionStat
 // lasts only until the flag is cleared.
 func UncleanPending(img *Image, r int32) bool {
 	br, ok := img.Brokers[r]
-	if !ok || !br.UncleanShutdown {
+	if !ok || !br.UncleanShutdown && !br.EmptyLogDir {
 		return false
 	}
 	for name, t := range img.Topics {
@@ -138,7 +139,7 @@ func UncleanPending(img *Image, r int32) bool {
 			held := slices.Contains(st.ELR, r) ||
 				(st.Leader < 0 && slices.Contains(st.ISR, r)) ||
 				(st.Leader == r && st.LeaderIncarnation != "" && st.LeaderIncarnation != br.Incarnation)
-			if held && !durableOn(img, name, r) {
+			if held && MayHaveLostReported(img, name, r) {
 				return true
 			}
 		}

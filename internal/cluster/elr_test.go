@@ -10,6 +10,7 @@ import (
 func TestDecideEligibleLeaderReplicas(t *testing.T) {
 	type br struct {
 		unclean bool  // registered after an unclean shutdown
+		empty   bool  // registered on a log dir without partitions
 		flush   int64 // its static log.flush.interval.messages
 	}
 	on := ElectionPolicy{ELR: true, MinISR: func(string) int { return 2 }}
@@ -78,6 +79,14 @@ func TestDecideEligibleLeaderReplicas(t *testing.T) {
 			map[int32]br{0: {unclean: true, flush: 1}}, nil,
 			PartitionState{Leader: 0, LeaderEpoch: 3, ISR: []int32{0}, LeaderIncarnation: "before"}, on,
 			"leader=0 epoch=4 isr=[0] elr=[] lke=[]"},
+		{"restarted leader on a replaced disk, durable policy: another in-sync replica leads",
+			map[int32]br{0: {empty: true, flush: 1}, 1: {}, 2: {}}, nil,
+			PartitionState{Leader: 0, LeaderEpoch: 3, ISR: []int32{0, 1, 2}, LeaderIncarnation: "before"}, on,
+			"leader=1 epoch=4 isr=[1 2] elr=[] lke=[]"},
+		{"offline partition whose last ISR member is back on a replaced disk: stays offline",
+			map[int32]br{0: {empty: true, flush: 1}}, nil,
+			PartitionState{Leader: -1, LeaderEpoch: 4, ISR: []int32{0}, ELR: []int32{1}}, on,
+			"leader=-1 epoch=4 isr=[] elr=[1] lke=[0]"},
 		{"ISR back at min ISR clears the ELR",
 			map[int32]br{0: {}, 1: {}, 2: {}}, nil, PartitionState{Leader: 0, LeaderEpoch: 3, ISR: []int32{0, 1}, ELR: []int32{2}}, on,
 			"leader=0 epoch=3 isr=[0 1] elr=[] lke=[]"},
@@ -92,7 +101,7 @@ func TestDecideEligibleLeaderReplicas(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			img := &Image{Brokers: map[int32]Broker{}, Topics: map[string]*Topic{}}
 			for id, b := range c.brokers {
-				img.Brokers[id] = Broker{NodeID: id, Incarnation: fmt.Sprintf("i%d", id), UncleanShutdown: b.unclean, FlushIntervalMessages: b.flush}
+				img.Brokers[id] = Broker{NodeID: id, Incarnation: fmt.Sprintf("i%d", id), UncleanShutdown: b.unclean || b.empty, EmptyLogDir: b.empty, FlushIntervalMessages: b.flush}
 			}
 			img.Topics["t"] = &Topic{Name: "t", Replicas: [][]int32{{0, 1, 2}}, Partitions: []PartitionState{c.st}, Configs: c.configs}
 			ups := Decide(img, c.pol)

@@ -25,6 +25,10 @@ type Broker struct {
 	// a relaxed flush policy may have lost writes it had reported to its
 	// leader (KIP-966's unclean shutdown).
 	UncleanShutdown bool
+	// EmptyLogDir: the process started on a log dir that holds no
+	// partition (new, or wiped): it has lost everything it had reported,
+	// whatever the flush policy.
+	EmptyLogDir bool
 	// FlushIntervalMessages is the broker's static
 	// log.flush.interval.messages, the default of a topic's flush.messages
 	// where neither the topic nor a dynamic broker config sets it; 0 when
@@ -242,7 +246,7 @@ func (b *builder) apply(evs []*mvccpb.Event, rev int64) *Image {
 				continue
 			}
 			next.Brokers[pk.broker] = Broker{NodeID: pk.broker, Host: v.Host, Port: v.Port, Rack: v.Rack, Incarnation: v.Incarnation, ShuttingDown: v.ShuttingDown, Endpoints: v.Endpoints,
-				UncleanShutdown: v.UncleanShutdown, FlushIntervalMessages: v.FlushIntervalMessages}
+				UncleanShutdown: v.UncleanShutdown, EmptyLogDir: v.EmptyLogDir, FlushIntervalMessages: v.FlushIntervalMessages}
 		case kindController:
 			electionChanged = true
 			if del {

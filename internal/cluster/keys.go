@@ -74,6 +74,7 @@ type brokerValue struct {
 	ShuttingDown bool `json:"shutting_down,omitempty"`
 	// UncleanShutdown and FlushIntervalMessages: see Broker.
 	UncleanShutdown       bool  `json:"unclean_shutdown,omitempty"`
+	EmptyLogDir           bool  `json:"empty_log_dir,omitempty"`
 	FlushIntervalMessages int64 `json:"log_flush_interval_messages,omitempty"`
 }
 

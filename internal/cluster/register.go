@@ -100,6 +100,7 @@ func (c *Cluster) registration() brokerValue {
 		Endpoints:             c.cfg.Endpoints,
 		ShuttingDown:          c.shuttingDown.Load(),
 		UncleanShutdown:       c.unclean.Load(),
+		EmptyLogDir:           c.unclean.Load() && c.cfg.EmptyLogDir,
 		FlushIntervalMessages: c.cfg.FlushIntervalMessages,
 	}
 }

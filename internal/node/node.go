@@ -218,6 +218,7 @@ func Start(ctx context.Context, nc Config) (_ *Node, err error) {
 		EligibleLeaderReplicas: cfg.EligibleLeaderReplicasEnable,
 		MinInsyncReplicas:      int(cfg.MinInsyncReplicas),
 		UncleanShutdown:        !storage.HadCleanShutdown(fs, dir),
+		EmptyLogDir:            storage.HoldsNoPartition(fs, dir),
 		FlushIntervalMessages:  cfg.LogFlushIntervalMessages,
 		EtcdObserver:           etcdObs,
 	})

@@ -686,3 +686,19 @@ func readAllAt(f vfs.File) ([]byte, error) {
 func HadCleanShutdown(fs vfs.FS, dir string) bool {
 	return fileExists(fs, filepath.Join(dir, cleanShutdownFile))
 }
+
+// HoldsNoPartition reports whether the log dir dir holds no partition log
+// (it is new, or was wiped): a broker starting on it has none of the
+// records its node id may be counted on for.
+func HoldsNoPartition(fs vfs.FS, dir string) bool {
+	names, err := fs.List(dir)
+	if err != nil {
+		return true
+	}
+	for _, name := range names {
+		if _, ok := parsePartitionDir(name); ok {
+			return false
+		}
+	}
+	return true
+}
