@@ -162,12 +162,12 @@ func TestTopicCommands(t *testing.T) {
 	rows := lines[3:6]
 	for p, row := range rows {
 		f := strings.Fields(row)
-		// PARTITION LEADER EPOCH REPLICAS ISR OFFLINE LOG-START LOG-END ERROR
+		// PARTITION LEADER EPOCH REPLICAS ISR OFFLINE ELR LAST-KNOWN-ELR LOG-START LOG-END ERROR
 		end := "0"
 		if p == 2 {
 			end = "3"
 		}
-		if len(f) != 9 || f[0] != fmt.Sprint(p) || f[5] != "-" || f[6] != "0" || f[7] != end || f[8] != "-" || f[3] != f[4] {
+		if len(f) != 11 || f[0] != fmt.Sprint(p) || f[5] != "-" || f[6] != "-" || f[7] != "-" || f[8] != "0" || f[9] != end || f[10] != "-" || f[3] != f[4] {
 			t.Fatalf("partition row %q", row)
 		}
 	}

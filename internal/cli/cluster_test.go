@@ -2,6 +2,7 @@ package cli_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -94,8 +95,8 @@ func TestElectLeadersPreferredMovesLeadershipBack(t *testing.T) {
 			return fmt.Errorf("want 3 partition rows:\n%s", out)
 		}
 		for _, f := range rows {
-			// PARTITION LEADER EPOCH REPLICAS ISR OFFLINE LOG-START LOG-END ERROR
-			if len(f) != 9 || f[5] != fmt.Sprint(victim) || f[1] == fmt.Sprint(victim) {
+			// PARTITION LEADER EPOCH REPLICAS ISR OFFLINE ELR LAST-KNOWN-ELR LOG-START LOG-END ERROR
+			if len(f) != 11 || f[5] != fmt.Sprint(victim) || f[1] == fmt.Sprint(victim) {
 				return fmt.Errorf("row %q: want broker %d offline and not leading", f, victim)
 			}
 		}
@@ -180,4 +181,60 @@ func waitLeaders(t *testing.T, c *testutil.Cluster, topic string, want []int32) 
 		}
 		return nil
 	})
+}
+
+// TestTopicDescribeShowsEligibleLeaderReplicas stops the two followers of
+// a partition with min.insync.replicas 2 one after the other: the second
+// leaves the ISR below min ISR and joins the ELR (KIP-966), which `topic
+// describe` shows in its ELR column and JSON.
+func TestTopicDescribeShowsEligibleLeaderReplicas(t *testing.T) {
+	t.Parallel()
+	c := testutil.StartCluster(t, 3, "min.insync.replicas=2", "auto.leader.rebalance.enable=false")
+	const topic = "elr"
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if _, err := c.Admin().CreateTopic(ctx, 1, 3, nil, topic); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, 20*time.Second, func() error {
+		if isr := c.ISR(topic, 0); isr != "0 1 2" {
+			return fmt.Errorf("ISR %q", isr)
+		}
+		return nil
+	})
+	l := c.Leader(topic, 0)
+	var others []int
+	for i := range 3 {
+		if int32(i) != l {
+			others = append(others, i)
+		}
+	}
+	c.Stop(others[0])
+	c.Stop(others[1])
+	addr := c.Brokers[l].Addr()
+	testutil.Eventually(t, 20*time.Second, func() error {
+		out := mustSamsa(t, addr, "topic", "describe", topic)
+		rows := section(t, out, "PARTITION")
+		// PARTITION LEADER EPOCH REPLICAS ISR OFFLINE ELR LAST-KNOWN-ELR LOG-START LOG-END ERROR
+		if len(rows) != 1 || len(rows[0]) != 11 || rows[0][4] != fmt.Sprint(l) || rows[0][6] != fmt.Sprint(others[1]) || rows[0][7] != "-" {
+			return fmt.Errorf("want ISR %d and ELR %d:\n%s", l, others[1], out)
+		}
+		return nil
+	})
+	out := mustSamsa(t, addr, "topic", "describe", topic, "--format", "json")
+	var doc struct {
+		Topics []struct {
+			Partitions []struct {
+				ELR          []int32 `json:"elr"`
+				LastKnownELR []int32 `json:"last_known_elr"`
+			} `json:"partitions"`
+		} `json:"topics"`
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if len(doc.Topics) != 1 || len(doc.Topics[0].Partitions) != 1 ||
+		!slices.Equal(doc.Topics[0].Partitions[0].ELR, []int32{int32(others[1])}) || doc.Topics[0].Partitions[0].LastKnownELR == nil {
+		t.Fatalf("JSON: want elr [%d] and an empty last_known_elr:\n%s", others[1], out)
+	}
 }

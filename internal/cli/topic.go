@@ -8,9 +8,11 @@ import (
 	"sort"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -179,8 +181,9 @@ func newTopicDescribeCmd(g *globals, e env) *cobra.Command {
 		Short: "Show partitions, leaders, replicas, ISR, offsets and configs of topics",
 		Long: `Describe topics: the topic id (URL-safe base64, as Kafka prints it), each
 partition's leader, leader epoch, replicas, in-sync replicas, offline
-replicas (those on brokers that are not registered, "-" when none) and log
-start/end offsets, and the topic configs that are set on the topic (not
+replicas (those on brokers that are not registered, "-" when none), the
+eligible leader replicas and last known ELR (KIP-966, "-" when none) and
+log start/end offsets, and the topic configs that are set on the topic (not
 inherited defaults; "(none)" when there are none). With --producers, also
 each partition's active idempotent producers (DescribeProducers): producer
 id, epoch, last sequence and last timestamp. --format json prints one
@@ -193,10 +196,11 @@ carrying its error.`,
 		Args: minArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			adm, err := newAdmin(g)
+			cl, err := newClient(g, kgo.MetadataMinAge(50*time.Millisecond))
 			if err != nil {
 				return err
 			}
+			adm := kadm.NewClient(cl)
 			defer adm.Close()
 			td, err := adm.ListTopics(ctx, args...)
 			if err != nil {
@@ -214,6 +218,7 @@ carrying its error.`,
 			}
 			var starts, ends kadm.ListedOffsets
 			var cfgs kadm.ResourceConfigs
+			var elr elrSets
 			if len(live) > 0 {
 				if starts, err = adm.ListStartOffsets(ctx, live...); err != nil {
 					return fmt.Errorf("list start offsets: %w", err)
@@ -224,11 +229,12 @@ carrying its error.`,
 				// NB: a broker without DescribeConfigs still gets the
 				// partition view; the config section is then left out.
 				cfgs, _ = adm.DescribeTopicConfigs(ctx, live...)
+				elr = describeELR(ctx, cl, live)
 			}
 			if format.json() {
 				out := make([]topicDescJSON, 0, len(args))
 				for _, name := range args {
-					out = append(out, collectTopic(name, td, starts, ends, cfgs))
+					out = append(out, collectTopic(name, td, starts, ends, cfgs, elr))
 				}
 				if producers && len(live) > 0 {
 					if err := collectProducers(ctx, adm, live, out); err != nil {
@@ -258,7 +264,7 @@ carrying its error.`,
 					fmt.Fprintf(e.stdout, "Topic: %s\tError: %v\n", name, t.Err)
 					continue
 				}
-				writeTopic(e, t, starts, ends, cfgs)
+				writeTopic(e, t, starts, ends, cfgs, elr)
 			}
 			if producers && len(live) > 0 {
 				if err := writeProducers(ctx, e, adm, live); err != nil {
@@ -293,6 +299,8 @@ type partitionDescJSON struct {
 	Replicas        []int32        `json:"replicas"`
 	ISR             []int32        `json:"isr"`
 	OfflineReplicas []int32        `json:"offline_replicas"`
+	ELR             []int32        `json:"elr"`
+	LastKnownELR    []int32        `json:"last_known_elr"`
 	LogStart        *int64         `json:"log_start"`
 	LogEnd          *int64         `json:"log_end"`
 	Producers       []producerJSON `json:"producers,omitempty"`
@@ -307,7 +315,7 @@ type producerJSON struct {
 }
 
 // collectTopic gathers one topic of `topic describe` for JSON.
-func collectTopic(name string, td kadm.TopicDetails, starts, ends kadm.ListedOffsets, cfgs kadm.ResourceConfigs) topicDescJSON {
+func collectTopic(name string, td kadm.TopicDetails, starts, ends kadm.ListedOffsets, cfgs kadm.ResourceConfigs, elr elrSets) topicDescJSON {
 	t, ok := td[name]
 	if !ok {
 		return topicDescJSON{Topic: name, Partitions: []partitionDescJSON{}, Error: "not returned by the broker"}
@@ -344,6 +352,8 @@ func collectTopic(name string, td kadm.TopicDetails, starts, ends kadm.ListedOff
 			Replicas:        nonNil(p.Replicas),
 			ISR:             nonNil(p.ISR),
 			OfflineReplicas: nonNil(p.OfflineReplicas),
+			ELR:             nonNil(elr[t.Topic][p.Partition].elr),
+			LastKnownELR:    nonNil(elr[t.Topic][p.Partition].lastKnown),
 			LogStart:        offset(starts, p.Partition),
 			LogEnd:          offset(ends, p.Partition),
 			Error:           errString(p.Err),
@@ -420,7 +430,7 @@ func writeProducers(ctx context.Context, e env, adm *kadm.Client, topics []strin
 }
 
 // writeTopic prints one topic of `topic describe`.
-func writeTopic(e env, t kadm.TopicDetail, starts, ends kadm.ListedOffsets, cfgs kadm.ResourceConfigs) {
+func writeTopic(e env, t kadm.TopicDetail, starts, ends kadm.ListedOffsets, cfgs kadm.ResourceConfigs, elr elrSets) {
 	rf := 0
 	for _, p := range t.Partitions {
 		rf = max(rf, len(p.Replicas))
@@ -445,10 +455,12 @@ func writeTopic(e env, t kadm.TopicDetail, starts, ends kadm.ListedOffsets, cfgs
 		fmt.Fprintf(e.stdout, "Configs: %s\n", strings.Join(set, ","))
 	}
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "PARTITION\tLEADER\tEPOCH\tREPLICAS\tISR\tOFFLINE\tLOG-START\tLOG-END\tERROR")
+	fmt.Fprintln(tw, "PARTITION\tLEADER\tEPOCH\tREPLICAS\tISR\tOFFLINE\tELR\tLAST-KNOWN-ELR\tLOG-START\tLOG-END\tERROR")
 	for _, p := range t.Partitions.Sorted() {
-		fmt.Fprintf(tw, "%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n",
+		sets := elr[t.Topic][p.Partition]
+		fmt.Fprintf(tw, "%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
 			p.Partition, p.Leader, p.LeaderEpoch, int32s(p.Replicas), int32s(p.ISR), orDash(int32s(p.OfflineReplicas)),
+			orDash(int32s(sets.elr)), orDash(int32s(sets.lastKnown)),
 			offsetOf(starts, t.Topic, p.Partition), offsetOf(ends, t.Topic, p.Partition),
 			errText(p.Err))
 	}
@@ -578,4 +590,47 @@ broker default applies again. Configs not named are left as they are.`,
 	cmd.Flags().StringArrayVar(&sets, "set", nil, "config key=value to set (repeatable)")
 	cmd.Flags().StringArrayVar(&dels, "delete", nil, "config key to delete (repeatable)")
 	return cmd
+}
+
+// elrSets are the eligible leader replicas (KIP-966) of each partition, by
+// topic and partition.
+type elrSets map[string]map[int32]struct{ elr, lastKnown []int32 }
+
+// describeELR asks DescribeTopicPartitions for the ELR sets of topics,
+// following its cursor. A broker that does not serve it, or any error,
+// gives what was gathered so far: the sets then print as "-", as empty
+// ones do.
+func describeELR(ctx context.Context, cl *kgo.Client, topics []string) elrSets {
+	out := elrSets{}
+	req := kmsg.NewPtrDescribeTopicPartitionsRequest()
+	for _, name := range topics {
+		rt := kmsg.NewDescribeTopicPartitionsRequestTopic()
+		rt.Topic = name
+		req.Topics = append(req.Topics, rt)
+	}
+	for {
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			return out
+		}
+		for _, t := range resp.Topics {
+			if t.Topic == nil || t.ErrorCode != 0 {
+				continue
+			}
+			m := out[*t.Topic]
+			if m == nil {
+				m = map[int32]struct{ elr, lastKnown []int32 }{}
+				out[*t.Topic] = m
+			}
+			for _, p := range t.Partitions {
+				m[p.Partition] = struct{ elr, lastKnown []int32 }{p.EligibleLeaderReplicas, p.LastKnownELR}
+			}
+		}
+		if resp.NextCursor == nil {
+			return out
+		}
+		c := kmsg.NewDescribeTopicPartitionsRequestCursor()
+		c.Topic, c.Partition = resp.NextCursor.Topic, resp.NextCursor.Partition
+		req.Cursor = &c
+	}
 }
