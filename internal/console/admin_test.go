@@ -10,7 +10,9 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"samsa/internal/record"
 	"samsa/internal/testutil"
 )
 
@@ -142,4 +144,77 @@ func TestConsoleTransactionsPageListsOpenTransactions(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestConsoleAbortsAHangingTransaction writes a transactional batch whose
+// producer id no coordinator knows (KIP-890 verification off, as on
+// brokers without it): the transactions page shows it hanging, and its
+// abort moves the partition's last stable offset past it.
+func TestConsoleAbortsAHangingTransaction(t *testing.T) {
+	t.Parallel()
+	b, w := startConsole(t, "transaction.partition.verification.enable=false")
+	adm := b.Admin()
+	testutil.CreateTopic(t, adm, "hang", 1)
+	ctx := ctxT(t, 30*time.Second)
+	cl := b.Client()
+	initReq := kmsg.NewPtrInitProducerIDRequest()
+	initReq.TransactionTimeoutMillis = -1
+	initResp, err := initReq.RequestWith(ctx, cl)
+	if err != nil || initResp.ErrorCode != 0 {
+		t.Fatalf("init producer id: %v (code %d)", err, initResp.ErrorCode)
+	}
+	bb := &record.Builder{Codec: record.CodecNone, BaseTimestamp: time.Now().UnixMilli(),
+		ProducerID: initResp.ProducerID, ProducerEpoch: initResp.ProducerEpoch, Transactional: true}
+	bb.Add(record.Record{Value: []byte("hanging")})
+	batch, err := bb.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	prod := kmsg.NewPtrProduceRequest()
+	prod.Acks, prod.TimeoutMillis = -1, 10000
+	pt := kmsg.NewProduceRequestTopic()
+	pt.Topic = "hang"
+	pp := kmsg.NewProduceRequestTopicPartition()
+	pp.Partition, pp.Records = 0, batch
+	pt.Partitions = append(pt.Partitions, pp)
+	prod.Topics = append(prod.Topics, pt)
+	if resp, err := prod.RequestWith(ctx, cl); err != nil || resp.Topics[0].Partitions[0].ErrorCode != 0 {
+		t.Fatalf("transactional produce: %v", err)
+	}
+	lso := func() int64 {
+		req := kmsg.NewPtrListOffsetsRequest()
+		req.IsolationLevel = 1
+		rt := kmsg.NewListOffsetsRequestTopic()
+		rt.Topic = "hang"
+		rp := kmsg.NewListOffsetsRequestTopicPartition()
+		rp.Timestamp = -1
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.Topics[0].Partitions[0].Offset
+	}
+	if got := lso(); got != 0 {
+		t.Fatalf("last stable offset %d before the abort, want 0", got)
+	}
+	open := rows(t, w.mustGet("/console/transactions"), "open-txns")
+	if len(open) != 1 || open[0][0] != "hang-0" || open[0][1] != fmt.Sprint(initResp.ProducerID) || open[0][5] != "yes" {
+		t.Fatalf("open transactions %q, want the hanging one of producer %d", open, initResp.ProducerID)
+	}
+	_, body := w.post("/console/transactions/abort", url.Values{"topic": {"hang"}, "partition": {"0"}, "start_offset": {"0"}})
+	if msg, ok := flash(t, body); !ok {
+		t.Fatalf("abort: %q", msg)
+	}
+	testutil.Eventually(t, 10*time.Second, func() error {
+		if got := lso(); got != 2 {
+			return fmt.Errorf("last stable offset %d after the abort, want 2 (past the record and its marker)", got)
+		}
+		return nil
+	})
+	_, body = w.post("/console/transactions/abort", url.Values{"topic": {"hang"}, "partition": {"0"}, "start_offset": {"0"}})
+	if msg, ok := flash(t, body); ok || !strings.Contains(msg, "no open transaction") {
+		t.Errorf("a second abort: %q", msg)
+	}
 }

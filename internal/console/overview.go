@@ -9,6 +9,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // brokerRow is one broker on the overview and brokers pages.
@@ -43,23 +44,34 @@ type clusterView struct {
 	Charts          bool
 }
 
-// minISR reads min.insync.replicas of topics (1 when unknown).
+// minISR reads min.insync.replicas of topics (missing when unknown). It
+// asks for that one config only: all configs of a thousand topics with
+// their synonyms are megabytes that the overview does not need.
 func minISR(rq *request, topics []string) (map[string]int, error) {
 	out := make(map[string]int, len(topics))
 	if len(topics) == 0 {
 		return out, nil
 	}
-	rcs, err := rq.adm.DescribeTopicConfigs(rq.ctx, topics...)
-	for _, rc := range rcs {
-		for _, c := range rc.Configs {
-			if c.Key == "min.insync.replicas" {
-				if n, err := strconv.Atoi(c.MaybeValue()); err == nil {
-					out[rc.Name] = n
+	req := kmsg.NewPtrDescribeConfigsRequest()
+	for _, t := range topics {
+		r := kmsg.NewDescribeConfigsRequestResource()
+		r.ResourceType, r.ResourceName, r.ConfigNames = kmsg.ConfigResourceTypeTopic, t, []string{"min.insync.replicas"}
+		req.Resources = append(req.Resources, r)
+	}
+	resp, err := req.RequestWith(rq.ctx, rq.cl)
+	if err != nil {
+		return out, err
+	}
+	for _, r := range resp.Resources {
+		for _, c := range r.Configs {
+			if c.Name == "min.insync.replicas" && c.Value != nil {
+				if n, err := strconv.Atoi(*c.Value); err == nil {
+					out[r.ResourceName] = n
 				}
 			}
 		}
 	}
-	return out, err
+	return out, nil
 }
 
 // loadCluster reads metadata and log dirs and counts partitions.
