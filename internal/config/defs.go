@@ -352,7 +352,7 @@ var topicDefs = []Def{
 // or documented as accepted but inert.
 var brokerDefs = []Def{
 	{Name: "admin.listener", Type: TypeString, Default: "127.0.0.1:9080", ReadOnly: true,
-		Doc: "samsa: host:port of the HTTP admin listener (/metrics, /healthz); empty disables it."},
+		Doc: "samsa: host:port of the HTTP admin listener (/metrics, /healthz, /readyz, and the web console under /console/); empty disables it."},
 	{Name: "advertised.listeners", Type: TypeString, Null: true, ReadOnly: true, Validate: listenersValid,
 		Doc: "Listeners given to clients in metadata, NAME://host:port; defaults to listeners."},
 	{Name: "auto.create.topics.enable", Type: TypeBoolean, Default: "true", ReadOnly: true,

@@ -265,6 +265,7 @@ type request struct {
 	sess *session
 	cl   *kgo.Client
 	adm  *kadm.Client
+	log  *slog.Logger
 }
 
 // handle wraps a page or action: it finds (or, for pages, makes) the
@@ -297,7 +298,7 @@ func (s *Server) handle(post bool, f func(*request) error) http.HandlerFunc {
 		}
 		ctx, cancel := context.WithTimeout(r.Context(), pageTimeout)
 		defer cancel()
-		rq := &request{w: w, r: r, ctx: ctx, sess: sess, cl: cl, adm: kadm.NewClient(cl)}
+		rq := &request{w: w, r: r, ctx: ctx, sess: sess, cl: cl, adm: kadm.NewClient(cl), log: s.log}
 		if err := f(rq); err != nil {
 			status := http.StatusBadGateway
 			var ue userError

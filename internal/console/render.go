@@ -119,7 +119,16 @@ func (rq *request) page(s *Server, page, title string, d any) error {
 
 // done ends an action: the outcome is kept for the next page, which the
 // browser is sent to (post, redirect, get).
+//
+// Every change asked through the console is logged with who asked and
+// what came of it, so that the broker's log says which user changed the
+// cluster from a browser.
 func (rq *request) done(to, msg string, ok bool) error {
+	user := rq.sess.user
+	if user == "" {
+		user = "ANONYMOUS"
+	}
+	rq.log.Info("console: change", "user", user, "action", rq.r.URL.Path, "ok", ok, "outcome", msg)
 	rq.sess.setFlash(msg, ok)
 	http.Redirect(rq.w, rq.r, to, http.StatusSeeOther)
 	return nil

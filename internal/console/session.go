@@ -229,7 +229,7 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	if _, err := kadm.NewClient(cl).BrokerMetadata(ctx); err != nil {
 		cl.Close()
-		s.log.Info("console login failed", "user", user, "mechanism", mech, "err", err)
+		s.log.Info("console: login failed", "user", user, "mechanism", mech, "remote", r.RemoteAddr, "err", err)
 		again("login failed: " + err.Error())
 		return
 	}
@@ -239,7 +239,7 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 	sess := &session{id: randomToken(), csrf: randomToken(), user: user, mech: mech, client: cl}
 	s.sessions.add(sess)
 	s.setCookie(w, r, sess.id, 0)
-	s.log.Info("console login", "user", user, "mechanism", mech)
+	s.log.Info("console: login", "user", user, "mechanism", mech, "remote", r.RemoteAddr)
 	http.Redirect(w, r, safeNext(r.PostFormValue("next")), http.StatusSeeOther)
 }
 

@@ -310,7 +310,7 @@ func Start(ctx context.Context, nc Config) (_ *Node, err error) {
 	if n.console, err = n.startConsole(); err != nil {
 		// NB: a console that cannot be served does not stop the
 		// broker; the operator reads why in the log.
-		log.Warn("web console not served", "err", err)
+		log.Warn("console: not served", "err", err)
 		n.console = nil
 	}
 	var onAdmin http.Handler
