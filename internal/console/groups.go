@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net/url"
 	"sort"
 	"strconv"
@@ -553,7 +554,7 @@ func planReset(rq *request, group, topic string, only int32, strategy string, nu
 			if !row.HasCurrent {
 				base = start
 			}
-			n = base + num
+			n = addSaturating(base, num)
 		}
 		row.New = min(max(n, start), end)
 		if row.New != n {
@@ -585,4 +586,17 @@ func (s *Server) deleteGroup(rq *request) error {
 		return rq.done(Prefix+"/group?name="+url.QueryEscape(name), "delete group "+name+": "+err.Error(), false)
 	}
 	return rq.done(Prefix+"/groups", "deleted group "+name, true)
+}
+
+// addSaturating is a+b, held at the int64 bounds instead of wrapping, so
+// that a shift by a huge N lands on the log end (or start) as the clamp
+// says.
+func addSaturating(a, b int64) int64 {
+	if b > 0 && a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	if b < 0 && a < math.MinInt64-b {
+		return math.MinInt64
+	}
+	return a + b
 }
