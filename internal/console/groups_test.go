@@ -1,6 +1,7 @@
 package console_test
 
 import (
+	"context"
 	"fmt"
 	"net/url"
 	"strconv"
@@ -223,5 +224,37 @@ func TestConsoleListsKIP848AndDeletesGroups(t *testing.T) {
 	}
 	if _, ok := listed["old"]; ok {
 		t.Error("group old still listed after delete")
+	}
+}
+
+func TestConsoleShowsShareGroupsWithMembers(t *testing.T) {
+	t.Parallel()
+	b, w := startConsole(t)
+	testutil.CreateTopic(t, b.Admin(), "queue", 2)
+	cl := b.Client(kgo.ShareGroup("workers"), kgo.ConsumeTopics("queue"), kgo.FetchMaxWait(500*time.Millisecond))
+	ctx := ctxT(t, 30*time.Second)
+	// A new share group starts at the log end: produce while it polls
+	// until one record comes back.
+	prod := b.Client()
+	for got := 0; got < 1; {
+		if ctx.Err() != nil {
+			t.Fatal("no record delivered to the share group")
+		}
+		produce(t, prod, &kgo.Record{Topic: "queue", Value: []byte("job")})
+		pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		fs := cl.PollRecords(pctx, 10)
+		cancel()
+		fs.EachRecord(func(r *kgo.Record) { r.Ack(kgo.AckAccept); got++ })
+	}
+	if err := cl.FlushAcks(ctx); err != nil {
+		t.Fatal(err)
+	}
+	list := rows(t, w.mustGet("/console/groups"), "groups")
+	if len(list) != 1 || list[0][0] != "workers" || list[0][1] != "share" || list[0][2] != "Stable" || list[0][4] != "1" || list[0][6] != "-" {
+		t.Errorf("groups %q, want workers: share, Stable, 1 member, no lag", list)
+	}
+	members := rows(t, w.mustGet("/console/group?name=workers"), "members")
+	if len(members) != 1 || members[0][4] != "queue:0,1" {
+		t.Errorf("share group members %q, want one assigned queue:0,1", members)
 	}
 }

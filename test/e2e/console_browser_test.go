@@ -99,6 +99,7 @@ func TestConsoleInChromium(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(member.Close) // closed earlier, once the group must be empty
 	for got := 0; got < 10; {
 		fs := member.PollRecords(ctx, 10-got)
 		if ctx.Err() != nil {
