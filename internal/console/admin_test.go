@@ -112,6 +112,35 @@ func TestConsoleSecurityPageManagesACLsUsersAndShowsQuotas(t *testing.T) {
 	if len(qs) != 1 || qs[0][0] != "user=dave" || qs[0][1] != "producer_byte_rate=1048576" {
 		t.Errorf("quotas %q", qs)
 	}
+	// Set a client id's default quota, and remove dave's.
+	_, body = w.post("/console/security/quotas", url.Values{"entity_type": {"client-id"}, "key": {"consumer_byte_rate"}, "value": {"2048"}, "op": {"set"}})
+	if msg, ok := flash(t, body); !ok {
+		t.Fatalf("set quota: %q", msg)
+	}
+	_, body = w.post("/console/security/quotas", url.Values{"entity_type": {"user"}, "entity_name": {"dave"}, "key": {"producer_byte_rate"}, "op": {"delete"}})
+	if msg, ok := flash(t, body); !ok {
+		t.Fatalf("remove quota: %q", msg)
+	}
+	quotas, err := adm.DescribeClientQuotas(ctx, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, q := range quotas {
+		for _, v := range q.Values {
+			name := "<default>"
+			if q.Entity[0].Name != nil {
+				name = *q.Entity[0].Name
+			}
+			got = append(got, fmt.Sprintf("%s=%s %s=%v", q.Entity[0].Type, name, v.Key, v.Value))
+		}
+	}
+	if !slices.Equal(got, []string{"client-id=<default> consumer_byte_rate=2048"}) {
+		t.Errorf("quotas after the console's changes: %q", got)
+	}
+	if st, _ := w.post("/console/security/quotas", url.Values{"entity_type": {"ip"}, "key": {"x"}, "value": {"1"}}); st != 400 {
+		t.Errorf("entity type ip: status %d, want 400", st)
+	}
 }
 
 func TestConsoleTransactionsPageListsOpenTransactions(t *testing.T) {

@@ -358,6 +358,7 @@ func (s *Server) routes() {
 	m.HandleFunc("POST "+Prefix+"/security/acls/delete", s.handle(true, s.deleteACL))
 	m.HandleFunc("POST "+Prefix+"/security/users", s.handle(true, s.upsertUser))
 	m.HandleFunc("POST "+Prefix+"/security/users/delete", s.handle(true, s.deleteUser))
+	m.HandleFunc("POST "+Prefix+"/security/quotas", s.handle(true, s.alterQuota))
 	m.HandleFunc("GET "+Prefix+"/transactions", s.handle(false, s.transactions))
 	m.HandleFunc("POST "+Prefix+"/transactions/abort", s.handle(true, s.abortTransaction))
 	m.HandleFunc(Prefix, func(w http.ResponseWriter, r *http.Request) {

@@ -344,3 +344,50 @@ func (s *Server) abortTransaction(rq *request) error {
 	}
 	return rq.done(Prefix+"/transactions", fmt.Sprintf("aborted the transaction of producer %d in %s-%d starting at offset %d", target.ProducerID, topic, p, start), true)
 }
+
+// alterQuota sets or removes one client quota (AlterClientQuotas,
+// KIP-546) of a user or client id; an empty name is the entity type's
+// default.
+func (s *Server) alterQuota(rq *request) error {
+	typ, name, key := formValue(rq.r, "entity_type"), formValue(rq.r, "entity_name"), formValue(rq.r, "key")
+	if typ != "user" && typ != "client-id" {
+		return badRequest("entity type %q: want user or client-id", typ)
+	}
+	if key == "" {
+		return badRequest("name the quota, such as producer_byte_rate")
+	}
+	e := kadm.ClientQuotaEntityComponent{Type: typ}
+	if name != "" {
+		e.Name = &name
+	}
+	op := kadm.AlterClientQuotaOp{Key: key, Remove: rq.r.PostFormValue("op") == "delete"}
+	if !op.Remove {
+		v, err := strconv.ParseFloat(formValue(rq.r, "value"), 64)
+		if err != nil || v < 0 {
+			return badRequest("quota value %q: want a number >= 0", formValue(rq.r, "value"))
+		}
+		op.Value = v
+	}
+	res, err := rq.adm.AlterClientQuotas(rq.ctx, []kadm.AlterClientQuotaEntry{{Entity: []kadm.ClientQuotaEntityComponent{e}, Ops: []kadm.AlterClientQuotaOp{op}}})
+	if err == nil {
+		for _, r := range res {
+			if r.Err != nil {
+				err = r.Err
+				if r.ErrMessage != "" {
+					err = fmt.Errorf("%w: %s", err, r.ErrMessage)
+				}
+			}
+		}
+	}
+	who := typ + "=" + name
+	if name == "" {
+		who = typ + "=<default>"
+	}
+	if err != nil {
+		return rq.done(Prefix+"/security", "quota "+key+" of "+who+": "+err.Error(), false)
+	}
+	if op.Remove {
+		return rq.done(Prefix+"/security", "removed quota "+key+" of "+who, true)
+	}
+	return rq.done(Prefix+"/security", fmt.Sprintf("set quota %s of %s to %s", key, who, strconv.FormatFloat(op.Value, 'f', -1, 64)), true)
+}
