@@ -17,6 +17,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl/oauth"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 )
@@ -32,11 +33,13 @@ var staticFS embed.FS
 const Prefix = "/console"
 
 // The SASL mechanisms a user can log in with: those that take a user
-// name and a password.
+// name and a password, and OAUTHBEARER, which takes a token the user
+// pastes (the broker checks it; the console never reads it for trust).
 const (
 	PLAIN       = "PLAIN"
 	ScramSHA256 = "SCRAM-SHA-256"
 	ScramSHA512 = "SCRAM-SHA-512"
+	OAuthBearer = "OAUTHBEARER"
 )
 
 // Counters are this broker's traffic counters since it started: what its
@@ -62,7 +65,7 @@ type Config struct {
 	// TLS is the client side of the listener's TLS; nil for plain text.
 	TLS *tls.Config
 	// Mechanisms are the SASL mechanisms of the listener that users log
-	// in with (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512). Empty: the listener
+	// in with (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER). Empty: the listener
 	// has no SASL, nobody logs in, and the console acts as the
 	// listener's anonymous principal.
 	Mechanisms []string
@@ -115,8 +118,8 @@ func New(cfg Config) (*Server, error) {
 		return nil, errors.New("console: no bootstrap address")
 	}
 	for _, m := range cfg.Mechanisms {
-		if m != PLAIN && m != ScramSHA256 && m != ScramSHA512 {
-			return nil, fmt.Errorf("console: SASL mechanism %s cannot log in with a password", m)
+		if m != PLAIN && m != ScramSHA256 && m != ScramSHA512 && m != OAuthBearer {
+			return nil, fmt.Errorf("console: SASL mechanism %s cannot log in from a form", m)
 		}
 	}
 	if cfg.SampleInterval <= 0 {
@@ -209,6 +212,11 @@ func (s *Server) clientOpts(mech, user, pass string) ([]kgo.Opt, error) {
 		opts = append(opts, kgo.SASL(scram.Auth{User: user, Pass: pass}.AsSha256Mechanism()))
 	case ScramSHA512:
 		opts = append(opts, kgo.SASL(scram.Auth{User: user, Pass: pass}.AsSha512Mechanism()))
+	case OAuthBearer:
+		// NB: the token is sent as it is at every (re)authentication;
+		// once it expires the broker refuses it and the user logs in
+		// again with a new one.
+		opts = append(opts, kgo.SASL(oauth.Auth{Token: pass}.AsMechanism()))
 	default:
 		return nil, fmt.Errorf("console: unknown SASL mechanism %q", mech)
 	}

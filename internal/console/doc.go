@@ -18,7 +18,7 @@
 //  3. s.Close() stops the sampler and closes the sessions' clients.
 //
 // Security: a listener with SASL makes every user log in with their own
-// PLAIN or SCRAM credentials; the console then talks to the cluster with
+// PLAIN or SCRAM credentials (or an OAUTHBEARER token); the console then talks to the cluster with
 // a client authenticated as that user, so the broker's ACLs decide every
 // page and action exactly as for the user's own clients. Without SASL the
 // console acts as the listener's anonymous principal. Sessions are in

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -271,6 +272,9 @@ func TestConsoleLoginActsAsTheUserUnderACLs(t *testing.T) {
 	if got := column(rows(t, body, "topics"), 0); fmt.Sprint(got) != "[orders]" {
 		t.Errorf("alice's topics %q, want only orders", got)
 	}
+	if got := byID(t, body, "user"); got != "alice" {
+		t.Errorf("the page names the user %q, want alice", got)
+	}
 	// She may not create topics: the broker says so.
 	_, body = w.post("/console/topics", url.Values{"name": {"alices"}})
 	if msg, ok := flash(t, body); ok || !strings.Contains(msg, "AUTHORIZATION_FAILED") {
@@ -291,5 +295,48 @@ func TestConsoleLoginActsAsTheUserUnderACLs(t *testing.T) {
 	st, _ = w.post("/console/logout", url.Values{})
 	if body := w.mustGet("/console/topics"); st != http.StatusOK || !strings.Contains(body, `id="login"`) {
 		t.Errorf("after logout: status %d, the login form not shown", st)
+	}
+}
+
+// Reference: KIP-255 (OAUTHBEARER): the principal is User:<sub> of the
+// token, which the broker verifies against its JWKS.
+func TestConsoleLoginWithAnOAuthBearerToken(t *testing.T) {
+	t.Parallel()
+	const aud, issuer = "samsa-console-test", "https://issuer.test"
+	jwks := filepath.Join(t.TempDir(), "jwks.json")
+	iss := testutil.NewTokenIssuer(t, "k1")
+	iss.WriteJWKS(t, jwks)
+	b, w := startConsole(t,
+		"listeners=PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
+		"inter.broker.listener.name=PLAINTEXT",
+		"sasl.enabled.mechanisms=OAUTHBEARER",
+		"sasl.oauthbearer.jwks.endpoint.url=file://"+jwks,
+		"sasl.oauthbearer.expected.audience="+aud,
+		"sasl.oauthbearer.expected.issuer="+issuer,
+		"connection.failed.authentication.delay.ms=0",
+		"authorizer.class.name=samsa", "super.users=User:ANONYMOUS",
+	)
+	adm := b.Admin()
+	testutil.CreateTopic(t, adm, "svc-topic", 1)
+	testutil.CreateTopic(t, adm, "other", 1)
+	if _, err := adm.CreateACLs(ctxT(t, 10*time.Second), kadm.NewACLs().Topics("svc-topic").Allow("User:svc").AllowHosts("*").Operations(kadm.OpDescribe)); err != nil {
+		t.Fatal(err)
+	}
+	tok := csrfRE.FindStringSubmatch(w.mustGet("/console/login"))[1]
+	login := func(token string) (int, string) {
+		return w.postRaw("/console/login", url.Values{"csrf": {tok}, "password": {token}, "mechanism": {"OAUTHBEARER"}, "next": {"/console/topics"}}, nil)
+	}
+	if st, body := login(iss.Token("svc", "another-audience", issuer, time.Hour)); st != http.StatusUnauthorized {
+		t.Errorf("a token for another audience: status %d\n%s", st, body)
+	}
+	st, body := login(iss.Token("svc", aud, issuer, time.Hour))
+	if st != http.StatusOK {
+		t.Fatalf("login with a token: status %d\n%s", st, body)
+	}
+	if got := column(rows(t, body, "topics"), 0); fmt.Sprint(got) != "[svc-topic]" {
+		t.Errorf("svc's topics %q, want only svc-topic", got)
+	}
+	if got := byID(t, body, "user"); got != "svc" {
+		t.Errorf("the page names the user %q, want the token's subject svc", got)
 	}
 }

@@ -5,7 +5,9 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/subtle"
+	"encoding/base64"
 	"encoding/hex"
+	"encoding/json"
 	"net/http"
 	"net/url"
 	"slices"
@@ -211,8 +213,13 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 			"Mechanisms": s.cfg.Mechanisms, "Next": safeNext(r.PostFormValue("next")), "Error": msg, "User": user,
 		})
 	}
+	if mech == OAuthBearer && pass != "" {
+		// The name shown is the token's subject; the broker, which
+		// verifies the token, decides what it is allowed.
+		user = tokenSubject(pass)
+	}
 	if user == "" || pass == "" || !slices.Contains(s.cfg.Mechanisms, mech) {
-		again("give a user name, a password and one of the listener's mechanisms")
+		again("give a user name and a password (for OAUTHBEARER, a token) and one of the listener's mechanisms")
 		return
 	}
 	opts, err := s.clientOpts(mech, user, pass)
@@ -253,4 +260,21 @@ func (s *Server) logout(w http.ResponseWriter, r *http.Request) {
 	s.sessions.remove(sess)
 	s.setCookie(w, r, "", -1)
 	http.Redirect(w, r, Prefix+"/login", http.StatusSeeOther)
+}
+
+// tokenSubject returns the sub claim of a JWT, unverified, to name the
+// session; "token" when it has none.
+func tokenSubject(tok string) string {
+	parts := strings.Split(tok, ".")
+	if len(parts) == 3 {
+		if b, err := base64.RawURLEncoding.DecodeString(parts[1]); err == nil {
+			var c struct {
+				Sub string `json:"sub"`
+			}
+			if json.Unmarshal(b, &c) == nil && c.Sub != "" {
+				return c.Sub
+			}
+		}
+	}
+	return "token"
 }

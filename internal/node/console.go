@@ -13,10 +13,10 @@ import (
 
 // errNoConsoleListener is why a console is not served: no Kafka listener
 // it can use as a client.
-var errNoConsoleListener = errors.New("console: no Kafka listener it can log in to (PLAINTEXT, SSL without ssl.client.auth=required, or SASL with PLAIN or SCRAM)")
+var errNoConsoleListener = errors.New("console: no Kafka listener it can log in to (PLAINTEXT, SSL without ssl.client.auth=required, or SASL with PLAIN, SCRAM or OAUTHBEARER)")
 
 // consoleListener picks the Kafka listener the console's clients use.
-// A SASL listener with PLAIN or SCRAM comes first, so that users log in
+// A SASL listener with PLAIN, SCRAM or OAUTHBEARER comes first, so that users log in
 // and the ACLs see them as themselves; else a PLAINTEXT listener, then an
 // SSL listener that does not require a client certificate, where the
 // console acts as the listener's anonymous principal. mTLS listeners
@@ -28,7 +28,7 @@ func consoleListener(cfg *config.Broker) (i int, mechs []string, err error) {
 			continue
 		}
 		for _, m := range cfg.SASLMechanisms(l.Name) {
-			if m == console.PLAIN || m == console.ScramSHA256 || m == console.ScramSHA512 {
+			if m == console.PLAIN || m == console.ScramSHA256 || m == console.ScramSHA512 || m == console.OAuthBearer {
 				mechs = append(mechs, m)
 			}
 		}
