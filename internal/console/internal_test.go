@@ -1,6 +1,7 @@
 package console
 
 import (
+	"encoding/hex"
 	"math"
 	"strings"
 	"testing"
@@ -34,6 +35,10 @@ func TestShowPicksJSONTextHexOrNull(t *testing.T) {
 	big := show([]byte(strings.Repeat("x", shownBytes+10)), false)
 	if !big.Truncated || len(big.Text) != shownBytes || big.Size != shownBytes+10 {
 		t.Errorf("a value over shownBytes: truncated %v, %d shown of %d", big.Truncated, len(big.Text), big.Size)
+	}
+	bin := show(make([]byte, shownBytes), false)
+	if !bin.Truncated || bin.Kind != "hex" || bin.Text != hex.Dump(make([]byte, shownHexBytes)) || bin.Size != shownBytes {
+		t.Errorf("a binary value over shownHexBytes: %s, truncated %v, %d bytes of dump", bin.Kind, bin.Truncated, len(bin.Text))
 	}
 }
 

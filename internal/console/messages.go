@@ -32,8 +32,11 @@ const (
 	maxScanBytes = 8 << 20
 	fetchBytes   = 1 << 20
 	scanWindow   = 10000
-	// shownBytes is how much of a key or value a page shows.
-	shownBytes = 16 << 10
+	// shownBytes is how much of a key or value a page shows as text,
+	// shownHexBytes as a hex dump (which is four times as long), so that
+	// a page of maxCount records stays a few megabytes at most.
+	shownBytes    = 16 << 10
+	shownHexBytes = 2 << 10
 )
 
 // shown is a key, value or header value as the page shows it.
@@ -62,6 +65,9 @@ func show(b []byte, null bool) shown {
 	case printable(b):
 		sh.Kind, sh.Text = "text", string(b)
 	default:
+		if len(b) > shownHexBytes {
+			b, sh.Truncated = b[:shownHexBytes], true
+		}
 		sh.Kind, sh.Text = "hex", hex.Dump(b)
 	}
 	return sh
