@@ -107,4 +107,18 @@ func TestConsoleOnAnyBrokerShowsTheClusterWithOneBrokerDown(t *testing.T) {
 		}
 		return nil
 	})
+
+	// With a second broker gone, every partition of orders is below
+	// min.insync.replicas=2, and none is offline.
+	c.Kill(1)
+	testutil.Eventually(t, 30*time.Second, func() error {
+		body := w.mustGet("/console/")
+		if got := byID(t, body, "under-min-isr"); got != "56" {
+			return fmt.Errorf("under min ISR %s, want the 6 partitions of orders and the 50 of __consumer_offsets", got)
+		}
+		if got := byID(t, body, "offline"); got != "0" {
+			return fmt.Errorf("offline %s, want 0", got)
+		}
+		return nil
+	})
 }
