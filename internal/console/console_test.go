@@ -1,6 +1,7 @@
 package console_test
 
 import (
+	"encoding/base64"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -203,10 +204,27 @@ func TestConsoleTopicPageShowsOffsetsAndConsumerLag(t *testing.T) {
 	if len(parts) != 2 {
 		t.Fatalf("partitions %q", parts)
 	}
+	dirs, err := adm.DescribeAllLogDirs(ctxT(t, 10*time.Second), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, p := range parts {
 		if p[1] != "0" || p[3] != "0" || p[4] != "0" || p[6] != "0" || p[7] != "5" {
 			t.Errorf("partition row %q, want leader 0, replicas and ISR 0, log start 0, log end 5", p)
 		}
+		n, _ := strconv.Atoi(p[0])
+		d, ok := dirs[0].LookupPartition("events", int32(n))
+		if want := fmt.Sprintf("%d B", d.Size); !ok || d.Size == 0 || p[8] != want {
+			t.Errorf("partition %s size %q, want %s as DescribeLogDirs says", p[0], p[8], want)
+		}
+	}
+	md, err := adm.Metadata(ctxT(t, 10*time.Second), "events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := md.Topics["events"].ID
+	if got, want := byID(t, body, "topic-id"), base64.RawURLEncoding.EncodeToString(id[:]); got != want || len(got) != 22 {
+		t.Errorf("topic id %q, want %q (Kafka's 22-character form)", got, want)
 	}
 	cons := rows(t, body, "consumers")
 	// Lag: (5-2) + (5-5).

@@ -1,6 +1,7 @@
 package console
 
 import (
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"net/url"
@@ -236,7 +237,9 @@ func (s *Server) topic(rq *request) error {
 		}
 		return rq.page(s, "topic", name, topicView{Name: name, Errors: []string{"topic " + name + ": " + why}})
 	}
-	v := topicView{Name: name, ID: t.ID.String(), Internal: t.IsInternal}
+	// Topic ids in Kafka's form: URL-safe base64 without padding, as
+	// kafka-topics.sh and the broker's log print them.
+	v := topicView{Name: name, ID: base64.RawURLEncoding.EncodeToString(t.ID[:]), Internal: t.IsInternal}
 	starts, err := rq.adm.ListStartOffsets(rq.ctx, name)
 	if err != nil {
 		v.Errors = append(v.Errors, "log start offsets: "+err.Error())
@@ -245,7 +248,11 @@ func (s *Server) topic(rq *request) error {
 	if err != nil {
 		v.Errors = append(v.Errors, "log end offsets: "+err.Error())
 	}
-	dirs, err := rq.adm.DescribeAllLogDirs(rq.ctx, kadm.TopicsSet{name: nil})
+	set := kadm.TopicsSet{}
+	for _, p := range t.Partitions {
+		set.Add(name, p.Partition)
+	}
+	dirs, err := rq.adm.DescribeAllLogDirs(rq.ctx, set)
 	if err != nil {
 		v.Errors = append(v.Errors, "log dirs: "+err.Error())
 	}

@@ -123,6 +123,13 @@ func TestConsoleInChromium(t *testing.T) {
 	if _, err := adm.AlterUserSCRAMs(ctx, nil, []kadm.UpsertSCRAM{{User: "alice", Mechanism: kadm.ScramSha512, Iterations: 4096, Password: "alice-secret"}}); err != nil {
 		t.Fatal(err)
 	}
+	alice := "alice"
+	if _, err := adm.AlterClientQuotas(ctx, []kadm.AlterClientQuotaEntry{{
+		Entity: []kadm.ClientQuotaEntityComponent{{Type: "user", Name: &alice}},
+		Ops:    []kadm.AlterClientQuotaOp{{Key: "producer_byte_rate", Value: 1 << 20}},
+	}}); err != nil {
+		t.Fatal(err)
+	}
 	txn, err := kgo.NewClient(kgo.SeedBrokers(b.addr()), kgo.TransactionalID("ledger-writer"))
 	if err != nil {
 		t.Fatal(err)
@@ -368,6 +375,9 @@ func TestConsoleInChromium(t *testing.T) {
 	open("/console/security", "#acls")
 	if got := textOf("#acls tbody"); !strings.Contains(got, "User:alice") {
 		t.Errorf("ACLs %q lack alice's", got)
+	}
+	if got := textOf("#quotas tbody"); !strings.Contains(got, "producer_byte_rate=1048576") {
+		t.Errorf("quotas %q lack alice's", got)
 	}
 	shot("security")
 	open("/console/transactions", "#txns")
