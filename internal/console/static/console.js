@@ -27,6 +27,17 @@ function drawChart(canvas, points, label) {
     if (i === 0) ctx.moveTo(x, y); else ctx.lineTo(x, y);
   });
   ctx.stroke();
+  if (points.length < 3) {
+    // Too few points for a line to show: mark each one.
+    ctx.fillStyle = "#2b6cb0";
+    for (const p of points) {
+      const x = pad + (w - pad - 4) * (p[0] - t0) / (t1 - t0);
+      const y = 4 + (h - pad) * (1 - p[1] / top);
+      ctx.beginPath();
+      ctx.arc(x, y, 3, 0, 2 * Math.PI);
+      ctx.fill();
+    }
+  }
   ctx.fillStyle = "#333";
   ctx.fillText(formatNumber(top) + (label || ""), pad + 4, 14);
   ctx.fillText(formatNumber(points[points.length - 1][1]) + " now", w - 110, h - 8);
