@@ -82,18 +82,21 @@ func randomToken() string {
 // get returns the live session id names, or nil.
 func (st *sessionStore) get(id string) *session {
 	st.mu.Lock()
-	defer st.mu.Unlock()
 	sess := st.byID[id]
 	if sess == nil {
+		st.mu.Unlock()
 		return nil
 	}
 	now := st.now()
 	if now.Sub(sess.last) > st.idle {
 		st.removeLocked(sess)
+		st.mu.Unlock()
+		closeClient(sess)
 		return nil
 	}
 	sess.last = now
 	st.lru.MoveToFront(sess.elem)
+	st.mu.Unlock()
 	return sess
 }
 
@@ -101,38 +104,57 @@ func (st *sessionStore) get(id string) *session {
 // max.
 func (st *sessionStore) add(sess *session) {
 	st.mu.Lock()
-	defer st.mu.Unlock()
 	sess.last = st.now()
 	sess.elem = st.lru.PushFront(sess)
 	st.byID[sess.id] = sess
+	var evicted []*session
 	for st.lru.Len() > st.max {
-		st.removeLocked(st.lru.Back().Value.(*session))
+		old := st.lru.Back().Value.(*session)
+		st.removeLocked(old)
+		evicted = append(evicted, old)
+	}
+	st.mu.Unlock()
+	for _, old := range evicted {
+		closeClient(old)
 	}
 }
 
 func (st *sessionStore) remove(sess *session) {
 	st.mu.Lock()
-	defer st.mu.Unlock()
-	if st.byID[sess.id] == sess {
+	ours := st.byID[sess.id] == sess
+	if ours {
 		st.removeLocked(sess)
+	}
+	st.mu.Unlock()
+	if ours {
+		closeClient(sess)
 	}
 }
 
+// removeLocked drops sess from the store; the caller closes its client
+// once mu is released (closing waits for the client's goroutines and
+// connections, which no other request should wait behind).
 func (st *sessionStore) removeLocked(sess *session) {
 	delete(st.byID, sess.id)
 	st.lru.Remove(sess.elem)
+}
+
+func closeClient(sess *session) {
 	if sess.client != nil {
-		// NB: Close waits for the client's goroutines; it does no
-		// network wait long enough to matter under mu.
 		sess.client.Close()
 	}
 }
 
 func (st *sessionStore) closeAll() {
 	st.mu.Lock()
-	defer st.mu.Unlock()
+	all := make([]*session, 0, len(st.byID))
 	for _, sess := range st.byID {
 		st.removeLocked(sess)
+		all = append(all, sess)
+	}
+	st.mu.Unlock()
+	for _, sess := range all {
+		closeClient(sess)
 	}
 }
 
