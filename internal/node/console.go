@@ -54,7 +54,10 @@ func consoleListener(cfg *config.Broker) (i int, mechs []string, err error) {
 // console.enabled (or the loopback default) says not to serve it.
 func (n *Node) startConsole() (*console.Server, error) {
 	cfg := n.cfg
-	if _, on := cfg.ConsoleAddr(); !on {
+	if addr, on := cfg.ConsoleAddr(); !on {
+		if addr != "" && cfg.ConsoleEnabled == nil {
+			n.log.Info("console: off on a listener that is not loopback; set console.enabled=true to serve it", "addr", addr)
+		}
 		return nil, nil
 	}
 	i, mechs, err := consoleListener(cfg)
