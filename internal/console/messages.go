@@ -301,9 +301,11 @@ func (s *Server) messages(rq *request) error {
 	if spec.partition >= 0 && !containsPartition(v.Partitions, spec.partition) {
 		v.Errors = append(v.Errors, fmt.Sprintf("topic %s has no partition %d", topic, spec.partition))
 	}
+	// One partition reads in offset order; several are merged by
+	// timestamp, since their offsets do not compare.
 	sort.SliceStable(rows, func(i, j int) bool {
 		a, b := rows[i], rows[j]
-		if a.Timestamp != b.Timestamp {
+		if a.Timestamp != b.Timestamp && spec.partition < 0 {
 			return (a.Timestamp < b.Timestamp) != spec.desc
 		}
 		if a.Partition != b.Partition {
