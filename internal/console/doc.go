@@ -33,5 +33,6 @@
 // message browse reads at most maxScanBytes and returns at most maxCount
 // records; the Server owns one goroutine (the sampler), started by New
 // and waited for by Close. Lock order: sessionStore.mu -> session.mu is
-// never taken together; rateRing.mu and Server.anonMu are leaves.
+// never taken together; rateRing.mu and Server.anonMu are leaves; a
+// session's Kafka client is closed only after sessionStore.mu is released.
 package console
