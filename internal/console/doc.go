@@ -32,7 +32,8 @@
 // Invariants: a page's Kafka requests are bounded by pageTimeout; a
 // message browse reads at most maxScanBytes and returns at most maxCount
 // records; the Server owns one goroutine (the sampler), started by New
-// and waited for by Close. Lock order: sessionStore.mu -> session.mu is
-// never taken together; rateRing.mu and Server.anonMu are leaves; a
-// session's Kafka client is closed only after sessionStore.mu is released.
+// and waited for by Close. Lock order: every lock is a leaf
+// (sessionStore.mu, session.mu, rateRing.mu, Server.anonMu): none is held
+// while another is taken, and a session's Kafka client is closed only
+// after sessionStore.mu is released.
 package console
