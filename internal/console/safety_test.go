@@ -1,9 +1,12 @@
 package console_test
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"net/http"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"samsa/internal/testutil"
+	"samsa/internal/tlsconfig"
 )
 
 // hostile is markup that would run script if a page put it in the
@@ -338,5 +342,59 @@ func TestConsoleLoginWithAnOAuthBearerToken(t *testing.T) {
 	}
 	if got := byID(t, body, "user"); got != "svc" {
 		t.Errorf("the page names the user %q, want the token's subject svc", got)
+	}
+}
+
+// TestConsoleOverTLSListeners: on a broker whose listeners are SSL and
+// SASL_SSL the console logs users in over SASL_SSL, verifying the broker
+// with the listener's trust store; with only an SSL listener that
+// requires client certificates it is not served, since it has no
+// certificate of the user's to present.
+func TestConsoleOverTLSListeners(t *testing.T) {
+	t.Parallel()
+	files, err := tlsconfig.GenerateDevCerts(t.TempDir(), nil, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, w := startConsole(t,
+		"listeners=SSL://127.0.0.1:0,SASL_SSL://127.0.0.1:0",
+		"inter.broker.listener.name=SSL",
+		"ssl.keystore.location="+files.Server,
+		"ssl.truststore.location="+files.CA,
+		"sasl.enabled.mechanisms=SCRAM-SHA-256",
+		"authorizer.class.name=samsa", "super.users=User:ANONYMOUS",
+	)
+	pem, err := os.ReadFile(files.CA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(pem)
+	adm := kadm.NewClient(testutil.NewClient(t, b.Node.ListenerAddr("SSL"),
+		kgo.DialTLSConfig(&tls.Config{RootCAs: pool, ServerName: "localhost"})))
+	ctx := ctxT(t, 30*time.Second)
+	if _, err := adm.AlterUserSCRAMs(ctx, nil, []kadm.UpsertSCRAM{{User: "tess", Mechanism: kadm.ScramSha256, Iterations: 4096, Password: "t-secret"}}); err != nil {
+		t.Fatal(err)
+	}
+	testutil.CreateTopic(t, adm, "tls-topic", 1)
+	if _, err := adm.CreateACLs(ctx, kadm.NewACLs().Topics("tls-topic").Allow("User:tess").AllowHosts("*").Operations(kadm.OpDescribe)); err != nil {
+		t.Fatal(err)
+	}
+	tok := csrfRE.FindStringSubmatch(w.mustGet("/console/login"))[1]
+	st, body := w.postRaw("/console/login", url.Values{"csrf": {tok}, "username": {"tess"}, "password": {"t-secret"},
+		"mechanism": {"SCRAM-SHA-256"}, "next": {"/console/topics"}}, nil)
+	if st != http.StatusOK {
+		t.Fatalf("login over SASL_SSL: status %d\n%s", st, body)
+	}
+	if got := column(rows(t, body, "topics"), 0); fmt.Sprint(got) != "[tls-topic]" {
+		t.Errorf("tess's topics over SASL_SSL %q, want [tls-topic]", got)
+	}
+
+	mtls := testutil.StartBroker(t, "admin.listener=127.0.0.1:0",
+		"listeners=SSL://127.0.0.1:0", "inter.broker.listener.name=SSL",
+		"ssl.keystore.location="+files.Server, "ssl.truststore.location="+files.CA,
+		"ssl.client.auth=required", "ssl.keystore.location="+files.Server)
+	if u := mtls.Node.ConsoleURL(); u != "" {
+		t.Errorf("a broker with only an mTLS listener serves a console at %s", u)
 	}
 }
