@@ -398,3 +398,47 @@ func TestConsoleOverTLSListeners(t *testing.T) {
 		t.Errorf("a broker with only an mTLS listener serves a console at %s", u)
 	}
 }
+
+// TestConsoleAnswersJunkInputWithoutServerErrors sends every page and
+// form values it does not expect: each is a page (200) or a refusal
+// (400), never a server error or a dropped connection.
+func TestConsoleAnswersJunkInputWithoutServerErrors(t *testing.T) {
+	t.Parallel()
+	b, w := startConsole(t)
+	testutil.CreateTopic(t, b.Admin(), "t", 1)
+	junk := []string{"", "-1", "99999999999999999999", "%00", "<b>", strings.Repeat("x", 4096), "all", "NaN", "1e9", "\u202e"}
+	paths := []string{"/console/topic?name=", "/console/messages?topic=t&partition=", "/console/messages?topic=t&seek=offset&offset=",
+		"/console/messages?topic=t&seek=timestamp&timestamp=", "/console/messages?topic=t&count=", "/console/messages?topic=t&order=",
+		"/console/group?name=", "/console/groups?q=", "/console/topics?q=", "/console/brokers?broker=", "/console/api/group-lag?name=",
+		"/console/messages?topic="}
+	for _, p := range paths {
+		for _, j := range junk {
+			st, body := w.get(p + url.QueryEscape(j))
+			if st != http.StatusOK && st != http.StatusBadRequest {
+				t.Errorf("GET %s%q: status %d\n%.300s", p, j, st, body)
+			}
+		}
+	}
+	forms := map[string][]string{
+		"/console/topics":             {"name", "partitions", "replication_factor", "configs"},
+		"/console/topic/partitions":   {"name", "count"},
+		"/console/topic/configs":      {"name", "key", "value", "op"},
+		"/console/messages":           {"topic", "partition", "key", "value", "headers"},
+		"/console/group/reset":        {"name", "topic", "partition", "strategy", "value", "action"},
+		"/console/security/acls":      {"principal", "resource_type", "resource_name", "pattern_type", "operation", "permission"},
+		"/console/security/users":     {"user", "password", "mechanism"},
+		"/console/security/quotas":    {"entity_type", "entity_name", "key", "value"},
+		"/console/transactions/abort": {"topic", "partition", "start_offset"},
+	}
+	for path, fields := range forms {
+		for _, j := range junk {
+			form := url.Values{}
+			for _, f := range fields {
+				form.Set(f, j)
+			}
+			if st, body := w.post(path, form); st != http.StatusOK && st != http.StatusBadRequest {
+				t.Errorf("POST %s with %q: status %d\n%.300s", path, j, st, body)
+			}
+		}
+	}
+}
