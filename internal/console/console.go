@@ -99,6 +99,7 @@ type Server struct {
 	pages map[string]*template.Template
 	mux   *http.ServeMux
 	rates *rateRing
+	lags  *lagHistory
 
 	sessions *sessionStore
 	// anon is the client of every session when nobody logs in
@@ -140,6 +141,8 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.rates = newRateRing(int(15*time.Minute/cfg.SampleInterval) + 1)
+	// The group pages poll every 5 s: 180 points are 15 minutes.
+	s.lags = newLagHistory(1000, 180, 5*time.Second)
 	s.routes()
 	go s.sample()
 	return s, nil

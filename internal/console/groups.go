@@ -401,12 +401,17 @@ func (s *Server) groupLagJSON(rq *request) error {
 		Partition int32  `json:"partition"`
 		Lag       int64  `json:"lag"`
 	}
+	now := s.now()
 	out := struct {
-		T     int64  `json:"t"`
-		State string `json:"state"`
-		Lag   int64  `json:"lag"`
-		Parts []part `json:"partitions"`
-	}{T: s.now().UnixMilli(), State: v.Group.State, Lag: v.Total, Parts: []part{}}
+		T       int64      `json:"t"`
+		State   string     `json:"state"`
+		Lag     int64      `json:"lag"`
+		Parts   []part     `json:"partitions"`
+		History [][2]int64 `json:"history"`
+	}{T: now.UnixMilli(), State: v.Group.State, Lag: v.Total, Parts: []part{}, History: [][2]int64{}}
+	if len(v.Errors) == 0 && v.Group.Err == "" && v.Group.Type != "share" {
+		out.History = s.lags.record(name, now, v.Total)
+	}
 	for _, r := range v.Offsets {
 		if r.HasLag {
 			out.Parts = append(out.Parts, part{r.Topic, r.Partition, r.Lag})

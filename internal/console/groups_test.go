@@ -104,10 +104,15 @@ func TestConsoleGroupLagEqualsDescribe(t *testing.T) {
 		list[0][4] != "1" || list[0][6] != strconv.FormatInt(total, 10) {
 		t.Errorf("groups list %q, want billing classic Stable, 1 member, lag %d", list, total)
 	}
-	// The chart's source says the same.
+	// The chart's source says the same, and keeps what it said for the
+	// next page that opens.
 	_, js := w.get("/console/api/group-lag?name=billing")
 	if !strings.Contains(js, fmt.Sprintf(`"lag":%d,`, total)) {
 		t.Errorf("lag JSON %s, want lag %d", js, total)
+	}
+	_, js = newWeb(t, b.Node.ConsoleURL()).get("/console/api/group-lag?name=billing")
+	if !strings.Contains(js, `"history":[[`) || !strings.Contains(js, fmt.Sprintf(`,%d]]`, total)) {
+		t.Errorf("lag JSON of a second viewer %s, want the history with lag %d", js, total)
 	}
 	member.Close()
 }

@@ -119,3 +119,34 @@ func TestAddSaturatingHoldsAtTheBounds(t *testing.T) {
 		}
 	}
 }
+
+func TestLagHistoryKeepsOnePointPerIntervalForFifteenMinutes(t *testing.T) {
+	t.Parallel()
+	h := newLagHistory(2, 3, 5*time.Second)
+	t0 := time.Unix(1000, 0)
+	h.record("g", t0, 10)
+	h.record("g", t0.Add(time.Second), 11) // a second viewer's poll: no new point
+	h.record("g", t0.Add(5*time.Second), 12)
+	got := h.record("g", t0.Add(10*time.Second), 13)
+	if len(got) != 3 || got[0][1] != 10 || got[1][1] != 12 || got[2][1] != 13 {
+		t.Errorf("history %v, want lags 10, 12, 13", got)
+	}
+	got = h.record("g", t0.Add(15*time.Second), 14)
+	if len(got) != 3 || got[0][1] != 12 {
+		t.Errorf("history past 3 points %v, want the oldest dropped", got)
+	}
+	// A group polled again after a long pause starts over.
+	got = h.record("g", t0.Add(time.Hour), 1)
+	if len(got) != 1 || got[0][1] != 1 {
+		t.Errorf("history after an hour %v, want only the new point", got)
+	}
+	h.record("a", t0.Add(time.Hour+time.Second), 1)
+	h.record("b", t0.Add(time.Hour+2*time.Second), 1) // evicts g, the least recently recorded
+	h.mu.Lock()
+	_, kept := h.groups["g"]
+	n := len(h.groups)
+	h.mu.Unlock()
+	if kept || n != 2 {
+		t.Errorf("after a third group: g kept %v, %d groups, want g evicted and 2", kept, n)
+	}
+}

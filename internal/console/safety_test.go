@@ -295,6 +295,29 @@ func TestConsoleLoginActsAsTheUserUnderACLs(t *testing.T) {
 	} else if o, _ := ends.Lookup("orders", 0); o.Offset != 0 {
 		t.Errorf("orders has %d records after alice's refused produce", o.Offset)
 	}
+	// The lag history a super user's view recorded is not handed to
+	// alice, who may not read the group.
+	if _, err := adm.AlterUserSCRAMs(ctx, nil, []kadm.UpsertSCRAM{
+		{User: "admin", Mechanism: kadm.ScramSha512, Iterations: 4096, Password: "admin-secret"},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	os := kadm.Offsets{}
+	os.Add(kadm.Offset{Topic: "secret", Partition: 0, At: 0, LeaderEpoch: -1})
+	if err := adm.CommitAllOffsets(ctx, "hidden", os); err != nil {
+		t.Fatal(err)
+	}
+	root := newWeb(t, b.Node.ConsoleURL())
+	rtok := csrfRE.FindStringSubmatch(root.mustGet("/console/login"))[1]
+	if st, body := root.postRaw("/console/login", url.Values{"csrf": {rtok}, "username": {"admin"}, "password": {"admin-secret"}, "mechanism": {"SCRAM-SHA-512"}}, nil); st != http.StatusOK {
+		t.Fatalf("admin login: %d\n%s", st, body)
+	}
+	if _, js := root.get("/console/api/group-lag?name=hidden"); !strings.Contains(js, `"history":[[`) {
+		t.Fatalf("admin's lag JSON %s, want a history", js)
+	}
+	if _, js := w.get("/console/api/group-lag?name=hidden"); !strings.Contains(js, `"history":[]`) {
+		t.Errorf("alice's lag JSON of a group she may not read %s, want no history", js)
+	}
 	// Logging out ends the session.
 	st, _ = w.post("/console/logout", url.Values{})
 	if body := w.mustGet("/console/topics"); st != http.StatusOK || !strings.Contains(body, `id="login"`) {

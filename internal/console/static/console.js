@@ -74,7 +74,11 @@ function pollLag() {
   const tick = () => fetch(url, {credentials: "same-origin"})
     .then(r => r.json())
     .then(d => {
-      points.push([d.t, d.lag]);
+      if (points.length === 0 && d.history) {
+        // The last 15 minutes as the broker kept them from earlier polls.
+        for (const p of d.history) points.push(p);
+      }
+      if (points.length === 0 || points[points.length - 1][0] < d.t - 1000) points.push([d.t, d.lag]);
       // 15 minutes of samples every 5 s.
       while (points.length > 180) points.shift();
       drawChart(c, points, " records");
