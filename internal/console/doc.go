@@ -33,7 +33,7 @@
 // message browse reads at most maxScanBytes and returns at most maxCount
 // records; the Server owns one goroutine (the sampler), started by New
 // and waited for by Close. Lock order: every lock is a leaf
-// (sessionStore.mu, session.mu, rateRing.mu, lagHistory.mu, Server.anonMu): none is held
-// while another is taken, and a session's Kafka client is closed only
-// after sessionStore.mu is released.
+// (sessionStore.mu, session.mu, rateRing.mu, lagHistory.mu,
+// Server.anonMu): none is held while another is taken, and a session's
+// Kafka client is closed only after sessionStore.mu is released.
 package console
