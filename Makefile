@@ -1,13 +1,13 @@
 # Every target is plain go commands on one line; run them directly if you prefer.
 # make test first runs scripts/test-deps.sh, which installs kcat,
-# confluent-kafka-python and prometheus (apt-get, as root or with sudo) when
-# they are missing.
+# confluent-kafka-python, prometheus and chromium (apt-get, as root or with
+# sudo) when they are missing.
 # test/e2e and test/chaos run with -count=1: they build and run the samsa
 # binary, which go test's result cache does not see change; and with a
 # 20 minute timeout, since the chaos package runs its scenarios one after
 # another and on a loaded 2-core machine comes close to go test's default
 # of 10 minutes.
-.PHONY: build run test race verify fuzz bench e2e etl ops scale chaos soak cluster docker-image docker-up docker-down docker-test docker-test-secure docker-test-all
+.PHONY: build run test race verify fuzz bench e2e console-screenshots etl ops scale chaos soak cluster docker-image docker-up docker-down docker-test docker-test-secure docker-test-all
 
 # build/samsa, static, with its version and commit linked in (samsa version).
 build:
@@ -36,6 +36,10 @@ bench:
 
 e2e:
 	go test -count=1 ./test/e2e/...
+
+# Refresh the screenshots of docs/console.md with the console's browser test.
+console-screenshots:
+	SAMSA_CONSOLE_SCREENSHOTS=$(CURDIR)/docs/console go test -count=1 -run TestConsoleInChromium ./test/e2e
 
 # The KIP-848 ETL run at its full 500,000 records under the race detector
 # (the normal suite runs it at 500,000 without, 50,000 with -race).

@@ -27,10 +27,15 @@ type Server struct {
 	closeErr  error
 }
 
+// ConsolePath is where the web console is mounted: on the admin listener
+// when it serves the console, and on a listener of the console's own.
+const ConsolePath = "/console/"
+
 // Start listens on addr and serves until Close. ready reports readiness for
 // /readyz; reg is gathered for /metrics (process and Go collectors are added
-// to it); log receives a serving failure.
-func Start(addr string, reg *prometheus.Registry, ready func() bool, log *slog.Logger) (*Server, error) {
+// to it); console, when not nil, serves ConsolePath and the root redirects
+// to it; log receives a serving failure.
+func Start(addr string, reg *prometheus.Registry, ready func() bool, console http.Handler, log *slog.Logger) (*Server, error) {
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{EnableOpenMetrics: true}))
@@ -44,11 +49,34 @@ func Start(addr string, reg *prometheus.Registry, ready func() bool, log *slog.L
 		}
 		w.Write([]byte("ready\n"))
 	})
+	if console != nil {
+		mountConsole(mux, console)
+	}
+	return serve(addr, mux, log)
+}
+
+// StartConsole serves only the console on addr (console.listener), the
+// root redirecting to it.
+func StartConsole(addr string, console http.Handler, log *slog.Logger) (*Server, error) {
+	mux := http.NewServeMux()
+	mountConsole(mux, console)
+	return serve(addr, mux, log)
+}
+
+func mountConsole(mux *http.ServeMux, console http.Handler) {
+	mux.Handle(ConsolePath, console)
+	mux.Handle("/console", console)
+	mux.HandleFunc("/{$}", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, ConsolePath, http.StatusSeeOther)
+	})
+}
+
+func serve(addr string, h http.Handler, log *slog.Logger) (*Server, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{ln: ln, srv: &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}, done: make(chan struct{})}
+	s := &Server{ln: ln, srv: &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}, done: make(chan struct{})}
 	go func() {
 		defer close(s.done)
 		if err := s.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {

@@ -4,6 +4,8 @@
 //	           for it; the series are listed in docs/metrics.md
 //	/healthz   200 while the process is up
 //	/readyz    200 while the broker serves: log dir online, registered in the cluster
+//	/console/  the web console (internal/console), when the node passes it;
+//	           the root then redirects there
 //
 // Use:
 //
@@ -14,8 +16,9 @@
 //  2. reg.MustRegister(NewCollector(sources, cfg)) adds the series read at
 //     scrape time through the small interfaces of Sources, which the
 //     wiring package satisfies; admin imports no other samsa package.
-//  3. Start(addr, reg, ready, logger) returns a running Server; Close
-//     stops it.
+//  3. Start(addr, reg, ready, console, logger) returns a running Server;
+//     Close stops it. StartConsole(addr, console, logger) serves only the
+//     console, on a listener of its own (console.listener).
 //
 // Invariants: Metrics methods do not allocate and take no lock once a
 // series exists; the collector does all the work of a scrape on the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -44,8 +45,13 @@ func newServeCmd() *cobra.Command {
 
 With no flags, serve runs a complete single-broker cluster: a Kafka listener
 on 127.0.0.1:9092, an embedded etcd holding the cluster metadata, the admin
-HTTP endpoints (/metrics, /healthz, /readyz) on 127.0.0.1:9080, and data in
-./samsa-data.
+HTTP endpoints (/metrics, /healthz, /readyz) on 127.0.0.1:9080 with the web
+console at http://127.0.0.1:9080/console/ (its address is printed once the
+broker is ready), and data in ./samsa-data.
+
+The console (console.enabled, console.listener, console.read.only) is
+served by default only while its listener is on a loopback address; see
+docs/console.md.
 
 Configuration uses Kafka's names (node.id, listeners, log.dirs,
 log.retention.ms, ...), from a server.properties file given with --config
@@ -105,7 +111,7 @@ log dirs have all failed.`,
 			for _, w := range cfg.Warnings {
 				log.Warn(w)
 			}
-			return serve(cmd.Context(), cfg, log)
+			return serve(cmd.Context(), cfg, log, cmd.OutOrStdout())
 		},
 	}
 	cmd.Flags().StringVar(&configPath, "config", "", "a Kafka-style server.properties file")
@@ -118,8 +124,10 @@ log dirs have all failed.`,
 }
 
 // serve runs a node until ctx is done (the first SIGINT/SIGTERM), then
-// shuts it down; a second signal during shutdown exits at once.
-func serve(ctx context.Context, cfg *config.Broker, log *slog.Logger) error {
+// shuts it down; a second signal during shutdown exits at once. The web
+// console's address, when it is served, goes to stdout once the broker
+// is ready.
+func serve(ctx context.Context, cfg *config.Broker, log *slog.Logger, stdout io.Writer) error {
 	start := time.Now()
 	n, err := startInterruptibly(ctx, cfg, log)
 	if err != nil {
@@ -130,8 +138,11 @@ func serve(ctx context.Context, cfg *config.Broker, log *slog.Logger) error {
 		listeners[i] = l.String()
 	}
 	log.Info("samsa broker ready", "node.id", cfg.NodeID, "listeners", strings.Join(listeners, ","),
-		"addr", n.Addr(), "admin", n.AdminAddr(), "log.dirs", strings.Join(cfg.LogDirs, ","),
+		"addr", n.Addr(), "admin", n.AdminAddr(), "console", n.ConsoleURL(), "log.dirs", strings.Join(cfg.LogDirs, ","),
 		"startup", time.Since(start).Round(time.Millisecond))
+	if u := n.ConsoleURL(); u != "" {
+		fmt.Fprintf(stdout, "samsa console: %s\n", u)
+	}
 
 	failed, failErr := n.LogDirFailed()
 	var fatal error

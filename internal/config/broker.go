@@ -202,6 +202,9 @@ type Broker struct {
 	EtcdPassword                                string            // etcd.password (sensitive)
 	EtcdConnectionTimeoutMs                     int32             // etcd.connection.timeout.ms
 	AdminListener                               string            // admin.listener; "" disables it
+	ConsoleEnabled                              *bool             // console.enabled; nil: on when its listener is loopback
+	ConsoleListener                             string            // console.listener; "" serves the console on admin.listener
+	ConsoleReadOnly                             bool              // console.read.only
 	GroupConsumerMigrationPolicy                string            // group.consumer.migration.policy, lower case
 
 	// The broker's own log (not a partition log).
@@ -438,6 +441,12 @@ func FromRaw(set map[string]string) (*Broker, error) {
 	b.EtcdPassword = r.str("etcd.password")
 	b.EtcdConnectionTimeoutMs = r.int32("etcd.connection.timeout.ms")
 	b.AdminListener = strings.TrimSpace(r.str("admin.listener"))
+	if !r.isNull("console.enabled") {
+		on := r.bool("console.enabled")
+		b.ConsoleEnabled = &on
+	}
+	b.ConsoleListener = strings.TrimSpace(r.str("console.listener"))
+	b.ConsoleReadOnly = r.bool("console.read.only")
 	b.resolveLogging(&r)
 	b.resolveSecurity(&r)
 	if r.err != nil {
@@ -687,3 +696,36 @@ func Default() *Broker {
 // consumers fetch from an in-sync replica in their rack (KIP-392), Kafka's
 // class name for it.
 const RackAwareReplicaSelector = "org.apache.kafka.common.replica.RackAwareReplicaSelector"
+
+// ConsoleAddr returns the host:port the web console is served on, and
+// whether it is served at all: console.listener, else admin.listener
+// (under /console/). With console.enabled unset the console is served only
+// when that address is a loopback one (127.0.0.0/8, ::1, localhost), so a
+// broker whose admin listener faces a network does not show its cluster
+// there until an operator asks for it with console.enabled=true.
+func (b *Broker) ConsoleAddr() (addr string, on bool) {
+	addr = b.ConsoleListener
+	if addr == "" {
+		addr = b.AdminListener
+	}
+	if addr == "" {
+		return "", false
+	}
+	if b.ConsoleEnabled != nil {
+		return addr, *b.ConsoleEnabled
+	}
+	return addr, isLoopbackAddr(addr)
+}
+
+// isLoopbackAddr reports whether a host:port listens on loopback only.
+func isLoopbackAddr(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}

@@ -247,3 +247,35 @@ func TestAliases(t *testing.T) {
 		t.Fatalf("node %d dirs %v raw %v", b.NodeID, b.LogDirs, b.Raw)
 	}
 }
+
+func TestConsoleServedOnLoopbackUnlessEnabled(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		args []string
+		addr string
+		on   bool
+	}{
+		{nil, "127.0.0.1:9080", true},
+		{[]string{"admin.listener=0.0.0.0:9080"}, "0.0.0.0:9080", false},
+		{[]string{"admin.listener=:9080"}, ":9080", false},
+		{[]string{"admin.listener=localhost:9080"}, "localhost:9080", true},
+		{[]string{"admin.listener=[::1]:9080"}, "[::1]:9080", true},
+		{[]string{"admin.listener=0.0.0.0:9080", "console.enabled=true"}, "0.0.0.0:9080", true},
+		{[]string{"console.enabled=false"}, "127.0.0.1:9080", false},
+		{[]string{"console.listener=10.0.0.1:8080"}, "10.0.0.1:8080", false},
+		{[]string{"admin.listener=", "console.listener=127.0.0.1:8080"}, "127.0.0.1:8080", true},
+		{[]string{"admin.listener="}, "", false},
+	} {
+		b, err := Load("", append([]string{"log.dirs=/tmp/x"}, tc.args...))
+		if err != nil {
+			t.Fatalf("%v: %v", tc.args, err)
+		}
+		addr, on := b.ConsoleAddr()
+		if addr != tc.addr || on != tc.on {
+			t.Errorf("%v: ConsoleAddr() = %q, %v; want %q, %v", tc.args, addr, on, tc.addr, tc.on)
+		}
+	}
+	if _, err := Load("", []string{"console.enabled=maybe"}); err == nil {
+		t.Error("console.enabled=maybe loaded")
+	}
+}

@@ -352,7 +352,7 @@ var topicDefs = []Def{
 // or documented as accepted but inert.
 var brokerDefs = []Def{
 	{Name: "admin.listener", Type: TypeString, Default: "127.0.0.1:9080", ReadOnly: true,
-		Doc: "samsa: host:port of the HTTP admin listener (/metrics, /healthz); empty disables it."},
+		Doc: "samsa: host:port of the HTTP admin listener (/metrics, /healthz, /readyz, and the web console under /console/); empty disables it."},
 	{Name: "advertised.listeners", Type: TypeString, Null: true, ReadOnly: true, Validate: listenersValid,
 		Doc: "Listeners given to clients in metadata, NAME://host:port; defaults to listeners."},
 	{Name: "auto.create.topics.enable", Type: TypeBoolean, Default: "true", ReadOnly: true,
@@ -375,6 +375,12 @@ var brokerDefs = []Def{
 		Doc: "Default for the topic config compression.zstd.level."},
 	{Name: "connections.max.idle.ms", Type: TypeLong, Default: "600000", ReadOnly: true, Validate: atLeast(1),
 		Doc: "Close a connection that sends no complete request for this long."},
+	{Name: "console.enabled", Type: TypeBoolean, Null: true, ReadOnly: true,
+		Doc: "samsa: serve the web console (docs/console.md); unset serves it only when its listener is on a loopback address."},
+	{Name: "console.listener", Type: TypeString, Default: "", ReadOnly: true,
+		Doc: "samsa: host:port of a separate HTTP listener for the web console; empty serves it on admin.listener under /console/."},
+	{Name: "console.read.only", Type: TypeBoolean, Default: "false", ReadOnly: true,
+		Doc: "samsa: the web console shows the cluster but refuses every change (create, delete, produce, reset, alter)."},
 	{Name: "controlled.shutdown.enable", Type: TypeBoolean, Default: "true", ReadOnly: true,
 		Doc: "Move leadership away from the broker before it shuts down."},
 	{Name: "controller.listener.names", Type: TypeString, Null: true, ReadOnly: true,

@@ -24,7 +24,9 @@
 //  5. build the inter-broker client options and each listener's TLS
 //     config and SASL authenticator;
 //  6. start the broker, which hosts the partitions the image assigns here;
-//  7. serve the listeners, then the admin HTTP server.
+//  7. serve the listeners, then the web console (as a Kafka client of
+//     one of them) and the admin HTTP server, and the console's own
+//     listener if console.listener names one.
 //
 // Invariants:
 //

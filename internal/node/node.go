@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,6 +19,7 @@ import (
 	"samsa/internal/broker"
 	"samsa/internal/cluster"
 	"samsa/internal/config"
+	"samsa/internal/console"
 	"samsa/internal/replica"
 	"samsa/internal/server"
 	"samsa/internal/storage"
@@ -66,9 +68,13 @@ type Node struct {
 	broker   *broker.Broker
 	server   *server.Server
 	admin    *admin.Server
-	lns      []net.Listener
-	wg       sync.WaitGroup // Serve goroutines
-	lock     *dirLock       // the log dir's .lock, released last
+	// console is the web console, nil when not served; consoleSrv its
+	// own listener (console.listener), nil when it is on the admin one.
+	console    *console.Server
+	consoleSrv *admin.Server
+	lns        []net.Listener
+	wg         sync.WaitGroup // Serve goroutines
+	lock       *dirLock       // the log dir's .lock, released last
 
 	// bg is the context of the goroutines goAttach starts (JWKS
 	// refreshes); stop cancels it, and bgWG counts them.
@@ -314,11 +320,27 @@ func Start(ctx context.Context, nc Config) (_ *Node, err error) {
 			}
 		}(ln, lcs[i])
 	}
+	if n.console, err = n.startConsole(); err != nil {
+		// NB: a console that cannot be served does not stop the
+		// broker; the operator reads why in the log.
+		log.Warn("console: not served", "err", err)
+		n.console = nil
+	}
+	var onAdmin http.Handler
+	if n.console != nil && cfg.ConsoleListener == "" {
+		onAdmin = n.console
+	}
 	if cfg.AdminListener != "" {
 		registerMetrics(reg, n)
-		n.admin, err = admin.Start(cfg.AdminListener, reg, n.ready, log.With(PkgKey, "admin"))
+		n.admin, err = admin.Start(cfg.AdminListener, reg, n.ready, onAdmin, log.With(PkgKey, "admin"))
 		if err != nil {
 			return nil, fmt.Errorf("admin listener %s: %w", cfg.AdminListener, err)
+		}
+	}
+	if n.console != nil && cfg.ConsoleListener != "" {
+		n.consoleSrv, err = admin.StartConsole(cfg.ConsoleListener, n.console, log.With(PkgKey, "admin"))
+		if err != nil {
+			return nil, fmt.Errorf("console listener %s: %w", cfg.ConsoleListener, err)
 		}
 	}
 	return n, nil
@@ -443,8 +465,14 @@ func (n *Node) Close() error {
 		n.stop()
 		n.bgWG.Wait()
 		var errs []error
+		if n.consoleSrv != nil {
+			errs = append(errs, n.consoleSrv.Close())
+		}
 		if n.admin != nil {
 			errs = append(errs, n.admin.Close())
+		}
+		if n.console != nil {
+			errs = append(errs, n.console.Close())
 		}
 		if n.server != nil {
 			errs = append(errs, n.server.Close())
