@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"math"
 	"strconv"
 
@@ -111,6 +112,7 @@ func (c *Cluster) registration() brokerValue {
 // them), it registers again without the flag, so that the ELR and ISR
 // memberships it earns from now on count as any other broker's.
 func (c *Cluster) clearUncleanShutdown() {
+	waited := false
 	for c.unclean.Load() {
 		st := c.state.Load()
 		if !UncleanPending(st.img, c.cfg.NodeID) {
@@ -122,7 +124,13 @@ func (c *Cluster) clearUncleanShutdown() {
 			}
 			cancel()
 			if err == nil {
-				c.log.Info("cluster: unclean shutdown handled; registration cleared of it", "node", c.cfg.NodeID)
+				// A new broker, or one that held no partition where its
+				// restart mattered, has nothing to report.
+				lvl := slog.LevelDebug
+				if waited {
+					lvl = slog.LevelInfo
+				}
+				c.log.Log(c.ctx, lvl, "cluster: the controller has taken this broker out of what its unclean shutdown or empty log dir disqualified it for; registration cleared of both", "node", c.cfg.NodeID)
 				return
 			}
 			if c.ctx.Err() != nil {
@@ -135,6 +143,7 @@ func (c *Cluster) clearUncleanShutdown() {
 			}
 			continue
 		}
+		waited = true
 		select {
 		case <-c.ctx.Done():
 			return
