@@ -24,6 +24,7 @@ package broker
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -109,6 +110,15 @@ func (b *Broker) handleShareFetch(c *server.Conn, req *kmsg.ShareFetchRequest) s
 	if err != nil {
 		return fail(shareSessionCode(err), err.Error())
 	}
+	if req.ShareSessionEpoch == 0 {
+		var keys []sharePartKey
+		for _, t := range req.Topics {
+			for _, p := range t.Partitions {
+				keys = append(keys, sharePartKey{group, t.TopicID, p.Partition})
+			}
+		}
+		b.forgetIdleShareParts(keys)
+	}
 
 	// The response lists every partition of the request, in order, plus
 	// the session's other partitions that return records.
@@ -191,28 +201,50 @@ func (b *Broker) handleShareFetch(c *server.Conn, req *kmsg.ShareFetchRequest) s
 			if p := idx[k]; (p != nil && p.ErrorCode != 0) || budget <= 0 || (maxRecords-acquired) <= 0 {
 				continue
 			}
-			sp, topic, err := b.sharePart(ctx, k)
-			if err == nil && !z.topic(opRead, topic) {
-				sp.mu.Unlock()
-				add(k).ErrorCode = kerr.TopicAuthorizationFailed.Code
-				continue
-			}
-			if err != nil {
-				fp := add(k)
-				fp.ErrorCode, fp.ErrorMessage = shareLookupCode(err), errMessage(err)
-				continue
-			}
 			mb := int64(maxBytes[i])
 			if mb <= 0 {
 				mb = budget
 			}
-			recs, acq, err := b.shareFetchOne(ctx, sp, member, min(mb, budget), maxRecords-acquired, strict)
-			if d := sp.p.NextDeadline(); !d.IsZero() && (lockDeadline.IsZero() || d.Before(lockDeadline)) {
-				lockDeadline = d
+			var recs []byte
+			var acq []share.AcquiredRange
+			var sp *sharePart
+			var topic string
+			var err error
+			// A write fenced by the state epoch (the offsets were altered
+			// since the state was loaded) drops the state; the second
+			// attempt loads the new one.
+			for attempt := 0; attempt < 2; attempt++ {
+				sp, topic, err = b.sharePart(ctx, k)
+				if err != nil {
+					break
+				}
+				if !z.topic(opRead, topic) {
+					sp.mu.Unlock()
+					break
+				}
+				recs, acq, err = b.shareFetchOne(ctx, sp, member, min(mb, budget), maxRecords-acquired, strict)
+				if sp.p != nil {
+					if d := sp.p.NextDeadline(); !d.IsZero() && (lockDeadline.IsZero() || d.Before(lockDeadline)) {
+						lockDeadline = d
+					}
+				}
+				if attempt == 0 {
+					watches = append(watches, replica.WatchSpec{P: sp.rp, Kind: replica.WaitHighWatermark, At: sp.rp.HighWatermark() + 1})
+				}
+				sp.mu.Unlock()
+				if !errors.Is(err, share.ErrFencedStateEpoch) {
+					break
+				}
 			}
-			hw := sp.rp.HighWatermark()
-			watches = append(watches, replica.WatchSpec{P: sp.rp, Kind: replica.WaitHighWatermark, At: hw + 1})
-			sp.mu.Unlock()
+			if err == nil && sp != nil && !z.topic(opRead, topic) {
+				add(k).ErrorCode = kerr.TopicAuthorizationFailed.Code
+				continue
+			}
+			if sp == nil && err != nil {
+				fp := add(k)
+				fp.ErrorCode, fp.ErrorMessage = shareLookupCode(err), errMessage(err)
+				continue
+			}
 			if err != nil {
 				fp := add(k)
 				fp.ErrorCode, fp.ErrorMessage = errorCode(errCode(err)), errMessage(err)

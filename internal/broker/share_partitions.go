@@ -35,6 +35,9 @@ type sharePart struct {
 	epoch     int32              // rp's leader epoch at load
 	p         *share.Partition
 	persisted int64 // p.Version() last written
+	// stateEpoch is the state epoch of the state p was loaded from; the
+	// share coordinator fences writes from an older one.
+	stateEpoch int32
 }
 
 // shareSessionKey names a share session: one per group member and broker.
@@ -121,7 +124,7 @@ func (b *Broker) sharePart(ctx context.Context, key sharePartKey) (*sharePart, s
 	sps.mu.Unlock()
 	sp.mu.Lock()
 	if sp.p == nil {
-		st, ok, err := b.sharePersister.read(ctx, key, sp.epoch)
+		st, stateEpoch, ok, err := b.sharePersister.read(ctx, key, sp.epoch)
 		if err != nil {
 			sp.mu.Unlock()
 			sps.mu.Lock()
@@ -140,7 +143,7 @@ func (b *Broker) sharePart(ctx context.Context, key sharePartKey) (*sharePart, s
 			}
 			sp.p = share.New(b.shareConfig(), start)
 		}
-		sp.persisted = sp.p.Version()
+		sp.persisted, sp.stateEpoch = sp.p.Version(), stateEpoch
 		if !ok {
 			sp.persisted = -1 // write the initial state with the first change
 		}
@@ -151,12 +154,19 @@ func (b *Broker) sharePart(ctx context.Context, key sharePartKey) (*sharePart, s
 
 // persistLocked writes the share-partition's state to the share
 // coordinator if it changed since the last write. sp.mu must be held.
+// When the write is fenced by the state epoch (the offsets were altered
+// or deleted since sp was loaded), sp is dropped so that the next
+// sharePart call loads the new state, and the error is returned: what
+// this broker answered from the old state was never persisted.
 func (b *Broker) persistLocked(ctx context.Context, sp *sharePart) error {
 	v := sp.p.Version()
 	if v == sp.persisted {
 		return nil
 	}
-	if err := b.sharePersister.write(ctx, sp.key, sp.epoch, sp.p.Snapshot()); err != nil {
+	if err := b.sharePersister.write(ctx, sp.key, sp.epoch, sp.stateEpoch, sp.p.Snapshot()); err != nil {
+		if errors.Is(err, share.ErrFencedStateEpoch) {
+			sp.p = nil
+		}
 		return err
 	}
 	sp.persisted = v
@@ -362,4 +372,41 @@ func (b *Broker) expireShareSessions() []shareSessionKey {
 		}
 	}
 	return idle
+}
+
+// forgetIdleShareParts drops the loaded state of the share-partitions of
+// keys that hold no acquired record and nothing unpersisted, so that the
+// next request loads them from the share coordinator again. A member
+// opening a share session calls it: the offsets may have been altered or
+// deleted (which needs an empty group) since this broker loaded them,
+// and a share-partition that acquires nothing writes nothing, so the
+// state epoch would not fence it.
+func (b *Broker) forgetIdleShareParts(keys []sharePartKey) {
+	sps := b.sharePartitions
+	for _, k := range keys {
+		sps.mu.Lock()
+		sp := sps.parts[k]
+		sps.mu.Unlock()
+		if sp == nil {
+			continue
+		}
+		sp.mu.Lock()
+		if sp.p != nil && sp.p.NextDeadline().IsZero() && sp.p.Version() == sp.persisted {
+			sp.p = nil
+		}
+		sp.mu.Unlock()
+	}
+}
+
+// forgetShareParts drops the loaded state of the share-partitions of
+// group and topic led here (its offsets were altered or deleted here).
+func (b *Broker) forgetShareParts(group string, topicID [16]byte) {
+	sps := b.sharePartitions
+	sps.mu.Lock()
+	defer sps.mu.Unlock()
+	for k := range sps.parts {
+		if k.group == group && k.topicID == topicID {
+			delete(sps.parts, k)
+		}
+	}
 }
