@@ -12,6 +12,13 @@ package broker
 // topic (else TOPIC_AUTHORIZATION_FAILED for its partitions), as Kafka
 // checks them.
 //
+// Share group membership is kept in memory (share_groups.go), so a new
+// group coordinator knows no share group without members. A group it
+// does not know is described anyway when the request names its topics
+// and some of their partitions have state at the share coordinators:
+// the group exists, without members (it becomes an empty share group
+// here). Otherwise it is GROUP_ID_NOT_FOUND, as for any unknown group.
+//
 // Lag is the records from the SPSO up to the partition's end (the high
 // watermark; the last stable offset under share.isolation.level
 // read_committed, which is all such a group can deliver) that are not
@@ -23,6 +30,7 @@ package broker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"time"
@@ -30,6 +38,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"samsa/internal/cluster"
 	"samsa/internal/server"
 	"samsa/internal/share"
 	"samsa/internal/storage"
@@ -47,7 +56,11 @@ func (b *Broker) handleDescribeShareGroupOffsets(ctx context.Context, c *server.
 			resp.Groups = append(resp.Groups, rg)
 			continue
 		}
-		if _, _, _, err := b.describeShareGroup(g.GroupID); err != nil {
+		named := map[string][]int32{}
+		for _, t := range g.Topics {
+			named[t.Topic] = t.Partitions
+		}
+		if _, _, _, err := b.describeShareGroup(g.GroupID); err != nil && !b.shareGroupAfterFailover(ctx, g.GroupID, named, img, err) {
 			rg.ErrorCode, rg.ErrorMessage = groupCode(err), errMessage(err)
 			resp.Groups = append(resp.Groups, rg)
 			continue
@@ -173,4 +186,35 @@ func (b *Broker) shareEndOffset(ctx context.Context, topic string, partition int
 		return -1, err
 	}
 	return r.Offset, nil
+}
+
+// shareGroupAfterFailover reports whether id, which this coordinator
+// does not know as a share group (err), is an empty share group whose
+// state the share coordinators hold for one of the partitions named; if
+// so, it is adopted as an empty share group.
+func (b *Broker) shareGroupAfterFailover(ctx context.Context, id string, parts map[string][]int32, img *cluster.Image, err error) bool {
+	if !errors.Is(err, share.ErrGroupIDNotFound) {
+		return false
+	}
+	for topic, ps := range parts {
+		ti := img.Topics[topic]
+		if ti == nil {
+			continue
+		}
+		for _, p := range ps {
+			if p < 0 || int(p) >= len(ti.Replicas) {
+				continue
+			}
+			if _, _, ok, err := (coordPersister{b}).read(ctx, sharePartKey{id, ti.ID, p}, -1); err == nil && ok {
+				// NB: a group of another type is not adopted:
+				// emptyShareGroup refuses it.
+				if b.emptyShareGroup(ctx, id, true) == nil {
+					b.setShareGroupTopic(id, topic, true)
+					return true
+				}
+				return false
+			}
+		}
+	}
+	return false
 }

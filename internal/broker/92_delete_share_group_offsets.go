@@ -5,7 +5,9 @@ package broker
 // Served by the group's coordinator: deletes the state of every
 // share-partition of each topic named (DeleteShareGroupState at their
 // share coordinators), so that the group starts the topic again at
-// share.auto.offset.reset. The group must exist (GROUP_ID_NOT_FOUND) and
+// share.auto.offset.reset. The group must exist (GROUP_ID_NOT_FOUND; a
+// group the coordinator does not know but with state for a partition of
+// a topic named is an empty share group after a coordinator failover) and
 // have no members (NON_EMPTY_GROUP), both top level. DELETE on the group
 // (GROUP_AUTHORIZATION_FAILED) and READ on each topic
 // (TOPIC_AUTHORIZATION_FAILED for that topic), as Kafka checks them. A
@@ -36,11 +38,23 @@ func (b *Broker) handleDeleteShareGroupOffsets(ctx context.Context, c *server.Co
 		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
 		return resp
 	}
-	if err := b.emptyShareGroup(ctx, req.GroupID, false); err != nil {
-		resp.ErrorCode, resp.ErrorMessage = groupCode(err), errMessage(err)
-		return resp
-	}
 	img := b.cluster.Image()
+	if err := b.emptyShareGroup(ctx, req.GroupID, false); err != nil {
+		// After a coordinator failover, an empty share group is known
+		// by its state only (90_describe_share_group_offsets.go).
+		named := map[string][]int32{}
+		for _, t := range req.Topics {
+			if ti := img.Topics[t.Topic]; ti != nil && z.topic(opRead, t.Topic) {
+				for p := range ti.Replicas {
+					named[t.Topic] = append(named[t.Topic], int32(p))
+				}
+			}
+		}
+		if !b.shareGroupAfterFailover(ctx, req.GroupID, named, img, err) {
+			resp.ErrorCode, resp.ErrorMessage = groupCode(err), errMessage(err)
+			return resp
+		}
+	}
 	for _, t := range req.Topics {
 		rt := kmsg.NewDeleteShareGroupOffsetsResponseTopic()
 		rt.Topic = t.Topic

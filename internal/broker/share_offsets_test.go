@@ -311,3 +311,87 @@ func TestShareGroupOffsetsAlterDeleteAndLag(t *testing.T) {
 	top, _ = deleteShareOffsets(t, ctx, cl, "classic-g", topic)
 	wantCode(t, "delete of a classic group", top, kerr.GroupIDNotFound)
 }
+
+// TestShareGroupAlteredOffsetSurvivesShareCoordinatorKill: the start
+// offset set by AlterShareGroupOffsets is committed by the share
+// coordinator, so after that broker is killed the new coordinator answers
+// it and the group starts there. Reference: KIP-932 "Administration".
+func TestShareGroupAlteredOffsetSurvivesShareCoordinatorKill(t *testing.T) {
+	t.Parallel()
+	c := testutil.StartClusterLogged(t, 3, append(shareBrokerConfig,
+		"offsets.topic.replication.factor=3", "share.coordinator.state.topic.replication.factor=3",
+		"replica.lag.time.max.ms=2000")...)
+	const topic, group = "share-alter-fo", "sg-alter-fo"
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	if r, err := c.Admin().CreateTopic(ctx, 1, 3, map[string]*string{"min.insync.replicas": kmsg.StringPtr("2")}, topic); err != nil || r.Err != nil {
+		t.Fatalf("create topic: %v %v", err, r.Err)
+	}
+	cl := c.Client(kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	produceValues(t, cl, topic, 1, 10)
+	id := shareTopicID(t, cl, topic)
+	testutil.Eventually(t, 30*time.Second, func() error {
+		top, parts := alterShareOffsets(t, ctx, cl, group, map[string]map[int32]int64{topic: {0: 6}})
+		if err := kerr.ErrorForCode(top); err != nil {
+			return err
+		}
+		return kerr.ErrorForCode(parts[topic+"/0"])
+	})
+	key := fmt.Sprintf("%s:%x:%d", group, id, 0)
+	coord := c.Leader("__share_group_state", group_Partition(key, 4))
+	testutil.Eventually(t, 30*time.Second, func() error {
+		if isr := c.ISR("__share_group_state", group_Partition(key, 4)); len(isr) < 5 {
+			return fmt.Errorf("isr %q", isr)
+		}
+		return nil
+	})
+	t.Logf("killing share coordinator %d", coord)
+	c.Kill(int(coord))
+	cl = c.Client(kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	testutil.Eventually(t, 40*time.Second, func() error {
+		if start, _ := shareOffsetsErr(ctx, cl, group, topic, 0); start != 6 {
+			return fmt.Errorf("start offset %d after the kill, want 6", start)
+		}
+		return nil
+	})
+	m := &rawShareMember{cl: cl, group: group, member: "m", maxWait: 200}
+	var got string
+	testutil.Eventually(t, 40*time.Second, func() error {
+		if r, err := m.heartbeat(ctx, []string{topic}); err != nil || r.ErrorCode != 0 {
+			m.epoch = 0
+			return fmt.Errorf("heartbeat: %v %v", err, r)
+		}
+		m.direct, m.node, m.session = true, c.Leader(topic, 0), 0
+		fr, err := m.fetch(ctx, id, 0, nil)
+		if err != nil {
+			return err
+		}
+		n, first, last := acquiredCount(fr)
+		if n == 0 {
+			return fmt.Errorf("nothing acquired: %+v", fr)
+		}
+		got = fmt.Sprintf("%d-%d", first, last)
+		return nil
+	})
+	if got != "6-9" {
+		t.Fatalf("after the alter to 6 and the coordinator kill, the group acquired %s", got)
+	}
+}
+
+// shareOffsetsErr is shareOffsets that returns -1 on any error.
+func shareOffsetsErr(ctx context.Context, cl *kgo.Client, group, topic string, partition int32) (start, lag int64) {
+	req := kmsg.NewPtrDescribeShareGroupOffsetsRequest()
+	req.Version = 1
+	g := kmsg.NewDescribeShareGroupOffsetsRequestGroup()
+	g.GroupID = group
+	rt := kmsg.NewDescribeShareGroupOffsetsRequestGroupTopic()
+	rt.Topic, rt.Partitions = topic, []int32{partition}
+	g.Topics = append(g.Topics, rt)
+	req.Groups = append(req.Groups, g)
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil || resp.Groups[0].ErrorCode != 0 || len(resp.Groups[0].Topics) == 0 || resp.Groups[0].Topics[0].Partitions[0].ErrorCode != 0 {
+		return -1, -1
+	}
+	p := resp.Groups[0].Topics[0].Partitions[0]
+	return p.StartOffset, p.Lag
+}
