@@ -86,13 +86,15 @@ func (e *partitionEnv) handle(t *testing.T, d *datadriven.TestData) string {
 		e.p = New(e.cfg, start)
 		return e.state()
 	case "acquire":
-		// acquire member=a batches=0-4,5-9 [max=N] [strict]
+		// acquire member=a batches=0-4,5-9,!10-12 [max=N] [strict]
+		// (a batch with ! is skipped: aborted or control)
 		var bs string
 		d.ScanArgs(t, "batches", &bs)
 		var batches []Batch
 		for _, r := range strings.Split(bs, ",") {
-			f, l := parseRange(t, r)
-			batches = append(batches, Batch{First: f, Last: l})
+			skip := strings.HasPrefix(r, "!")
+			f, l := parseRange(t, strings.TrimPrefix(r, "!"))
+			batches = append(batches, Batch{First: f, Last: l, Skip: skip})
 		}
 		maxRecords := 0
 		d.MaybeScanArgs(t, "max", &maxRecords)
