@@ -13,14 +13,20 @@ package broker
 // request are applied, and persisted, before records are acquired. The
 // fetch covers every partition of the session. A fetch that acquires
 // nothing waits in the replica manager's delay queue until a session
-// partition's high watermark moves, MaxWaitMillis passes or the earliest
-// lock of the partitions expires, and then tries once more.
+// partition's high watermark moves, an acknowledgement or release on one
+// of them may free records, MaxWaitMillis passes or the earliest lock of
+// the partitions expires, and then tries once more.
 //
 // READ on the group and on each topic (TOPIC_AUTHORIZATION_FAILED for
 // that partition). Differences from Kafka: the share session cache is
-// not bounded (no SHARE_SESSION_LIMIT_REACHED); BatchSize is ignored;
-// partitions are read up to the high watermark (share.isolation.level
-// read_uncommitted).
+// not bounded (no SHARE_SESSION_LIMIT_REACHED); BatchSize is ignored.
+//
+// Partitions are read up to the high watermark, or under
+// share.isolation.level read_committed (broker-wide in samsa, a group
+// config in Kafka) up to the last stable offset, with the batches of
+// aborted transactions and control batches archived instead of acquired
+// (share_partitions.go shareFetchOne), so members see committed records
+// only.
 
 import (
 	"context"
@@ -192,10 +198,11 @@ func (b *Broker) handleShareFetch(c *server.Conn, req *kmsg.ShareFetchRequest) s
 		maxRecords = 500
 	}
 	strict := req.Version >= 2 && req.ShareAcquireMode == 1
-	fetch := func() (int, []replica.WatchSpec, time.Time) {
+	fetch := func() (int, []replica.WatchSpec, time.Time, []shareSeen) {
 		acquired := 0
 		var watches []replica.WatchSpec
 		var lockDeadline time.Time
+		var seen []shareSeen
 		budget := int64(req.MaxBytes)
 		for i, k := range fetchKeys {
 			if p := idx[k]; (p != nil && p.ErrorCode != 0) || budget <= 0 || (maxRecords-acquired) <= 0 {
@@ -229,7 +236,18 @@ func (b *Broker) handleShareFetch(c *server.Conn, req *kmsg.ShareFetchRequest) s
 					}
 				}
 				if attempt == 0 {
-					watches = append(watches, replica.WatchSpec{P: sp.rp, Kind: replica.WaitHighWatermark, At: sp.rp.HighWatermark() + 1})
+					w := replica.WatchSpec{P: sp.rp, Kind: replica.WaitHighWatermark, At: sp.rp.HighWatermark() + 1}
+					if b.cfg.ShareIsolationLevel == "read_committed" {
+						w.Kind, w.At = replica.WaitLastStable, sp.rp.LastStableOffset()+1
+					}
+					watches = append(watches, w)
+				}
+				if err == nil && len(acq) == 0 {
+					sn := shareSeen{sp: sp, p: sp.p}
+					if sp.p != nil {
+						sn.version = sp.p.Version()
+					}
+					seen = append(seen, sn)
 				}
 				sp.mu.Unlock()
 				if !errors.Is(err, share.ErrFencedStateEpoch) {
@@ -263,9 +281,9 @@ func (b *Broker) handleShareFetch(c *server.Conn, req *kmsg.ShareFetchRequest) s
 			}
 			budget -= int64(len(recs))
 		}
-		return acquired, watches, lockDeadline
+		return acquired, watches, lockDeadline, seen
 	}
-	n, watches, lockDeadline := fetch()
+	n, watches, lockDeadline, seen := fetch()
 	if n > 0 || req.MaxWaitMillis <= 0 || len(watches) == 0 {
 		return server.Reply{Msg: b.shareFetchResponse(resp, order, idx)}
 	}
@@ -275,13 +293,22 @@ func (b *Broker) handleShareFetch(c *server.Conn, req *kmsg.ShareFetchRequest) s
 	}
 	return server.Reply{Wait: func(wctx context.Context) server.Reply {
 		start := time.Now()
-		op := b.replicas.Watch(watches, deadline)
-		select {
-		case <-op.Done():
-		case <-wctx.Done():
-			op.Cancel()
-		case <-b.draining:
-			op.Cancel()
+		// An acknowledgement or release on a partition of the fetch
+		// wakes it too (Reference: Kafka completes delayed share
+		// fetches when acknowledgements free records).
+		wake := make(chan struct{}, 1)
+		if b.parkShareFetch(seen, wake) {
+			op := b.replicas.Watch(watches, deadline)
+			select {
+			case <-op.Done():
+			case <-wake:
+				op.Cancel()
+			case <-wctx.Done():
+				op.Cancel()
+			case <-b.draining:
+				op.Cancel()
+			}
+			b.unparkShareFetch(seen, wake)
 		}
 		fetch()
 		return server.Reply{Msg: b.shareFetchResponse(resp, order, idx), Parked: time.Since(start)}
