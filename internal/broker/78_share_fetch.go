@@ -18,8 +18,11 @@ package broker
 // the partitions expires, and then tries once more.
 //
 // READ on the group and on each topic (TOPIC_AUTHORIZATION_FAILED for
-// that partition). Differences from Kafka: the share session cache is
-// not bounded (no SHARE_SESSION_LIMIT_REACHED); BatchSize is ignored.
+// that partition). A broker keeps at most group.share.max.share.sessions
+// share sessions: opening another (epoch 0) is SHARE_SESSION_LIMIT_REACHED
+// (a member's own session opened again replaces it). Differences from
+// Kafka: BatchSize is ignored; a session is not closed when its
+// connection drops (it expires after group.share.session.timeout.ms).
 //
 // Partitions are read up to the high watermark, or under
 // share.isolation.level read_committed (broker-wide in samsa, a group

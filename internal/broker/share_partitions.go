@@ -462,6 +462,7 @@ func nextShareEpoch(e int32) int32 {
 var (
 	errShareSessionNotFound = errors.New("broker: share session not found")
 	errShareSessionEpoch    = errors.New("broker: invalid share session epoch")
+	errShareSessionLimit    = errors.New("broker: share session limit reached")
 )
 
 func shareSessionCode(err error) int16 {
@@ -470,13 +471,16 @@ func shareSessionCode(err error) int16 {
 		return kerr.ShareSessionNotFound.Code
 	case errors.Is(err, errShareSessionEpoch):
 		return kerr.InvalidShareSessionEpoch.Code
+	case errors.Is(err, errShareSessionLimit):
+		return kerr.ShareSessionLimitReached.Code
 	}
 	return kerr.UnknownServerError.Code
 }
 
 // shareSessionFor checks a request's share session epoch and returns the
-// session (a new one for epoch 0; nil for -1, after which the caller
-// closes it). For epochs above 0 the session must exist
+// session (a new one for epoch 0, unless group.share.max.share.sessions
+// other sessions are open: SHARE_SESSION_LIMIT_REACHED; for -1, the
+// session, which the caller then closes). For epochs above 0 the session must exist
 // (SHARE_SESSION_NOT_FOUND) at that epoch (INVALID_SHARE_SESSION_EPOCH);
 // it then moves to the next epoch.
 func (b *Broker) shareSessionFor(group, member string, epoch int32) (*shareSession, error) {
@@ -494,6 +498,12 @@ func (b *Broker) shareSessionFor(group, member string, epoch int32) (*shareSessi
 	}
 	switch {
 	case epoch == 0:
+		// Reference: ShareSessionCache.maybeCreateSession: a member's
+		// new session replaces its old one; another is refused once
+		// group.share.max.share.sessions are open (no eviction).
+		if s == nil && len(sps.sessions) >= int(b.cfg.GroupShareMaxShareSessions) {
+			return nil, fmt.Errorf("%w: %d share sessions are open on this broker (group.share.max.share.sessions)", errShareSessionLimit, len(sps.sessions))
+		}
 		s = &shareSession{epoch: 1, parts: map[sharePartKey]int32{}, lastUsed: now}
 		sps.sessions[k] = s
 		return s, nil

@@ -459,6 +459,8 @@ var brokerDefs = []Def{
 		Doc: "How many times a share group (KIP-932) delivers a record before it archives it instead of making it available again."},
 	{Name: "group.share.heartbeat.interval.ms", Type: TypeInt, Default: "5000", ReadOnly: true, Validate: atLeast(1),
 		Doc: "How often share group members (KIP-932) heartbeat."},
+	{Name: "group.share.max.share.sessions", Type: TypeInt, Default: "2000", ReadOnly: true, Validate: atLeast(1),
+		Doc: "Most share sessions (KIP-932) a broker keeps; opening another is refused with SHARE_SESSION_LIMIT_REACHED until one closes or expires."},
 	{Name: "group.share.max.size", Type: TypeInt, Default: "200", ReadOnly: true, Validate: atLeast(1),
 		Doc: "Most members a share group (KIP-932) may have."},
 	{Name: "group.share.partition.max.record.locks", Type: TypeInt, Default: "2000", ReadOnly: true, Validate: atLeast(1),
