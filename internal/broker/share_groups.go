@@ -224,9 +224,11 @@ func (b *Broker) deleteShareGroup(ctx context.Context, id string) (isShare bool,
 // and !create), group.ErrNonEmptyGroup.
 //
 // NB: the group is not locked against joins while the caller writes the
-// new state: a member that joins in between fetches from the state it
-// finds at its first ShareFetch, which is the altered one once the write
-// is done (its share session opens after the join).
+// new state (Kafka runs the check and the write as one coordinator
+// operation). A member that joins and fetches before the write is done
+// may be given records from the old state; its acknowledgement of them
+// is then fenced by the new state epoch (FENCED_STATE_EPOCH) and the
+// partition leader loads the new state.
 func (b *Broker) emptyShareGroup(ctx context.Context, id string, create bool) error {
 	if id == "" {
 		return fmt.Errorf("%w: the group id is empty", group.ErrInvalidGroupID)
