@@ -45,6 +45,9 @@ type sharePart struct {
 	// stateEpoch is the state epoch of the state p was loaded from; the
 	// share coordinator fences writes from an older one.
 	stateEpoch int32
+	// synced is set once a write of p succeeded: until then a fetch
+	// waits for the write of its acquisitions (see shareFetchOne).
+	synced bool
 	// writing is set while a write is in flight; written is closed when
 	// it ends.
 	writing bool
@@ -205,7 +208,7 @@ func (b *Broker) sharePart(ctx context.Context, key sharePartKey) (*sharePart, s
 			}
 			sp.p = share.New(b.shareConfig(), start)
 		}
-		sp.persisted, sp.stateEpoch = sp.p.Version(), stateEpoch
+		sp.persisted, sp.stateEpoch, sp.synced = sp.p.Version(), stateEpoch, false
 		if !ok {
 			sp.persisted = -1 // write the initial state with the first change
 		}
@@ -265,6 +268,7 @@ func (b *Broker) persistLocked(ctx context.Context, sp *sharePart) error {
 			return err
 		}
 		sp.persisted = max(sp.persisted, v)
+		sp.synced = true
 	}
 	return nil
 }
@@ -367,10 +371,13 @@ func (b *Broker) shareFetchOne(ctx context.Context, sp *sharePart, member string
 	// its delivery count one lower, and is delivered again (its lock is
 	// lost with the leader anyway). Acknowledgements are written before
 	// they are answered, so an accepted record is never delivered again.
-	// Only the first state of a share-partition new to the share
-	// coordinator is written first, so that a state the coordinator
-	// fences is found before anything is answered from it.
-	if sp.persisted < 0 {
+	// Until a write of the state loaded here succeeded, a fetch waits
+	// for it: a state the coordinator fences (altered since it was
+	// read), or a coordinator still unavailable after a failover, is
+	// found before anything is answered from it, and the fetch, which
+	// the client retries, takes the wait rather than the member's first
+	// acknowledgement.
+	if !sp.synced {
 		if err := b.persistLocked(ctx, sp); err != nil {
 			return nil, nil, err
 		}
