@@ -378,7 +378,13 @@ func (b *Broker) shareFetchOne(ctx context.Context, sp *sharePart, member string
 	// the client retries, takes the wait rather than the member's first
 	// acknowledgement.
 	if !sp.synced {
+		p := sp.p
 		if err := b.persistLocked(ctx, sp); err != nil {
+			// Not answered: the records go back as they were, not
+			// locked to a member that never got them.
+			if sp.p == p {
+				p.Unacquire(member, acq)
+			}
 			return nil, nil, err
 		}
 	}

@@ -339,6 +339,29 @@ func (p *Partition) archive(b Batch) bool {
 	return changed
 }
 
+// Unacquire undoes an Acquire whose answer is not given (its write to
+// the share coordinator failed): each record of ranges still acquired by
+// member becomes available again with its delivery count as before.
+func (p *Partition) Unacquire(member string, ranges []AcquiredRange) {
+	changed := false
+	for _, a := range ranges {
+		for o := max(a.First, p.spso); o <= a.Last && o < p.end(); o++ {
+			r := &p.recs[o-p.spso]
+			if r.state != Acquired || r.member != member {
+				continue
+			}
+			r.state, r.member, r.deadline = Available, "", time.Time{}
+			if r.count > 0 {
+				r.count--
+			}
+			changed = true
+		}
+	}
+	if changed {
+		p.version++
+	}
+}
+
 // AckBatch is one acknowledgement batch: the offsets First..Last and
 // either one type for all of them or one type per offset.
 type AckBatch struct {

@@ -174,3 +174,27 @@ func TestPartitionScripts(t *testing.T) {
 		})
 	})
 }
+
+// TestUnacquireRestoresDeliveryCounts: an acquisition whose answer is not
+// given is undone: the records are available again with the delivery
+// counts they had, and another member acquires them as the same delivery.
+func TestUnacquireRestoresDeliveryCounts(t *testing.T) {
+	p := New(Config{LockDuration: time.Second, DeliveryCountLimit: 3, MaxRecordLocks: 100}, 0)
+	now := time.Unix(0, 0)
+	got := p.Acquire("a", now, []Batch{{First: 0, Last: 4}}, 0, false)
+	if fmtAcquired(got) != "0-4(1)" {
+		t.Fatalf("acquired %s", fmtAcquired(got))
+	}
+	v := p.Version()
+	p.Unacquire("b", got) // another member's: nothing changes
+	if p.Version() != v {
+		t.Fatal("unacquire of another member's records changed the state")
+	}
+	p.Unacquire("a", got)
+	if s, n, m := p.State(2); s != Available || n != 0 || m != "" {
+		t.Fatalf("offset 2 after unacquire: %s count %d member %q", s, n, m)
+	}
+	if got := p.Acquire("b", now, []Batch{{First: 0, Last: 4}}, 0, false); fmtAcquired(got) != "0-4(1)" {
+		t.Fatalf("b acquired %s after the unacquire, want 0-4(1)", fmtAcquired(got))
+	}
+}
