@@ -290,6 +290,14 @@ var APIRequirements = map[int16]APIRequirement{
 		one(opDescribe, rtGroup, ScopeEachGroup),
 		one(opDescribe, rtTopic, ScopeEachTopic),
 	}},
+	91: {Key: 91, Name: "AlterShareGroupOffsets", Checks: []Check{
+		one(opRead, rtGroup, ScopeGroup),
+		one(opRead, rtTopic, ScopeEachTopic),
+	}},
+	92: {Key: 92, Name: "DeleteShareGroupOffsets", Checks: []Check{
+		one(opDelete, rtGroup, ScopeGroup),
+		one(opRead, rtTopic, ScopeEachTopic),
+	}},
 	79: {Key: 79, Name: "ShareAcknowledge", Checks: []Check{
 		one(opRead, rtGroup, ScopeGroup),
 		one(opRead, rtTopic, ScopeEachTopic),

@@ -13,17 +13,27 @@ package broker
 // request are applied, and persisted, before records are acquired. The
 // fetch covers every partition of the session. A fetch that acquires
 // nothing waits in the replica manager's delay queue until a session
-// partition's high watermark moves, MaxWaitMillis passes or the earliest
-// lock of the partitions expires, and then tries once more.
+// partition's high watermark moves, an acknowledgement or release on one
+// of them may free records, MaxWaitMillis passes or the earliest lock of
+// the partitions expires, and then tries once more.
 //
 // READ on the group and on each topic (TOPIC_AUTHORIZATION_FAILED for
-// that partition). Differences from Kafka: the share session cache is
-// not bounded (no SHARE_SESSION_LIMIT_REACHED); BatchSize is ignored;
-// partitions are read up to the high watermark (share.isolation.level
-// read_uncommitted).
+// that partition). A broker keeps at most group.share.max.share.sessions
+// share sessions: opening another (epoch 0) is SHARE_SESSION_LIMIT_REACHED
+// (a member's own session opened again replaces it). Differences from
+// Kafka: BatchSize is ignored; a session is not closed when its
+// connection drops (it expires after group.share.session.timeout.ms).
+//
+// Partitions are read up to the high watermark, or under
+// share.isolation.level read_committed (broker-wide in samsa, a group
+// config in Kafka) up to the last stable offset, with the batches of
+// aborted transactions and control batches archived instead of acquired
+// (share_partitions.go shareFetchOne), so members see committed records
+// only.
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -109,6 +119,15 @@ func (b *Broker) handleShareFetch(c *server.Conn, req *kmsg.ShareFetchRequest) s
 	if err != nil {
 		return fail(shareSessionCode(err), err.Error())
 	}
+	if req.ShareSessionEpoch == 0 {
+		var keys []sharePartKey
+		for _, t := range req.Topics {
+			for _, p := range t.Partitions {
+				keys = append(keys, sharePartKey{group, t.TopicID, p.Partition})
+			}
+		}
+		b.forgetIdleShareParts(keys)
+	}
 
 	// The response lists every partition of the request, in order, plus
 	// the session's other partitions that return records.
@@ -182,37 +201,71 @@ func (b *Broker) handleShareFetch(c *server.Conn, req *kmsg.ShareFetchRequest) s
 		maxRecords = 500
 	}
 	strict := req.Version >= 2 && req.ShareAcquireMode == 1
-	fetch := func() (int, []replica.WatchSpec, time.Time) {
+	fetch := func() (int, []replica.WatchSpec, time.Time, []shareSeen) {
 		acquired := 0
 		var watches []replica.WatchSpec
 		var lockDeadline time.Time
+		var seen []shareSeen
 		budget := int64(req.MaxBytes)
 		for i, k := range fetchKeys {
 			if p := idx[k]; (p != nil && p.ErrorCode != 0) || budget <= 0 || (maxRecords-acquired) <= 0 {
-				continue
-			}
-			sp, topic, err := b.sharePart(ctx, k)
-			if err == nil && !z.topic(opRead, topic) {
-				sp.mu.Unlock()
-				add(k).ErrorCode = kerr.TopicAuthorizationFailed.Code
-				continue
-			}
-			if err != nil {
-				fp := add(k)
-				fp.ErrorCode, fp.ErrorMessage = shareLookupCode(err), errMessage(err)
 				continue
 			}
 			mb := int64(maxBytes[i])
 			if mb <= 0 {
 				mb = budget
 			}
-			recs, acq, err := b.shareFetchOne(ctx, sp, member, min(mb, budget), maxRecords-acquired, strict)
-			if d := sp.p.NextDeadline(); !d.IsZero() && (lockDeadline.IsZero() || d.Before(lockDeadline)) {
-				lockDeadline = d
+			var recs []byte
+			var acq []share.AcquiredRange
+			var sp *sharePart
+			var topic string
+			var err error
+			// A write fenced by the state epoch (the offsets were altered
+			// since the state was loaded) drops the state; the second
+			// attempt loads the new one.
+			for attempt := 0; attempt < 2; attempt++ {
+				sp, topic, err = b.sharePart(ctx, k)
+				if err != nil {
+					break
+				}
+				if !z.topic(opRead, topic) {
+					sp.mu.Unlock()
+					break
+				}
+				recs, acq, err = b.shareFetchOne(ctx, sp, member, min(mb, budget), maxRecords-acquired, strict)
+				if sp.p != nil {
+					if d := sp.p.NextDeadline(); !d.IsZero() && (lockDeadline.IsZero() || d.Before(lockDeadline)) {
+						lockDeadline = d
+					}
+				}
+				if attempt == 0 {
+					w := replica.WatchSpec{P: sp.rp, Kind: replica.WaitHighWatermark, At: sp.rp.HighWatermark() + 1}
+					if b.cfg.ShareIsolationLevel == "read_committed" {
+						w.Kind, w.At = replica.WaitLastStable, sp.rp.LastStableOffset()+1
+					}
+					watches = append(watches, w)
+				}
+				if err == nil && len(acq) == 0 {
+					sn := shareSeen{sp: sp, p: sp.p}
+					if sp.p != nil {
+						sn.version = sp.p.Version()
+					}
+					seen = append(seen, sn)
+				}
+				sp.mu.Unlock()
+				if !errors.Is(err, share.ErrFencedStateEpoch) {
+					break
+				}
 			}
-			hw := sp.rp.HighWatermark()
-			watches = append(watches, replica.WatchSpec{P: sp.rp, Kind: replica.WaitHighWatermark, At: hw + 1})
-			sp.mu.Unlock()
+			if err == nil && sp != nil && !z.topic(opRead, topic) {
+				add(k).ErrorCode = kerr.TopicAuthorizationFailed.Code
+				continue
+			}
+			if sp == nil && err != nil {
+				fp := add(k)
+				fp.ErrorCode, fp.ErrorMessage = shareLookupCode(err), errMessage(err)
+				continue
+			}
 			if err != nil {
 				fp := add(k)
 				fp.ErrorCode, fp.ErrorMessage = errorCode(errCode(err)), errMessage(err)
@@ -231,9 +284,9 @@ func (b *Broker) handleShareFetch(c *server.Conn, req *kmsg.ShareFetchRequest) s
 			}
 			budget -= int64(len(recs))
 		}
-		return acquired, watches, lockDeadline
+		return acquired, watches, lockDeadline, seen
 	}
-	n, watches, lockDeadline := fetch()
+	n, watches, lockDeadline, seen := fetch()
 	if n > 0 || req.MaxWaitMillis <= 0 || len(watches) == 0 {
 		return server.Reply{Msg: b.shareFetchResponse(resp, order, idx)}
 	}
@@ -243,13 +296,22 @@ func (b *Broker) handleShareFetch(c *server.Conn, req *kmsg.ShareFetchRequest) s
 	}
 	return server.Reply{Wait: func(wctx context.Context) server.Reply {
 		start := time.Now()
-		op := b.replicas.Watch(watches, deadline)
-		select {
-		case <-op.Done():
-		case <-wctx.Done():
-			op.Cancel()
-		case <-b.draining:
-			op.Cancel()
+		// An acknowledgement or release on a partition of the fetch
+		// wakes it too (Reference: Kafka completes delayed share
+		// fetches when acknowledgements free records).
+		wake := make(chan struct{}, 1)
+		if b.parkShareFetch(seen, wake) {
+			op := b.replicas.Watch(watches, deadline)
+			select {
+			case <-op.Done():
+			case <-wake:
+				op.Cancel()
+			case <-wctx.Done():
+				op.Cancel()
+			case <-b.draining:
+				op.Cancel()
+			}
+			b.unparkShareFetch(seen, wake)
 		}
 		fetch()
 		return server.Reply{Msg: b.shareFetchResponse(resp, order, idx), Parked: time.Since(start)}

@@ -10,8 +10,12 @@ package broker
 //
 // Differences from Kafka: a share-partition with no state is answered
 // with StartOffset -1 and no batches (Kafka answers its "uninitialized"
-// state the same way in 4.1); StateEpoch is always 0 (samsa does not
-// reset share-partitions' state epochs yet). WriteShareGroupState v1 and
+// state the same way in 4.1) and the state epoch its next state starts
+// with. InitializeShareGroupState starts the state over at a state epoch
+// of at least the request's and past the current one (StateEpoch -1:
+// the next one), which fences writes of partition leaders that read the
+// older state (FENCED_STATE_EPOCH); samsa's group coordinator sends it
+// for AlterShareGroupOffsets. WriteShareGroupState v1 and
 // ReadShareGroupStateSummary v1 are not served.
 
 import (
@@ -40,8 +44,11 @@ func (b *Broker) handleReadShareGroupState(ctx context.Context, c *server.Conn, 
 			}
 			v, ok, err := b.shareCoordRead(ctx, share.StateKey{Group: req.GroupID, TopicID: t.TopicID, Partition: p.Partition}, p.LeaderEpoch)
 			rp.ErrorCode = shareCoordCode(err)
+			if err == nil {
+				rp.StateEpoch = v.StateEpoch
+			}
 			if err == nil && ok {
-				rp.StartOffset, rp.StateEpoch = v.StartOffset, v.StateEpoch
+				rp.StartOffset = v.StartOffset
 				for _, sb := range v.Batches {
 					x := kmsg.NewReadShareGroupStateResponseTopicPartitionStateBatch()
 					x.FirstOffset, x.LastOffset, x.DeliveryState, x.DeliveryCount = sb.First, sb.Last, int8(sb.State), sb.DeliveryCount
@@ -73,7 +80,7 @@ func (b *Broker) handleWriteShareGroupState(ctx context.Context, c *server.Conn,
 			for _, sb := range p.StateBatches {
 				st.Batches = append(st.Batches, share.StateBatch{First: sb.FirstOffset, Last: sb.LastOffset, State: share.RecordState(sb.DeliveryState), DeliveryCount: sb.DeliveryCount})
 			}
-			err := b.shareCoordWrite(ctx, share.StateKey{Group: req.GroupID, TopicID: t.TopicID, Partition: p.Partition}, p.LeaderEpoch, st)
+			err := b.shareCoordWrite(ctx, share.StateKey{Group: req.GroupID, TopicID: t.TopicID, Partition: p.Partition}, p.LeaderEpoch, p.StateEpoch, st)
 			rp.ErrorCode = shareCoordCode(err)
 			rt.Partitions = append(rt.Partitions, rp)
 		}
@@ -94,7 +101,7 @@ func (b *Broker) handleInitializeShareGroupState(ctx context.Context, c *server.
 			if !allowed {
 				rp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
 			} else {
-				err := b.shareCoordWrite(ctx, share.StateKey{Group: req.GroupID, TopicID: t.TopicID, Partition: p.Partition}, -1, share.State{StartOffset: p.StartOffset})
+				err := b.shareCoordInit(ctx, share.StateKey{Group: req.GroupID, TopicID: t.TopicID, Partition: p.Partition}, p.StateEpoch, p.StartOffset)
 				rp.ErrorCode = shareCoordCode(err)
 			}
 			rt.Partitions = append(rt.Partitions, rp)

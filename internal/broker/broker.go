@@ -387,6 +387,10 @@ func (b *Broker) dispatch(ctx context.Context, c *server.Conn, req *server.Reque
 		return inOrder(func(context.Context) kmsg.Response { return b.handleShareAcknowledge(c, r) })
 	case *kmsg.DescribeShareGroupOffsetsRequest:
 		return inOrder(func(ctx context.Context) kmsg.Response { return b.handleDescribeShareGroupOffsets(ctx, c, r) })
+	case *kmsg.AlterShareGroupOffsetsRequest:
+		return inOrder(func(ctx context.Context) kmsg.Response { return b.handleAlterShareGroupOffsets(ctx, c, r) })
+	case *kmsg.DeleteShareGroupOffsetsRequest:
+		return inOrder(func(ctx context.Context) kmsg.Response { return b.handleDeleteShareGroupOffsets(ctx, c, r) })
 	case *kmsg.InitializeShareGroupStateRequest:
 		return inOrder(func(ctx context.Context) kmsg.Response { return b.handleInitializeShareGroupState(ctx, c, r) })
 	case *kmsg.ReadShareGroupStateRequest:

@@ -131,7 +131,7 @@ func TestConsumerGroupKeepsAtLeastOnce(t *testing.T) {
 
 			// The producer writes until stopped, round robin over the
 			// partitions.
-			stopProducer := produceUntilStopped(t, b, l, topic)
+			stopProducer := produceUntilStopped(t, b.Client, l, topic)
 
 			start := func(name string, proxy bool) *groupMember {
 				return startGroupMember(t, b, l, name, group, topic, tc.balancer, proxy, kgo.ServerSideBalancer())

@@ -226,6 +226,10 @@ func errCode(err error) *kerr.Error {
 		return kerr.InvalidRecordState
 	case errors.Is(err, share.ErrInvalidRequest):
 		return kerr.InvalidRequest
+	case errors.Is(err, share.ErrFencedStateEpoch):
+		return kerr.FencedStateEpoch
+	case errors.Is(err, share.ErrFencedLeaderEpoch):
+		return kerr.FencedLeaderEpoch
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		return kerr.RequestTimedOut
 	}

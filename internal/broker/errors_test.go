@@ -74,6 +74,8 @@ func TestErrCodeMapsEverySentinel(t *testing.T) {
 		{share.ErrGroupMaxSize, kerr.GroupMaxSizeReached},
 		{share.ErrInvalidRecordState, kerr.InvalidRecordState},
 		{share.ErrInvalidRequest, kerr.InvalidRequest},
+		{share.ErrFencedStateEpoch, kerr.FencedStateEpoch},
+		{share.ErrFencedLeaderEpoch, kerr.FencedLeaderEpoch},
 		{txn.ErrCoordinatorLoadInProgress, kerr.CoordinatorLoadInProgress},
 		{txn.ErrCoordinatorNotAvailable, kerr.CoordinatorNotAvailable},
 		{txn.ErrTransactionalIDNotFound, kerr.TransactionalIDNotFound},

@@ -224,7 +224,19 @@ type groupMember struct {
 func startGroupMember(t *testing.T, b *testutil.Broker, l *groupLedger, name, group, topic string, balancer kgo.GroupBalancer, viaProxy bool, extra ...kgo.Opt) *groupMember {
 	t.Helper()
 	m := &groupMember{name: name, done: make(chan struct{}), kill: make(chan struct{})}
-	opts := []kgo.Opt{
+	opts := append(groupMemberOpts(l, name, group, topic, balancer), extra...)
+	if viaProxy {
+		m.proxy = testutil.NewProxy(t, b.Addr())
+		opts = append(opts, kgo.Dialer(m.proxy.Dialer()), kgo.RetryTimeout(2*time.Second), kgo.RequestRetries(2))
+	}
+	return runGroupMember(t, m, l, b.Client, opts)
+}
+
+// groupMemberOpts are the client options of a group member: manual
+// commits after processing, rebalances blocked while a poll is
+// processed, the ledger told of every assignment and revocation.
+func groupMemberOpts(l *groupLedger, name, group, topic string, balancer kgo.GroupBalancer) []kgo.Opt {
+	return []kgo.Opt{
 		kgo.ClientID(name),
 		kgo.ConsumerGroup(group),
 		kgo.ConsumeTopics(topic),
@@ -240,12 +252,13 @@ func startGroupMember(t *testing.T, b *testutil.Broker, l *groupLedger, name, gr
 		kgo.OnPartitionsRevoked(l.onRevoked(name, topic)),
 		kgo.OnPartitionsLost(l.onRevoked(name, topic)),
 	}
-	opts = append(opts, extra...)
-	if viaProxy {
-		m.proxy = testutil.NewProxy(t, b.Addr())
-		opts = append(opts, kgo.Dialer(m.proxy.Dialer()), kgo.RetryTimeout(2*time.Second), kgo.RequestRetries(2))
-	}
-	m.cl = b.Client(opts...)
+}
+
+// runGroupMember makes m's client with newClient and starts its poll
+// loop, stopped at the end of the test.
+func runGroupMember(t *testing.T, m *groupMember, l *groupLedger, newClient func(...kgo.Opt) *kgo.Client, opts []kgo.Opt) *groupMember {
+	t.Helper()
+	m.cl = newClient(opts...)
 	ctx, cancel := context.WithCancel(context.Background())
 	m.cancel = cancel
 	go m.loop(ctx, l)
@@ -394,7 +407,7 @@ func TestGroupRebalanceKeepsAtLeastOnce(t *testing.T) {
 
 			// The producer writes until stopped, round robin over the
 			// partitions.
-			stopProducer := produceUntilStopped(t, b, l, topic)
+			stopProducer := produceUntilStopped(t, b.Client, l, topic)
 
 			m0 := startGroupMember(t, b, l, "m0", group, topic, tc.balancer, false)
 			m1 := startGroupMember(t, b, l, "m1", group, topic, tc.balancer, true)

@@ -52,7 +52,7 @@ func testMigratesBothWays(t *testing.T, balancer func() kgo.GroupBalancer) {
 	testutil.CreateTopic(t, adm, topic, partitions)
 	l := newGroupLedger(t)
 	admin := b.Client()
-	stopProduce := produceUntilStopped(t, b, l, topic)
+	stopProduce := produceUntilStopped(t, b.Client, l, topic)
 
 	classic := func(name string) *groupMember {
 		return startGroupMember(t, b, l, name, group, topic, balancer(), false)
@@ -124,12 +124,13 @@ func testMigratesBothWays(t *testing.T, balancer func() kgo.GroupBalancer) {
 	t.Logf("%d processed twice", dups)
 }
 
-// produceUntilStopped produces small batches round robin to topic until
+// produceUntilStopped produces small batches round robin to topic, with
+// a client newClient makes, until
 // the returned function is called; that function waits for the producer
 // and fails the test on a produce error.
-func produceUntilStopped(t *testing.T, b *testutil.Broker, l *groupLedger, topic string) func() {
+func produceUntilStopped(t *testing.T, newClient func(...kgo.Opt) *kgo.Client, l *groupLedger, topic string) func() {
 	t.Helper()
-	prod := b.Client(kgo.RecordPartitioner(kgo.RoundRobinPartitioner()), kgo.DefaultProduceTopic(topic))
+	prod := newClient(kgo.RecordPartitioner(kgo.RoundRobinPartitioner()), kgo.DefaultProduceTopic(topic))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {

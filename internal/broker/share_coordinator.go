@@ -125,7 +125,9 @@ func (b *Broker) shareStateLocked(ctx context.Context, k share.StateKey) (*share
 	return sp, nil
 }
 
-// shareCoordRead is ReadShareGroupState on this broker.
+// shareCoordRead is ReadShareGroupState on this broker. When k has no
+// state, the snapshot still carries the state epoch a new state starts
+// with.
 func (b *Broker) shareCoordRead(ctx context.Context, k share.StateKey, leaderEpoch int32) (share.Snapshot, bool, error) {
 	sp, err := b.shareStateLocked(ctx, k)
 	if err != nil {
@@ -136,12 +138,36 @@ func (b *Broker) shareCoordRead(ctx context.Context, k share.StateKey, leaderEpo
 		return share.Snapshot{}, false, err
 	}
 	v, ok := sp.states.Get(k)
+	if !ok {
+		v = share.Snapshot{StateEpoch: sp.states.StateEpoch(k), State: share.State{StartOffset: -1}}
+	}
 	return v, ok, nil
 }
 
+// shareCoordInit is InitializeShareGroupState on this broker: k starts
+// over at start with nothing in flight, at a new state epoch (at least
+// stateEpoch), committed before it returns. Partition leaders holding the
+// older state are fenced at their next write.
+func (b *Broker) shareCoordInit(ctx context.Context, k share.StateKey, stateEpoch int32, start int64) error {
+	ctx, cancel := context.WithTimeout(ctx, shareStateTimeout)
+	defer cancel()
+	sp, err := b.shareStateLocked(ctx, k)
+	if err != nil {
+		return err
+	}
+	defer sp.mu.Unlock()
+	v := sp.states.Initialize(k, stateEpoch, start)
+	if err := (txnLog{b: b, p: sp.p}).Append(ctx, share.EncodeKey(k), share.EncodeValue(v)); err != nil {
+		return fmt.Errorf("%w: %w", errShareNotCoordinator, err)
+	}
+	sp.states.Put(k, v)
+	return nil
+}
+
 // shareCoordWrite is WriteShareGroupState on this broker: the snapshot is
-// committed in __share_group_state before it returns.
-func (b *Broker) shareCoordWrite(ctx context.Context, k share.StateKey, leaderEpoch int32, st share.State) error {
+// committed in __share_group_state before it returns. A writer whose
+// state epoch is older than k's is fenced (share.ErrFencedStateEpoch).
+func (b *Broker) shareCoordWrite(ctx context.Context, k share.StateKey, leaderEpoch, stateEpoch int32, st share.State) error {
 	// NB: bounded, so that an append stuck on a stalled ISR does not hold
 	// the partition's mu past the caller's own deadline for long.
 	ctx, cancel := context.WithTimeout(ctx, shareStateTimeout)
@@ -152,6 +178,9 @@ func (b *Broker) shareCoordWrite(ctx context.Context, k share.StateKey, leaderEp
 	}
 	defer sp.mu.Unlock()
 	if err := sp.states.CheckLeader(k, leaderEpoch); err != nil {
+		return err
+	}
+	if err := sp.states.CheckStateEpoch(k, stateEpoch); err != nil {
 		return err
 	}
 	v := sp.states.Next(k, leaderEpoch, st)
@@ -190,6 +219,8 @@ func shareCoordCode(err error) int16 {
 		return kerr.CoordinatorLoadInProgress.Code
 	case errors.Is(err, share.ErrFencedLeaderEpoch):
 		return kerr.FencedLeaderEpoch.Code
+	case errors.Is(err, share.ErrFencedStateEpoch):
+		return kerr.FencedStateEpoch.Code
 	}
 	return errorCode(errCode(err))
 }
@@ -279,6 +310,8 @@ func remoteErr(code int16, msg *string) error {
 		return fmt.Errorf("%w: %w", errRemoteRetriable, e)
 	case kerr.FencedLeaderEpoch:
 		return fmt.Errorf("%w: %w", share.ErrFencedLeaderEpoch, e)
+	case kerr.FencedStateEpoch:
+		return fmt.Errorf("%w: %w", share.ErrFencedStateEpoch, e)
 	}
 	if msg != nil {
 		return fmt.Errorf("broker: share coordinator: %w: %s", e, *msg)
@@ -286,14 +319,15 @@ func remoteErr(code int16, msg *string) error {
 	return fmt.Errorf("broker: share coordinator: %w", e)
 }
 
-func (p coordPersister) read(ctx context.Context, key sharePartKey, leaderEpoch int32) (share.State, bool, error) {
+func (p coordPersister) read(ctx context.Context, key sharePartKey, leaderEpoch int32) (share.State, int32, bool, error) {
 	b, k := p.b, p.stateKey(key)
 	var out share.State
 	var found bool
+	var stateEpoch int32
 	err := p.retry(ctx, k, func(ctx context.Context, leader int32) error {
 		if leader == b.cfg.NodeID {
 			v, ok, err := b.shareCoordRead(ctx, k, leaderEpoch)
-			out, found = v.State, ok
+			out, found, stateEpoch = v.State, ok, v.StateEpoch
 			return err
 		}
 		br, err := b.brokers.Broker(leader)
@@ -319,21 +353,21 @@ func (p coordPersister) read(ctx context.Context, key sharePartKey, leaderEpoch 
 		if err := remoteErr(r.ErrorCode, r.ErrorMessage); err != nil {
 			return err
 		}
-		found = r.StartOffset >= 0
+		found, stateEpoch = r.StartOffset >= 0, r.StateEpoch
 		out = share.State{StartOffset: r.StartOffset}
 		for _, sb := range r.StateBatches {
 			out.Batches = append(out.Batches, share.StateBatch{First: sb.FirstOffset, Last: sb.LastOffset, State: share.RecordState(sb.DeliveryState), DeliveryCount: sb.DeliveryCount})
 		}
 		return nil
 	})
-	return out, found, err
+	return out, stateEpoch, found, err
 }
 
-func (p coordPersister) write(ctx context.Context, key sharePartKey, leaderEpoch int32, st share.State) error {
+func (p coordPersister) write(ctx context.Context, key sharePartKey, leaderEpoch, stateEpoch int32, st share.State) error {
 	b, k := p.b, p.stateKey(key)
 	return p.retry(ctx, k, func(ctx context.Context, leader int32) error {
 		if leader == b.cfg.NodeID {
-			return b.shareCoordWrite(ctx, k, leaderEpoch, st)
+			return b.shareCoordWrite(ctx, k, leaderEpoch, stateEpoch, st)
 		}
 		br, err := b.brokers.Broker(leader)
 		if err != nil {
@@ -345,7 +379,7 @@ func (p coordPersister) write(ctx context.Context, key sharePartKey, leaderEpoch
 		t.TopicID = k.TopicID
 		rp := kmsg.NewWriteShareGroupStateRequestTopicPartition()
 		rp.Partition, rp.LeaderEpoch, rp.StartOffset = k.Partition, leaderEpoch, st.StartOffset
-		rp.StateEpoch = 0
+		rp.StateEpoch = stateEpoch
 		for _, sb := range st.Batches {
 			x := kmsg.NewWriteShareGroupStateRequestTopicPartitionStateBatch()
 			x.FirstOffset, x.LastOffset, x.DeliveryState, x.DeliveryCount = sb.First, sb.Last, int8(sb.State), sb.DeliveryCount
@@ -359,6 +393,38 @@ func (p coordPersister) write(ctx context.Context, key sharePartKey, leaderEpoch
 		}
 		if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
 			return fmt.Errorf("%w: malformed WriteShareGroupState response", errRemoteRetriable)
+		}
+		r := resp.Topics[0].Partitions[0]
+		return remoteErr(r.ErrorCode, r.ErrorMessage)
+	})
+}
+
+// initialize starts key over at start (AlterShareGroupOffsets) with
+// InitializeShareGroupState, at a new state epoch.
+func (p coordPersister) initialize(ctx context.Context, key sharePartKey, start int64) error {
+	b, k := p.b, p.stateKey(key)
+	return p.retry(ctx, k, func(ctx context.Context, leader int32) error {
+		if leader == b.cfg.NodeID {
+			return b.shareCoordInit(ctx, k, -1, start)
+		}
+		br, err := b.brokers.Broker(leader)
+		if err != nil {
+			return fmt.Errorf("%w: %w", errRemoteRetriable, err)
+		}
+		req := kmsg.NewPtrInitializeShareGroupStateRequest()
+		req.GroupID = k.Group
+		t := kmsg.NewInitializeShareGroupStateRequestTopic()
+		t.TopicID = k.TopicID
+		rp := kmsg.NewInitializeShareGroupStateRequestTopicPartition()
+		rp.Partition, rp.StateEpoch, rp.StartOffset = k.Partition, -1, start
+		t.Partitions = append(t.Partitions, rp)
+		req.Topics = append(req.Topics, t)
+		resp, err := req.RequestWith(ctx, br)
+		if err != nil {
+			return fmt.Errorf("%w: %w", errRemoteRetriable, err)
+		}
+		if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+			return fmt.Errorf("%w: malformed InitializeShareGroupState response", errRemoteRetriable)
 		}
 		r := resp.Topics[0].Partitions[0]
 		return remoteErr(r.ErrorCode, r.ErrorMessage)

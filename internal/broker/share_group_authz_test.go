@@ -106,3 +106,91 @@ func TestShareGroupAuthorization(t *testing.T) {
 		return nil
 	})
 }
+
+// TestShareGroupOffsetsAuthorization: AlterShareGroupOffsets needs READ
+// on the group and on each topic (it is the share group's OffsetCommit),
+// DeleteShareGroupOffsets DELETE on the group and READ on each topic, as
+// Kafka checks them; a denied topic is TOPIC_AUTHORIZATION_FAILED and
+// keeps its state. Reference: KafkaApis.handleAlterShareGroupOffsetsRequest,
+// handleDeleteShareGroupOffsetsRequest.
+func TestShareGroupOffsetsAuthorization(t *testing.T) {
+	t.Parallel()
+	b := aclBroker(t)
+	admin := userClient(t, b, "admin", "a")
+	testutil.CreateTopic(t, kadm.NewClient(admin), "sao-t", 1)
+	alice := userClient(t, b, "alice", "a")
+	testutil.Eventually(t, 10e9, func() error {
+		return kadm.NewClient(admin).FindGroupCoordinators(context.Background(), "sao-g").Error()
+	})
+	const group, topic = "sao-g", "sao-t"
+	alter := func() (int16, int16) {
+		req := kmsg.NewPtrAlterShareGroupOffsetsRequest()
+		req.GroupID = group
+		rt := kmsg.NewAlterShareGroupOffsetsRequestTopic()
+		rt.Topic = topic
+		rp := kmsg.NewAlterShareGroupOffsetsRequestTopicPartition()
+		rp.StartOffset = 0
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		resp := direct[*kmsg.AlterShareGroupOffsetsResponse](t, alice, req)
+		part := int16(-1)
+		if len(resp.Topics) == 1 && len(resp.Topics[0].Partitions) == 1 {
+			part = resp.Topics[0].Partitions[0].ErrorCode
+		}
+		return resp.ErrorCode, part
+	}
+	del := func() (int16, int16) {
+		req := kmsg.NewPtrDeleteShareGroupOffsetsRequest()
+		req.GroupID = group
+		rt := kmsg.NewDeleteShareGroupOffsetsRequestTopic()
+		rt.Topic = topic
+		req.Topics = append(req.Topics, rt)
+		resp := direct[*kmsg.DeleteShareGroupOffsetsResponse](t, alice, req)
+		part := int16(-1)
+		if len(resp.Topics) == 1 {
+			part = resp.Topics[0].ErrorCode
+		}
+		return resp.ErrorCode, part
+	}
+	want := func(what string, got int16, w *kerr.Error) {
+		t.Helper()
+		if (w == nil && got != 0) || (w != nil && got != w.Code) {
+			t.Errorf("%s: %v, want %v", what, kerr.ErrorForCode(got), w)
+		}
+	}
+	top, _ := alter()
+	want("alter without READ on the group", top, kerr.GroupAuthorizationFailed)
+	top, _ = del()
+	want("delete without DELETE on the group", top, kerr.GroupAuthorizationFailed)
+	grant(t, b, allow(mxUser, kmsg.ACLResourceTypeGroup, group, kmsg.ACLResourcePatternTypeLiteral, kmsg.ACLOperationRead))
+	testutil.Eventually(t, 10e9, func() error {
+		if c, _ := alter(); c != 0 {
+			return testutil.Errorf("ACL not applied yet: %v", kerr.ErrorForCode(c))
+		}
+		return nil
+	})
+	top, part := alter()
+	want("alter with READ on the group", top, nil)
+	want("alter without READ on the topic", part, kerr.TopicAuthorizationFailed)
+	top, _ = del()
+	want("delete with READ (not DELETE) on the group", top, kerr.GroupAuthorizationFailed)
+	grant(t, b, allow(mxUser, kmsg.ACLResourceTypeGroup, group, kmsg.ACLResourcePatternTypeLiteral, kmsg.ACLOperationDelete))
+	testutil.Eventually(t, 10e9, func() error {
+		if c, _ := del(); c != 0 {
+			return testutil.Errorf("ACL not applied yet: %v", kerr.ErrorForCode(c))
+		}
+		return nil
+	})
+	_, part = del()
+	want("delete without READ on the topic", part, kerr.TopicAuthorizationFailed)
+	grant(t, b, allow(mxUser, kmsg.ACLResourceTypeTopic, topic, kmsg.ACLResourcePatternTypeLiteral, kmsg.ACLOperationRead))
+	testutil.Eventually(t, 10e9, func() error {
+		if _, p := alter(); p != 0 {
+			return testutil.Errorf("alter of the topic: %v", kerr.ErrorForCode(p))
+		}
+		return nil
+	})
+	top, part = del()
+	want("delete with READ on the topic", top, nil)
+	want("delete of the altered topic", part, nil)
+}

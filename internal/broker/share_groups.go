@@ -215,3 +215,79 @@ func (b *Broker) deleteShareGroup(ctx context.Context, id string) (isShare bool,
 	}
 	return true, nil
 }
+
+// emptyShareGroup checks that id is a share group coordinated here
+// without members, for AlterShareGroupOffsets (create: an unknown id
+// becomes an empty share group, as Kafka 4.2 allows offsets to be set
+// before a group is first used) and DeleteShareGroupOffsets. Errors: the
+// coordinator's, share.ErrGroupIDNotFound (not a share group, or unknown
+// and !create), group.ErrNonEmptyGroup.
+//
+// NB: the group is not locked against joins while the caller writes the
+// new state (Kafka runs the check and the write as one coordinator
+// operation). A member that joins and fetches before the write is done
+// may be given records from the old state; its acknowledgement of them
+// is then fenced by the new state epoch (FENCED_STATE_EPOCH) and the
+// partition leader loads the new state.
+func (b *Broker) emptyShareGroup(ctx context.Context, id string, create bool) error {
+	if id == "" {
+		return fmt.Errorf("%w: the group id is empty", group.ErrInvalidGroupID)
+	}
+	if err := b.groups.Owns(id); err != nil {
+		b.forgetShareGroup(id)
+		return err
+	}
+	if !b.isShareGroup(id) {
+		listed, err := b.groups.ListGroups(ctx, group.ListGroupsRequest{})
+		if err != nil {
+			return err
+		}
+		for _, lg := range listed {
+			if lg.Group == id {
+				return fmt.Errorf("%w: group %s is a %s group, not a share group", share.ErrGroupIDNotFound, id, lg.Type)
+			}
+		}
+		if !create {
+			return fmt.Errorf("%w: %s", share.ErrGroupIDNotFound, id)
+		}
+	}
+	sg := b.shares
+	sg.mu.Lock()
+	defer sg.mu.Unlock()
+	g := sg.groups[id]
+	if g == nil {
+		g = share.NewGroup(id, sg.cfg)
+		sg.groups[id] = g
+	}
+	for _, m := range g.Expire(b.now(), b.shareTopics()) {
+		b.releaseShareMember(id, m)
+	}
+	if !g.Empty() {
+		return fmt.Errorf("%w: share group %s has members", group.ErrNonEmptyGroup, id)
+	}
+	return nil
+}
+
+// shareGroupHasTopic reports whether topic is one the share group's
+// offsets are kept for (subscribed, or altered).
+func (b *Broker) shareGroupHasTopic(id, topic string) bool {
+	b.shares.mu.Lock()
+	defer b.shares.mu.Unlock()
+	return b.shares.topics[id][topic]
+}
+
+// setShareGroupTopic records (on) or forgets topic as one of the share
+// group's.
+func (b *Broker) setShareGroupTopic(id, topic string, on bool) {
+	sg := b.shares
+	sg.mu.Lock()
+	defer sg.mu.Unlock()
+	if !on {
+		delete(sg.topics[id], topic)
+		return
+	}
+	if sg.topics[id] == nil {
+		sg.topics[id] = map[string]bool{}
+	}
+	sg.topics[id][topic] = true
+}

@@ -25,16 +25,84 @@ type sharePartKey struct {
 	partition int32
 }
 
-// sharePart is a share-partition led here. mu guards p and is held across
-// the read of the log and the write of the state to the share
-// coordinator, so that the state persisted is the state answered.
+// sharePart is a share-partition led here. mu guards every field below
+// it. It is held while p changes and across the read of the log, but not
+// across the write of the state to the share coordinator: one write is
+// in flight at a time (writing), carrying a snapshot of p taken under mu,
+// and every change waits, without mu, until a write that includes it is
+// done before it is answered (group commit: the changes made while a
+// write is in flight share the next one). So the state answered is
+// always persisted first, and the snapshots reach the share coordinator
+// in the order they were taken.
 type sharePart struct {
+	key   sharePartKey
+	rp    *replica.Partition // the replica it was loaded on
+	epoch int32              // rp's leader epoch at load
+
 	mu        sync.Mutex
-	key       sharePartKey
-	rp        *replica.Partition // the replica it was loaded on
-	epoch     int32              // rp's leader epoch at load
 	p         *share.Partition
-	persisted int64 // p.Version() last written
+	persisted int64 // the p.Version() of the last snapshot written
+	// stateEpoch is the state epoch of the state p was loaded from; the
+	// share coordinator fences writes from an older one.
+	stateEpoch int32
+	// synced is set once a write of p succeeded: until then a fetch
+	// waits for the write of its acquisitions (see shareFetchOne).
+	synced bool
+	// writing is set while a write is in flight; written is closed when
+	// it ends.
+	writing bool
+	written chan struct{}
+	// waiters are the share fetches parked with nothing acquired here;
+	// an acknowledgement or release that may let them acquire signals
+	// them (wakeLocked), as the high watermark does for new records.
+	waiters map[chan struct{}]struct{}
+}
+
+// wakeLocked signals the share fetches parked on sp. sp.mu must be held.
+func (sp *sharePart) wakeLocked() {
+	for ch := range sp.waiters {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// shareSeen is a share-partition as a share fetch left it: the state and
+// its version, to tell whether it changed before the fetch parked.
+type shareSeen struct {
+	sp      *sharePart
+	p       *share.Partition
+	version int64
+}
+
+// park registers wake with the share-partitions seen; it reports false,
+// registering nothing, when one changed since it was seen (the fetch
+// should try again at once).
+func (b *Broker) parkShareFetch(seen []shareSeen, wake chan struct{}) bool {
+	for i, s := range seen {
+		s.sp.mu.Lock()
+		if s.sp.p != s.p || (s.p != nil && s.p.Version() != s.version) {
+			s.sp.mu.Unlock()
+			b.unparkShareFetch(seen[:i], wake)
+			return false
+		}
+		if s.sp.waiters == nil {
+			s.sp.waiters = map[chan struct{}]struct{}{}
+		}
+		s.sp.waiters[wake] = struct{}{}
+		s.sp.mu.Unlock()
+	}
+	return true
+}
+
+// unparkShareFetch removes wake from the share-partitions seen.
+func (b *Broker) unparkShareFetch(seen []shareSeen, wake chan struct{}) {
+	for _, s := range seen {
+		s.sp.mu.Lock()
+		delete(s.sp.waiters, wake)
+		s.sp.mu.Unlock()
+	}
 }
 
 // shareSessionKey names a share session: one per group member and broker.
@@ -121,7 +189,7 @@ func (b *Broker) sharePart(ctx context.Context, key sharePartKey) (*sharePart, s
 	sps.mu.Unlock()
 	sp.mu.Lock()
 	if sp.p == nil {
-		st, ok, err := b.sharePersister.read(ctx, key, sp.epoch)
+		st, stateEpoch, ok, err := b.sharePersister.read(ctx, key, sp.epoch)
 		if err != nil {
 			sp.mu.Unlock()
 			sps.mu.Lock()
@@ -140,7 +208,7 @@ func (b *Broker) sharePart(ctx context.Context, key sharePartKey) (*sharePart, s
 			}
 			sp.p = share.New(b.shareConfig(), start)
 		}
-		sp.persisted = sp.p.Version()
+		sp.persisted, sp.stateEpoch, sp.synced = sp.p.Version(), stateEpoch, false
 		if !ok {
 			sp.persisted = -1 // write the initial state with the first change
 		}
@@ -149,72 +217,201 @@ func (b *Broker) sharePart(ctx context.Context, key sharePartKey) (*sharePart, s
 	return sp, t.Name, nil
 }
 
-// persistLocked writes the share-partition's state to the share
-// coordinator if it changed since the last write. sp.mu must be held.
+// persistLocked returns once the share-partition's state, as it is when
+// called, is written to the share coordinator: by a write it starts, or
+// by one another caller started after the change. sp.mu must be held; it
+// is released while a write is in flight and held again on return, so
+// the caller must not rely on sp.p across the call (it may be nil on
+// return: see below).
+//
+// When a write is fenced by the state epoch (the offsets were altered or
+// deleted since sp was loaded), sp.p is dropped so that the next
+// sharePart call loads the new state, and share.ErrFencedStateEpoch is
+// returned to every caller waiting for it: what they would answer from
+// the old state was never persisted.
 func (b *Broker) persistLocked(ctx context.Context, sp *sharePart) error {
-	v := sp.p.Version()
-	if v == sp.persisted {
-		return nil
+	// NB: p, not sp.p: a state dropped and loaded again while this
+	// caller waited is another Partition, whose versions say nothing of
+	// this caller's change.
+	p := sp.p
+	if p == nil {
+		return fmt.Errorf("%w: share-partition state dropped", share.ErrFencedStateEpoch)
 	}
-	if err := b.sharePersister.write(ctx, sp.key, sp.epoch, sp.p.Snapshot()); err != nil {
-		return err
+	want := p.Version()
+	for sp.persisted < want {
+		if sp.writing {
+			done := sp.written
+			sp.mu.Unlock()
+			select {
+			case <-done:
+			case <-ctx.Done():
+				sp.mu.Lock()
+				return ctx.Err()
+			}
+			sp.mu.Lock()
+			if sp.p != p {
+				return fmt.Errorf("%w: share-partition state dropped", share.ErrFencedStateEpoch)
+			}
+			continue
+		}
+		v, snap, stateEpoch := p.Version(), p.Snapshot(), sp.stateEpoch
+		sp.writing, sp.written = true, make(chan struct{})
+		sp.mu.Unlock()
+		err := b.sharePersister.write(ctx, sp.key, sp.epoch, stateEpoch, snap)
+		sp.mu.Lock()
+		sp.writing = false
+		close(sp.written)
+		if err != nil {
+			if errors.Is(err, share.ErrFencedStateEpoch) {
+				sp.p = nil
+			}
+			return err
+		}
+		sp.persisted = max(sp.persisted, v)
+		sp.synced = true
 	}
-	sp.persisted = v
 	return nil
 }
 
+// shareReadChunk is the first read of a share fetch: a fetch acquires
+// at most group.share.partition.max.record.locks records, usually far
+// fewer bytes than its max bytes, so the log is read in chunks that
+// double, as long as more can be acquired, instead of all of max bytes
+// at once.
+const shareReadChunk = 64 << 10
+
 // shareFetchOne acquires records of one share-partition for member: it
-// reads the log from the first available offset up to the high
-// watermark, at most maxBytes, and acquires what the state allows. It
-// returns the raw batches and the acquired ranges.
+// reads the log from the first available offset up to the high watermark
+// (the last stable offset under share.isolation.level read_committed),
+// at most maxBytes, and acquires what the state allows. It returns the
+// raw batches that hold acquired records and the acquired ranges. Under
+// read_committed, aborted transactions' batches and control batches are
+// archived instead (share.Batch.Skip).
 func (b *Broker) shareFetchOne(ctx context.Context, sp *sharePart, member string, maxBytes int64, maxRecords int, strict bool) ([]byte, []share.AcquiredRange, error) {
 	now := b.now()
 	sp.p.ExpireLocks(now)
-	off := sp.p.NextFetchOffset()
+	committed := b.cfg.ShareIsolationLevel == "read_committed"
 	end := sp.rp.HighWatermark()
-	if off < 0 || off >= end {
-		return nil, nil, b.persistLocked(ctx, sp)
+	if committed {
+		end = sp.rp.LastStableOffset()
 	}
-	res, err := sp.rp.ReadRecords(off, maxBytes, end)
-	if err != nil {
-		return nil, nil, err
-	}
-	buf, err := res.AppendTo(nil)
-	if err != nil {
-		return nil, nil, err
-	}
-	var batches []share.Batch
-	var kept [][]byte
-	for rest := buf; len(rest) > 0; {
-		bt, next, err := record.Split(rest)
+	var out []byte
+	var acq []share.AcquiredRange
+	chunk := int64(shareReadChunk)
+	for maxBytes > 0 && (maxRecords <= 0 || len(acq) == 0 || acquiredRecords(acq) < maxRecords) {
+		off := sp.p.NextFetchOffset()
+		if off < 0 || off >= end {
+			break
+		}
+		res, err := sp.rp.ReadRecords(off, min(chunk, maxBytes), end)
 		if err != nil {
-			break // a torn tail past the high watermark cannot be; stop
+			if len(acq) > 0 {
+				break // answer what was acquired; the next fetch reports it
+			}
+			return nil, nil, err
 		}
-		if bt.LastOffset() >= off && bt.BaseOffset() < end {
-			batches = append(batches, share.Batch{First: bt.BaseOffset(), Last: min(bt.LastOffset(), end-1)})
-			kept = append(kept, rest[:len(rest)-len(next)])
+		buf, err := res.AppendTo(nil)
+		if err != nil {
+			if len(acq) > 0 {
+				break
+			}
+			return nil, nil, err
 		}
-		rest = next
+		var aborted []storage.AbortedTxn
+		if committed {
+			aborted = sp.rp.AbortedTxns(off, end)
+		}
+		var batches []share.Batch
+		var kept [][]byte
+		for rest := buf; len(rest) > 0; {
+			bt, next, err := record.Split(rest)
+			if err != nil {
+				break // a torn tail past the high watermark cannot be; stop
+			}
+			if bt.LastOffset() >= off && bt.BaseOffset() < end {
+				skip := committed && (bt.Control() || (bt.Transactional() && abortedBatch(aborted, bt)))
+				batches = append(batches, share.Batch{First: bt.BaseOffset(), Last: min(bt.LastOffset(), end-1), Skip: skip})
+				kept = append(kept, rest[:len(rest)-len(next)])
+			}
+			rest = next
+		}
+		if len(batches) == 0 {
+			break
+		}
+		remaining := 0
+		if maxRecords > 0 {
+			remaining = maxRecords - acquiredRecords(acq)
+		}
+		got := sp.p.Acquire(member, now, batches, remaining, strict)
+		// Return only the batches that hold acquired records.
+		ai := 0
+		for i, bt := range batches {
+			for ai < len(got) && got[ai].Last < bt.First {
+				ai++
+			}
+			if ai < len(got) && got[ai].First <= bt.Last {
+				out = append(out, kept[i]...)
+				maxBytes -= int64(len(kept[i]))
+			}
+		}
+		acq = append(acq, got...)
+		if len(got) == 0 && sp.p.NextFetchOffset() == off {
+			break // nothing more can be taken here (record locks)
+		}
+		if res.NextOffset >= end {
+			break
+		}
+		chunk *= 2
 	}
-	acq := sp.p.Acquire(member, now, batches, maxRecords, strict)
-	if err := b.persistLocked(ctx, sp); err != nil {
-		return nil, nil, err
+	// NB: an acquisition (and a lock expiry) is not written before the
+	// answer, as in Kafka (SharePartition.acquire writes nothing): the
+	// next write of the share-partition, which every acknowledgement
+	// and release waits for, carries its delivery counts. So a record
+	// acquired since that write comes back after a leader failover with
+	// its delivery count one lower, and is delivered again (its lock is
+	// lost with the leader anyway). Acknowledgements are written before
+	// they are answered, so an accepted record is never delivered again.
+	// Until a write of the state loaded here succeeded, a fetch waits
+	// for it: a state the coordinator fences (altered since it was
+	// read), or a coordinator still unavailable after a failover, is
+	// found before anything is answered from it, and the fetch, which
+	// the client retries, takes the wait rather than the member's first
+	// acknowledgement.
+	if !sp.synced {
+		p := sp.p
+		if err := b.persistLocked(ctx, sp); err != nil {
+			// Not answered: the records go back as they were, not
+			// locked to a member that never got them.
+			if sp.p == p {
+				p.Unacquire(member, acq)
+			}
+			return nil, nil, err
+		}
 	}
 	if len(acq) == 0 {
 		return nil, nil, nil
 	}
-	// Return only the batches that hold acquired records.
-	var out []byte
-	ai := 0
-	for i, bt := range batches {
-		for ai < len(acq) && acq[ai].Last < bt.First {
-			ai++
-		}
-		if ai < len(acq) && acq[ai].First <= bt.Last {
-			out = append(out, kept[i]...)
+	return out, acq, nil
+}
+
+func acquiredRecords(acq []share.AcquiredRange) int {
+	n := 0
+	for _, a := range acq {
+		n += int(a.Last - a.First + 1)
+	}
+	return n
+}
+
+// abortedBatch reports whether transactional batch bt belongs to one of
+// the aborted transactions: its producer's, begun at or before it and
+// ended by an abort marker after it.
+func abortedBatch(aborted []storage.AbortedTxn, bt record.Batch) bool {
+	for _, a := range aborted {
+		if a.ProducerID == bt.ProducerID() && a.FirstOffset <= bt.BaseOffset() && bt.BaseOffset() < a.LastOffset {
+			return true
 		}
 	}
-	return out, acq, nil
+	return false
 }
 
 // shareAckOne applies member's acknowledgements to one share-partition and
@@ -228,7 +425,11 @@ func (b *Broker) shareAckOne(ctx context.Context, sp *sharePart, member string, 
 		n += x.Last - x.First + 1
 	}
 	b.sharePartitions.acked.Add(n)
-	return b.persistLocked(ctx, sp)
+	if err := b.persistLocked(ctx, sp); err != nil {
+		return err
+	}
+	sp.wakeLocked()
+	return nil
 }
 
 // releaseShareMember releases the records member holds in every
@@ -251,6 +452,8 @@ func (b *Broker) releaseShareMember(group, member string) {
 			ctx, cancel := context.WithTimeout(b.ctx, 10*time.Second)
 			if err := b.persistLocked(ctx, sp); err != nil {
 				b.log.Warn("persist share-partition state", "group", group, "partition", sp.key.partition, "err", err)
+			} else {
+				sp.wakeLocked()
 			}
 			cancel()
 		}
@@ -272,6 +475,7 @@ func nextShareEpoch(e int32) int32 {
 var (
 	errShareSessionNotFound = errors.New("broker: share session not found")
 	errShareSessionEpoch    = errors.New("broker: invalid share session epoch")
+	errShareSessionLimit    = errors.New("broker: share session limit reached")
 )
 
 func shareSessionCode(err error) int16 {
@@ -280,13 +484,16 @@ func shareSessionCode(err error) int16 {
 		return kerr.ShareSessionNotFound.Code
 	case errors.Is(err, errShareSessionEpoch):
 		return kerr.InvalidShareSessionEpoch.Code
+	case errors.Is(err, errShareSessionLimit):
+		return kerr.ShareSessionLimitReached.Code
 	}
 	return kerr.UnknownServerError.Code
 }
 
 // shareSessionFor checks a request's share session epoch and returns the
-// session (a new one for epoch 0; nil for -1, after which the caller
-// closes it). For epochs above 0 the session must exist
+// session (a new one for epoch 0, unless group.share.max.share.sessions
+// other sessions are open: SHARE_SESSION_LIMIT_REACHED; for -1, the
+// session, which the caller then closes). For epochs above 0 the session must exist
 // (SHARE_SESSION_NOT_FOUND) at that epoch (INVALID_SHARE_SESSION_EPOCH);
 // it then moves to the next epoch.
 func (b *Broker) shareSessionFor(group, member string, epoch int32) (*shareSession, error) {
@@ -304,6 +511,12 @@ func (b *Broker) shareSessionFor(group, member string, epoch int32) (*shareSessi
 	}
 	switch {
 	case epoch == 0:
+		// Reference: ShareSessionCache.maybeCreateSession: a member's
+		// new session replaces its old one; another is refused once
+		// group.share.max.share.sessions are open (no eviction).
+		if s == nil && len(sps.sessions) >= int(b.cfg.GroupShareMaxShareSessions) {
+			return nil, fmt.Errorf("%w: %d share sessions are open on this broker (group.share.max.share.sessions)", errShareSessionLimit, len(sps.sessions))
+		}
 		s = &shareSession{epoch: 1, parts: map[sharePartKey]int32{}, lastUsed: now}
 		sps.sessions[k] = s
 		return s, nil
@@ -362,4 +575,41 @@ func (b *Broker) expireShareSessions() []shareSessionKey {
 		}
 	}
 	return idle
+}
+
+// forgetIdleShareParts drops the loaded state of the share-partitions of
+// keys that hold no acquired record and nothing unpersisted, so that the
+// next request loads them from the share coordinator again. A member
+// opening a share session calls it: the offsets may have been altered or
+// deleted (which needs an empty group) since this broker loaded them,
+// and a share-partition that acquires nothing writes nothing, so the
+// state epoch would not fence it.
+func (b *Broker) forgetIdleShareParts(keys []sharePartKey) {
+	sps := b.sharePartitions
+	for _, k := range keys {
+		sps.mu.Lock()
+		sp := sps.parts[k]
+		sps.mu.Unlock()
+		if sp == nil {
+			continue
+		}
+		sp.mu.Lock()
+		if sp.p != nil && !sp.writing && sp.p.NextDeadline().IsZero() && sp.p.Version() == sp.persisted {
+			sp.p = nil
+		}
+		sp.mu.Unlock()
+	}
+}
+
+// forgetShareParts drops the loaded state of the share-partitions of
+// group and topic led here (its offsets were altered or deleted here).
+func (b *Broker) forgetShareParts(group string, topicID [16]byte) {
+	sps := b.sharePartitions
+	sps.mu.Lock()
+	defer sps.mu.Unlock()
+	for k := range sps.parts {
+		if k.group == group && k.topicID == topicID {
+			delete(sps.parts, k)
+		}
+	}
 }

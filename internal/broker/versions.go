@@ -66,7 +66,9 @@ var versions = map[int16]apiRange{
 	85: {0, 0},  // WriteShareGroupState
 	86: {0, 0},  // DeleteShareGroupState
 	87: {0, 0},  // ReadShareGroupStateSummary
-	90: {0, 0},  // DescribeShareGroupOffsets
+	90: {0, 1},  // DescribeShareGroupOffsets
+	91: {0, 0},  // AlterShareGroupOffsets
+	92: {0, 0},  // DeleteShareGroupOffsets
 	75: {0, 0},  // DescribeTopicPartitions
 }
 

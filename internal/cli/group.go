@@ -543,6 +543,7 @@ func newGroupResetOffsetsCmd(g *globals, e env) *cobra.Command {
 		partition int32
 		dryRun    bool
 		execute   bool
+		shareG    bool
 	)
 	cmd := &cobra.Command{
 		Use:   "reset-offsets GROUP",
@@ -561,12 +562,20 @@ on stderr.
 
 The group must have no members (state Empty, or Dead for a group that
 does not exist yet): the command refuses, exit code 1, while consumers
-are in the group, since they would overwrite the new offsets.`,
+are in the group, since they would overwrite the new offsets.
+
+With --share the group is a share group (KIP-932, queues): the offsets
+moved are its share-partition start offsets (CURRENT is "-" for a
+partition it has no state for), set with AlterShareGroupOffsets, which
+also drops the delivery state of the records in flight; a share group
+that does not exist yet is created empty with the new offsets. The
+broker refuses a share group with members (NON_EMPTY_GROUP).`,
 		Example: `  samsa group reset-offsets billing --topic orders --to-earliest
   samsa group reset-offsets billing --topic orders --to-earliest --execute
   samsa group reset-offsets billing --topic orders --partition 2 --to-offset 1500 --execute
   samsa group reset-offsets billing --topic orders --to-timestamp 1700000000000 --execute
-  samsa group reset-offsets billing --topic orders --shift-by -100 --execute`,
+  samsa group reset-offsets billing --topic orders --shift-by -100 --execute
+  samsa group reset-offsets jobs --share --topic tasks --to-earliest --execute`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f := cmd.Flags()
@@ -589,7 +598,7 @@ are in the group, since they would overwrite the new offsets.`,
 				}
 				only = &partition
 			}
-			return resetOffsets(cmd.Context(), g, e, args[0], topic, only, spec, execute)
+			return resetOffsets(cmd.Context(), g, e, args[0], topic, only, spec, execute, shareG)
 		},
 	}
 	f := cmd.Flags()
@@ -602,34 +611,101 @@ are in the group, since they would overwrite the new offsets.`,
 	f.Int64Var(&spec.shiftBy, "shift-by", 0, "move the committed offset by N (negative: back)")
 	f.BoolVar(&dryRun, "dry-run", false, "only print the plan (the default)")
 	f.BoolVar(&execute, "execute", false, "commit the new offsets")
+	f.BoolVar(&shareG, "share", false, "GROUP is a share group: move its share-partition start offsets")
 	return cmd
 }
 
 // resetOffsets plans, prints and, with execute, commits new offsets for
-// group on topic.
-func resetOffsets(ctx context.Context, g *globals, e env, group, topic string, only *int32, spec resetSpec, execute bool) error {
+// group on topic (share: the start offsets of a share group).
+func resetOffsets(ctx context.Context, g *globals, e env, group, topic string, only *int32, spec resetSpec, execute, share bool) error {
 	adm, err := newAdmin(g)
 	if err != nil {
 		return err
 	}
 	defer adm.Close()
 
-	described, err := adm.DescribeGroups(ctx, group)
+	var current func(p int32) int64
+	if share {
+		if current, err = shareGroupOffsets(ctx, adm, group, topic); err != nil {
+			return err
+		}
+	} else if current, err = groupOffsets(ctx, adm, group, topic); err != nil {
+		return err
+	}
+	return planAndReset(ctx, adm, e, group, topic, only, spec, execute, share, current)
+}
+
+// shareGroupOffsets checks that the share group has no members and
+// returns its start offsets on topic (-1: none).
+func shareGroupOffsets(ctx context.Context, adm *kadm.Client, group, topic string) (func(int32) int64, error) {
+	described, err := adm.DescribeShareGroups(ctx, group)
 	if err != nil {
-		return fmt.Errorf("describe group %s: %w", group, err)
+		return nil, fmt.Errorf("describe share group %s: %w", group, err)
 	}
 	d, ok := described[group]
 	if !ok {
-		return fmt.Errorf("describe group %s: not returned by the broker", group)
+		return nil, fmt.Errorf("describe share group %s: not returned by the broker", group)
 	}
 	if d.Err != nil && !errors.Is(d.Err, kerr.GroupIDNotFound) {
-		return fmt.Errorf("describe group %s: %w", group, d.Err)
+		return nil, fmt.Errorf("describe share group %s: %w", group, d.Err)
+	}
+	if d.Err == nil && len(d.Members) > 0 {
+		return nil, fmt.Errorf("%w: share group %s is %s with %d members; stop its consumers first",
+			errGroupActive, group, d.GroupState, len(d.Members))
+	}
+	var offsets kadm.ShareOffsets
+	if d.Err == nil {
+		do, err := adm.DescribeShareGroupOffsets(ctx, group)
+		if err != nil {
+			return nil, fmt.Errorf("describe offsets of share group %s: %w", group, err)
+		}
+		o := do[group]
+		if o.Err != nil && !errors.Is(o.Err, kerr.GroupIDNotFound) {
+			return nil, fmt.Errorf("describe offsets of share group %s: %w", group, o.Err)
+		}
+		offsets = o.Offsets
+	}
+	return func(p int32) int64 {
+		if o, ok := offsets.Lookup(topic, p); ok && o.Err == nil && o.StartOffset >= 0 {
+			return o.StartOffset
+		}
+		return -1
+	}, nil
+}
+
+// groupOffsets checks that the group has no members and returns its
+// committed offsets on topic (-1: none).
+func groupOffsets(ctx context.Context, adm *kadm.Client, group, topic string) (func(int32) int64, error) {
+	described, err := adm.DescribeGroups(ctx, group)
+	if err != nil {
+		return nil, fmt.Errorf("describe group %s: %w", group, err)
+	}
+	d, ok := described[group]
+	if !ok {
+		return nil, fmt.Errorf("describe group %s: not returned by the broker", group)
+	}
+	if d.Err != nil && !errors.Is(d.Err, kerr.GroupIDNotFound) {
+		return nil, fmt.Errorf("describe group %s: %w", group, d.Err)
 	}
 	if d.Err == nil && d.State != "Empty" && d.State != "Dead" {
-		return fmt.Errorf("%w: group %s is %s with %d members; stop its consumers first",
+		return nil, fmt.Errorf("%w: group %s is %s with %d members; stop its consumers first",
 			errGroupActive, group, d.State, len(d.Members))
 	}
+	committed, err := adm.FetchOffsetsForTopics(ctx, group, topic)
+	if err != nil {
+		return nil, fmt.Errorf("fetch offsets of group %s: %w", group, err)
+	}
+	return func(p int32) int64 {
+		if o, ok := committed.Lookup(topic, p); ok && o.Err == nil && o.At >= 0 {
+			return o.At
+		}
+		return -1
+	}, nil
+}
 
+// planAndReset computes each partition's target from its current offset
+// and the log's bounds, prints the plan and, with execute, sets it.
+func planAndReset(ctx context.Context, adm *kadm.Client, e env, group, topic string, only *int32, spec resetSpec, execute, share bool, current func(int32) int64) error {
 	starts, err := adm.ListStartOffsets(ctx, topic)
 	if err != nil {
 		return fmt.Errorf("list start offsets of %s: %w", topic, err)
@@ -644,11 +720,6 @@ func resetOffsets(ctx context.Context, g *globals, e env, group, topic string, o
 			return fmt.Errorf("list offsets of %s at %d: %w", topic, spec.toTimestamp, err)
 		}
 	}
-	committed, err := adm.FetchOffsetsForTopics(ctx, group, topic)
-	if err != nil {
-		return fmt.Errorf("fetch offsets of group %s: %w", group, err)
-	}
-
 	var parts []int32
 	for p, l := range starts[topic] {
 		if l.Err != nil {
@@ -676,10 +747,7 @@ func resetOffsets(ctx context.Context, g *globals, e env, group, topic string, o
 		if !ok || en.Err != nil {
 			return fmt.Errorf("topic %s partition %d: no log end offset", topic, p)
 		}
-		b := resetBounds{current: -1, start: s.Offset, end: en.Offset, atTimestamp: -1}
-		if o, ok := committed.Lookup(topic, p); ok && o.Err == nil && o.At >= 0 {
-			b.current = o.At
-		}
+		b := resetBounds{current: current(p), start: s.Offset, end: en.Offset, atTimestamp: -1}
 		if t, ok := atTS.Lookup(topic, p); ok && t.Err == nil {
 			b.atTimestamp, b.hasTimestamp = t.Offset, true
 		}
@@ -706,6 +774,17 @@ func resetOffsets(ctx context.Context, g *globals, e env, group, topic string, o
 	}
 	if !execute {
 		fmt.Fprintf(e.stderr, "dry run: no offsets changed; add --execute to commit them\n")
+		return nil
+	}
+	if share {
+		resp, err := adm.AlterShareGroupOffsets(ctx, group, plan)
+		if err != nil {
+			return fmt.Errorf("alter offsets of share group %s: %w", group, err)
+		}
+		if err := resp.Error(); err != nil {
+			return fmt.Errorf("alter offsets of share group %s: %w", group, err)
+		}
+		fmt.Fprintf(e.stderr, "set new start offsets for %d partitions of share group %s\n", len(parts), group)
 		return nil
 	}
 	resp, err := adm.CommitOffsets(ctx, group, plan)

@@ -391,3 +391,63 @@ func TestGroupDescribeShowsClientID(t *testing.T) {
 		t.Fatalf("member %q: want client id cid-app and a member id starting with cid-app-", members)
 	}
 }
+
+// TestGroupResetOffsetsOfShareGroup: --share sets a share group's start
+// offsets (creating an empty share group that does not exist), shows the
+// current ones, and is refused while the group has a member.
+func TestGroupResetOffsetsOfShareGroup(t *testing.T) {
+	t.Parallel()
+	b := testutil.StartBroker(t, "offsets.topic.num.partitions=4", "share.coordinator.state.topic.num.partitions=4")
+	addr := b.Addr()
+	const topic = "tasks"
+	testutil.CreateTopic(t, b.Admin(), topic, 2)
+	cl := b.Client(kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for p := int32(0); p < 2; p++ {
+		for i := 0; i < 6; i++ {
+			if err := cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Partition: p, Value: []byte("v")}).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	out := mustSamsa(t, addr, "group", "reset-offsets", "jobs", "--share", "--topic", topic, "--to-offset", "4", "--execute")
+	if want := [][]string{{"TOPIC", "PARTITION", "CURRENT", "NEW"}, {"tasks", "0", "-", "4"}, {"tasks", "1", "-", "4"}}; !slices.EqualFunc(rows(out), want, slices.Equal) {
+		t.Fatalf("reset of a new share group: %q", rows(out))
+	}
+	starts := func() map[int32]int64 {
+		t.Helper()
+		d, err := b.Admin().DescribeShareGroupOffsets(ctx, "jobs")
+		if err != nil || d["jobs"].Err != nil {
+			t.Fatalf("describe share group offsets: %v %v", err, d["jobs"].Err)
+		}
+		got := map[int32]int64{}
+		for p, o := range d["jobs"].Offsets[topic] {
+			got[p] = o.StartOffset
+		}
+		return got
+	}
+	if got := starts(); !mapsEqual(got, map[int32]int64{0: 4, 1: 4}) {
+		t.Fatalf("start offsets after the reset: %v", got)
+	}
+	out = mustSamsa(t, addr, "group", "reset-offsets", "jobs", "--share", "--topic", topic, "--partition", "1", "--shift-by", "-3", "--execute")
+	if want := [][]string{{"TOPIC", "PARTITION", "CURRENT", "NEW"}, {"tasks", "1", "4", "1"}}; !slices.EqualFunc(rows(out), want, slices.Equal) {
+		t.Fatalf("shift of a share group: %q", rows(out))
+	}
+	if got := starts(); !mapsEqual(got, map[int32]int64{0: 4, 1: 1}) {
+		t.Fatalf("start offsets after the shift: %v", got)
+	}
+	// A member in the group: refused, nothing changed.
+	hb := kmsg.NewPtrShareGroupHeartbeatRequest()
+	hb.GroupID, hb.MemberID, hb.SubscribedTopicNames = "jobs", "m1", []string{topic}
+	if r, err := hb.RequestWith(ctx, cl); err != nil || r.ErrorCode != 0 {
+		t.Fatalf("heartbeat: %v %+v", err, r)
+	}
+	code, _, errs := samsa(t, addr, "group", "reset-offsets", "jobs", "--share", "--topic", topic, "--to-earliest", "--execute")
+	if code != cli.ExitFailure || !strings.Contains(errs, "has active members") {
+		t.Fatalf("reset with a member: exit %d, stderr %q", code, errs)
+	}
+	if got := starts(); !mapsEqual(got, map[int32]int64{0: 4, 1: 1}) {
+		t.Fatalf("start offsets after a refused reset: %v", got)
+	}
+}

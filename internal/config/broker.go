@@ -143,6 +143,7 @@ type Broker struct {
 	GroupConsumerMaxSize                        int32             // group.consumer.max.size
 	GroupShareDeliveryCountLimit                int32             // group.share.delivery.count.limit
 	GroupShareHeartbeatIntervalMs               int32             // group.share.heartbeat.interval.ms
+	GroupShareMaxShareSessions                  int32             // group.share.max.share.sessions
 	GroupShareMaxSize                           int32             // group.share.max.size
 	GroupSharePartitionMaxRecordLocks           int32             // group.share.partition.max.record.locks
 	GroupShareRecordLockDurationMs              int32             // group.share.record.lock.duration.ms
@@ -377,6 +378,7 @@ func FromRaw(set map[string]string) (*Broker, error) {
 	b.GroupConsumerMaxSize = r.int32("group.consumer.max.size")
 	b.GroupShareDeliveryCountLimit = r.int32("group.share.delivery.count.limit")
 	b.GroupShareHeartbeatIntervalMs = r.int32("group.share.heartbeat.interval.ms")
+	b.GroupShareMaxShareSessions = r.int32("group.share.max.share.sessions")
 	b.GroupShareMaxSize = r.int32("group.share.max.size")
 	b.GroupSharePartitionMaxRecordLocks = r.int32("group.share.partition.max.record.locks")
 	b.GroupShareRecordLockDurationMs = r.int32("group.share.record.lock.duration.ms")

@@ -613,6 +613,18 @@ func (g *ConsumerGroup) Heartbeat(now time.Time, topics Topics, req ConsumerHear
 			} else {
 				isNew = true
 			}
+		case req.MemberEpoch == JoinEpoch && existing.useClassic():
+			// Reference: getOrMaybeSubscribeStaticConsumerGroupMember:
+			// a consumer-protocol member takes a classic static
+			// member's instance at once (no leave needed), as a new
+			// member at epoch 0 with its assignment.
+			if existing.ID == memberID {
+				member = existing.clone()
+				member.Epoch, member.PreviousEpoch = 0, 0
+			} else {
+				member = g.replaceStatic(&ch, existing, memberID)
+				replaced = existing.ID
+			}
 		case req.MemberEpoch == JoinEpoch && existing.ID == memberID:
 			member = existing.clone()
 		case req.MemberEpoch == JoinEpoch:
@@ -642,6 +654,17 @@ func (g *ConsumerGroup) Heartbeat(now time.Time, topics Topics, req ConsumerHear
 			return ConsumerHeartbeatResult{}, Change{}, errf(ErrUnknownMemberID, "Member %s is not a member of group %s.", memberID, g.id)
 		case existing == nil:
 			isNew = true
+		case existing.useClassic():
+			// Reference: getOrMaybeSubscribeDynamicConsumerGroupMember:
+			// a heartbeat naming a classic member's id is checked
+			// against that member's epoch like any member's, epoch 0
+			// included (FENCED_MEMBER_EPOCH unless it is the previous
+			// epoch with a subset of the assignment); one that passes
+			// goes on as a member of the consumer protocol (below).
+			if err := checkEpoch(existing, req.MemberEpoch, req.Owned); err != nil {
+				return ConsumerHeartbeatResult{}, Change{}, err
+			}
+			member = existing.clone()
 		case req.MemberEpoch == JoinEpoch:
 			// NB: a known member rejoining at epoch 0 (it lost a
 			// response, or abandoned its partitions) keeps its place
@@ -663,6 +686,15 @@ func (g *ConsumerGroup) Heartbeat(now time.Time, topics Topics, req ConsumerHear
 		member = &ConsumerMember{ID: memberID, RebalanceTimeout: -1, Assigned: PartitionSet{}, PendingRevocation: PartitionSet{}}
 	}
 	old := member.clone()
+	if member.useClassic() {
+		// Reference: consumerGroupHeartbeat sets the classic member
+		// metadata to null: the member now uses the consumer protocol,
+		// so its JoinGroup, SyncGroup and Heartbeat get
+		// UNKNOWN_MEMBER_ID, and its classic timers stop.
+		member.Classic = nil
+		ch.joins = append(ch.joins, memberTimer{member: member.ID})
+		ch.syncs = append(ch.syncs, memberTimer{member: member.ID})
+	}
 
 	// 1. Update the member's metadata.
 	if req.InstanceID != nil {

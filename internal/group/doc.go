@@ -222,7 +222,13 @@
 // answers ErrRebalanceInProgress when it must rejoin (a newer group
 // epoch, partitions to revoke, partitions it waits for now free), after
 // which it must join within its rebalance timeout, and sync within it
-// after a join, or it is fenced; its session is its JoinGroup's.
+// after a join, or it is fenced; its session is its JoinGroup's. A
+// ConsumerGroupHeartbeat naming a classic member's id is checked against
+// the member's epoch like any (ErrFencedMemberEpoch, epoch 0 included
+// unless the previous epoch was 0 with a subset of the assignment); one
+// that passes turns it into a consumer-protocol member with its
+// assignment, and its classic SyncGroup and Heartbeat then get
+// ErrUnknownMemberID, as in Kafka (testdata/migrate/classic_member_id.txt).
 //
 // Records: an upgrade writes, in one append, the classic metadata
 // tombstone, the new group's records (member metadata, group epoch,

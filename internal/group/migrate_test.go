@@ -305,8 +305,16 @@ func (e *migrateEnv) run(t *testing.T, d *datadriven.TestData) string {
 		}
 		return alias + ": left\n" + e.state()
 	case "hb":
-		e.ids[alias] = alias
-		req := ConsumerHeartbeatRequest{Group: "g", MemberID: alias, RebalanceTimeout: -1, ClientID: alias, ClientHost: "/h"}
+		// id-of=x sends the member id of x (a classic member) instead of
+		// the alias; x's alias then names the member.
+		memberID := alias
+		var of string
+		if d.MaybeScanArgs(t, "id-of", &of) {
+			memberID = e.ids[of]
+		} else {
+			e.ids[alias] = alias
+		}
+		req := ConsumerHeartbeatRequest{Group: "g", MemberID: memberID, RebalanceTimeout: -1, ClientID: alias, ClientHost: "/h"}
 		var epoch int
 		d.ScanArgs(t, "epoch", &epoch)
 		req.MemberEpoch = int32(epoch)

@@ -234,8 +234,14 @@ func (p *Partition) NextFetchOffset() int64 {
 	return p.end()
 }
 
-// Batch is the offset range of one record batch read from the log.
-type Batch struct{ First, Last int64 }
+// Batch is the offset range of one record batch read from the log. Skip
+// marks a batch that is never delivered (an aborted transaction's, or a
+// control batch, under share.isolation.level read_committed): Acquire
+// archives its records instead.
+type Batch struct {
+	First, Last int64
+	Skip        bool
+}
 
 // AcquiredRange is a range of records acquired in one call, all with the same
 // delivery count (ShareFetch AcquiredRecords).
@@ -247,7 +253,8 @@ type AcquiredRange struct {
 // Acquire locks for member, until now+LockDuration, the Available records
 // of the batches (read from the log in offset order, below the high
 // watermark) and the records past SPEO in them, increasing each one's
-// delivery count. It stops once it acquired maxRecords records: at the end
+// delivery count; the records of batches marked Skip are archived. It
+// stops once it acquired maxRecords records: at the end
 // of that batch (batch-optimized mode), or exactly there when strict
 // (record-limit mode, KIP-1206). New records past SPEO are taken only
 // while fewer than MaxRecordLocks are in flight, except the rest of a
@@ -268,9 +275,14 @@ func (p *Partition) Acquire(member string, now time.Time, batches []Batch, maxRe
 		}
 	}
 	full := func() bool { return maxRecords > 0 && n >= maxRecords }
+	skipped := false
 	for _, b := range batches {
 		if full() {
 			break
+		}
+		if b.Skip {
+			skipped = p.archive(b) || skipped
+			continue
 		}
 		started := false
 		for o := max(b.First, p.spso); o <= b.Last; o++ {
@@ -279,7 +291,7 @@ func (p *Partition) Acquire(member string, now time.Time, batches []Batch, maxRe
 			}
 			if o >= p.end() {
 				if len(p.recs) >= p.cfg.MaxRecordLocks && !started {
-					return p.acquired(out)
+					return p.acquired(out, skipped)
 				}
 				// Offsets the log skipped (compacted away) have no
 				// record to deliver.
@@ -294,15 +306,60 @@ func (p *Partition) Acquire(member string, now time.Time, batches []Batch, maxRe
 			}
 		}
 	}
-	return p.acquired(out)
+	return p.acquired(out, skipped)
 }
 
-func (p *Partition) acquired(out []AcquiredRange) []AcquiredRange {
-	if len(out) > 0 {
+func (p *Partition) acquired(out []AcquiredRange, changed bool) []AcquiredRange {
+	if len(out) > 0 || changed {
 		p.version++
 	}
 	p.advance()
 	return out
+}
+
+// archive archives the available records of a skipped batch, and those
+// past SPEO, which join the flight as archived (no lock is needed for
+// them, so MaxRecordLocks does not hold them back). It reports whether a
+// record changed.
+func (p *Partition) archive(b Batch) bool {
+	changed := false
+	for o := max(b.First, p.spso); o <= b.Last; o++ {
+		if o >= p.end() {
+			for p.end() <= o {
+				p.recs = append(p.recs, rec{state: Archived})
+			}
+			changed = true
+			continue
+		}
+		if r := &p.recs[o-p.spso]; r.state == Available {
+			r.state = Archived
+			changed = true
+		}
+	}
+	return changed
+}
+
+// Unacquire undoes an Acquire whose answer is not given (its write to
+// the share coordinator failed): each record of ranges still acquired by
+// member becomes available again with its delivery count as before.
+func (p *Partition) Unacquire(member string, ranges []AcquiredRange) {
+	changed := false
+	for _, a := range ranges {
+		for o := max(a.First, p.spso); o <= a.Last && o < p.end(); o++ {
+			r := &p.recs[o-p.spso]
+			if r.state != Acquired || r.member != member {
+				continue
+			}
+			r.state, r.member, r.deadline = Available, "", time.Time{}
+			if r.count > 0 {
+				r.count--
+			}
+			changed = true
+		}
+	}
+	if changed {
+		p.version++
+	}
 }
 
 // AckBatch is one acknowledgement batch: the offsets First..Last and

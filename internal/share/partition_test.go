@@ -86,13 +86,15 @@ func (e *partitionEnv) handle(t *testing.T, d *datadriven.TestData) string {
 		e.p = New(e.cfg, start)
 		return e.state()
 	case "acquire":
-		// acquire member=a batches=0-4,5-9 [max=N] [strict]
+		// acquire member=a batches=0-4,5-9,!10-12 [max=N] [strict]
+		// (a batch with ! is skipped: aborted or control)
 		var bs string
 		d.ScanArgs(t, "batches", &bs)
 		var batches []Batch
 		for _, r := range strings.Split(bs, ",") {
-			f, l := parseRange(t, r)
-			batches = append(batches, Batch{First: f, Last: l})
+			skip := strings.HasPrefix(r, "!")
+			f, l := parseRange(t, strings.TrimPrefix(r, "!"))
+			batches = append(batches, Batch{First: f, Last: l, Skip: skip})
 		}
 		maxRecords := 0
 		d.MaybeScanArgs(t, "max", &maxRecords)
@@ -171,4 +173,28 @@ func TestPartitionScripts(t *testing.T) {
 			return e.handle(t, d)
 		})
 	})
+}
+
+// TestUnacquireRestoresDeliveryCounts: an acquisition whose answer is not
+// given is undone: the records are available again with the delivery
+// counts they had, and another member acquires them as the same delivery.
+func TestUnacquireRestoresDeliveryCounts(t *testing.T) {
+	p := New(Config{LockDuration: time.Second, DeliveryCountLimit: 3, MaxRecordLocks: 100}, 0)
+	now := time.Unix(0, 0)
+	got := p.Acquire("a", now, []Batch{{First: 0, Last: 4}}, 0, false)
+	if fmtAcquired(got) != "0-4(1)" {
+		t.Fatalf("acquired %s", fmtAcquired(got))
+	}
+	v := p.Version()
+	p.Unacquire("b", got) // another member's: nothing changes
+	if p.Version() != v {
+		t.Fatal("unacquire of another member's records changed the state")
+	}
+	p.Unacquire("a", got)
+	if s, n, m := p.State(2); s != Available || n != 0 || m != "" {
+		t.Fatalf("offset 2 after unacquire: %s count %d member %q", s, n, m)
+	}
+	if got := p.Acquire("b", now, []Batch{{First: 0, Last: 4}}, 0, false); fmtAcquired(got) != "0-4(1)" {
+		t.Fatalf("b acquired %s after the unacquire, want 0-4(1)", fmtAcquired(got))
+	}
 }

@@ -11,6 +11,12 @@ import (
 // a leader older than the one the state last heard from.
 var ErrFencedLeaderEpoch = errors.New("share: fenced leader epoch")
 
+// ErrFencedStateEpoch: a write of a share-partition's state made from a
+// state older than the one the share coordinator holds: the start offset
+// was altered (AlterShareGroupOffsets) or the state deleted since the
+// writer read it (FENCED_STATE_EPOCH).
+var ErrFencedStateEpoch = errors.New("share: fenced state epoch")
+
 // errBadRecord: a __share_group_state record that does not decode.
 var errBadRecord = errors.New("share: bad __share_group_state record")
 
@@ -135,10 +141,14 @@ func DecodeValue(b []byte) (Snapshot, error) {
 // for concurrent use.
 type States struct {
 	m map[StateKey]Snapshot
+	// gone is the state epoch a deleted share-partition's state would
+	// have next: a writer that read the state before the delete is
+	// fenced by it. Kept in memory only.
+	gone map[StateKey]int32
 }
 
 // NewStates returns an empty set.
-func NewStates() *States { return &States{m: map[StateKey]Snapshot{}} }
+func NewStates() *States { return &States{m: map[StateKey]Snapshot{}, gone: map[StateKey]int32{}} }
 
 // Replay applies one record of the partition, in log order (loading).
 func (s *States) Replay(key, value []byte) error {
@@ -147,7 +157,7 @@ func (s *States) Replay(key, value []byte) error {
 		return err
 	}
 	if value == nil {
-		delete(s.m, k)
+		s.Delete(k)
 		return nil
 	}
 	v, err := DecodeValue(value)
@@ -173,10 +183,48 @@ func (s *States) CheckLeader(k StateKey, leaderEpoch int32) error {
 	return nil
 }
 
+// StateEpoch returns the state epoch of k: that of its state, or, once
+// deleted, the one its next state starts with (0 if never written).
+func (s *States) StateEpoch(k StateKey) int32 {
+	if v, ok := s.m[k]; ok {
+		return v.StateEpoch
+	}
+	return s.gone[k]
+}
+
+// CheckStateEpoch returns ErrFencedStateEpoch if stateEpoch (-1: not
+// checked) is older than k's state epoch: the writer's view predates an
+// initialization or a delete.
+func (s *States) CheckStateEpoch(k StateKey, stateEpoch int32) error {
+	if cur := s.StateEpoch(k); stateEpoch >= 0 && stateEpoch < cur {
+		return fmt.Errorf("%w: %d < %d", ErrFencedStateEpoch, stateEpoch, cur)
+	}
+	return nil
+}
+
+// Initialize returns the snapshot that starts k over at start with
+// nothing in flight (InitializeShareGroupState, AlterShareGroupOffsets):
+// its state epoch is stateEpoch or one past the current one (0 when k
+// never had state), whichever is greater, so every writer that read the state before is fenced. The
+// leader epoch is kept, so older leaders stay fenced too. The caller
+// appends it, then Puts it once durable.
+func (s *States) Initialize(k StateKey, stateEpoch int32, start int64) Snapshot {
+	v := s.m[k]
+	v.SnapshotEpoch++
+	// NB: always past the current epoch, 0 included: a leader that
+	// read no state holds epoch 0 and may not overwrite this one.
+	v.StateEpoch = max(stateEpoch, s.StateEpoch(k)+1)
+	v.State = State{StartOffset: start}
+	return v
+}
+
 // Next returns the snapshot a write of st by leaderEpoch makes (the caller
 // appends it, then Puts it once durable).
 func (s *States) Next(k StateKey, leaderEpoch int32, st State) Snapshot {
-	v := s.m[k]
+	v, ok := s.m[k]
+	if !ok {
+		v.StateEpoch = s.gone[k]
+	}
 	v.SnapshotEpoch++
 	if leaderEpoch > v.LeaderEpoch {
 		v.LeaderEpoch = leaderEpoch
@@ -186,10 +234,19 @@ func (s *States) Next(k StateKey, leaderEpoch int32, st State) Snapshot {
 }
 
 // Put stores a snapshot that is durable in the log.
-func (s *States) Put(k StateKey, v Snapshot) { s.m[k] = v }
+func (s *States) Put(k StateKey, v Snapshot) {
+	s.m[k] = v
+	delete(s.gone, k)
+}
 
-// Delete removes k's state.
-func (s *States) Delete(k StateKey) { delete(s.m, k) }
+// Delete removes k's state; a later state of k starts at the next state
+// epoch.
+func (s *States) Delete(k StateKey) {
+	if v, ok := s.m[k]; ok {
+		s.gone[k] = v.StateEpoch + 1
+	}
+	delete(s.m, k)
+}
 
 // Keys returns every share-partition of group with state here.
 func (s *States) Keys(group string) []StateKey {

@@ -1,6 +1,7 @@
 package share
 
 import (
+	"errors"
 	"reflect"
 	"testing"
 )
@@ -39,5 +40,58 @@ func TestStateRecordsRoundTripAndReplayKeepsLast(t *testing.T) {
 	}
 	if _, ok := s.Get(k); ok {
 		t.Fatal("tombstone kept the state")
+	}
+}
+
+// TestInitializeAndDeleteFenceWritersOfTheOlderState: a writer that read a
+// share-partition's state before it was initialized again (altered) or
+// deleted carries an older state epoch and is fenced; one that read it
+// afterwards is not. Reference: KIP-932, "Share group state epoch".
+func TestInitializeAndDeleteFenceWritersOfTheOlderState(t *testing.T) {
+	k := StateKey{Group: "g", TopicID: [16]byte{9}, Partition: 0}
+	s := NewStates()
+	// A leader that found no state holds epoch 0 and writes.
+	if err := s.CheckStateEpoch(k, 0); err != nil {
+		t.Fatal(err)
+	}
+	s.Put(k, s.Next(k, 1, State{StartOffset: 5}))
+	if got := s.StateEpoch(k); got != 0 {
+		t.Fatalf("state epoch after a write %d, want 0", got)
+	}
+	// AlterShareGroupOffsets: start over at 2, next epoch.
+	v := s.Initialize(k, -1, 2)
+	s.Put(k, v)
+	if v.StateEpoch != 1 || v.StartOffset != 2 || len(v.Batches) != 0 || v.LeaderEpoch != 1 {
+		t.Fatalf("initialized %+v", v)
+	}
+	if err := s.CheckStateEpoch(k, 0); !errors.Is(err, ErrFencedStateEpoch) {
+		t.Fatalf("a writer of epoch 0 after the alter: %v", err)
+	}
+	if err := s.CheckStateEpoch(k, 1); err != nil {
+		t.Fatal(err)
+	}
+	// A write keeps the state epoch.
+	s.Put(k, s.Next(k, 1, State{StartOffset: 3}))
+	if got := s.StateEpoch(k); got != 1 {
+		t.Fatalf("state epoch %d after a write, want 1", got)
+	}
+	// Deleted: gone, but writers of epoch 1 are fenced; a new state
+	// starts at epoch 2.
+	s.Delete(k)
+	if _, ok := s.Get(k); ok {
+		t.Fatal("deleted state still there")
+	}
+	if err := s.CheckStateEpoch(k, 1); !errors.Is(err, ErrFencedStateEpoch) {
+		t.Fatalf("a writer of epoch 1 after the delete: %v", err)
+	}
+	s.Put(k, s.Next(k, 1, State{StartOffset: 0}))
+	if got := s.StateEpoch(k); got != 2 {
+		t.Fatalf("state epoch of a state written after the delete %d, want 2", got)
+	}
+	// An initialization of a share-partition that never had state
+	// still moves past epoch 0.
+	k2 := StateKey{Group: "g", TopicID: [16]byte{9}, Partition: 1}
+	if v := s.Initialize(k2, -1, 7); v.StateEpoch != 1 {
+		t.Fatalf("first initialization at state epoch %d, want 1", v.StateEpoch)
 	}
 }
