@@ -271,6 +271,18 @@ func (l *Log) DurableErr() error {
 	return nil
 }
 
+// offlineErr returns ErrLogDirOffline once the log or its dir failed.
+func (l *Log) offlineErr() error {
+	if l.offline.Load() || (l.m != nil && l.m.offline.Load()) {
+		return ErrLogDirOffline
+	}
+	return nil
+}
+
+// Offline reports whether the log's dir is offline (a write or sync in it
+// failed).
+func (l *Log) Offline() bool { return l.offlineErr() != nil }
+
 func (l *Log) checkWritable() error {
 	if l.closed.Load() {
 		return ErrClosed

@@ -208,6 +208,13 @@ func (m *Manager) Offline() bool { return m.offline.Load() }
 // Dir returns the log dir.
 func (m *Manager) Dir() string { return m.dir }
 
+// numLogs returns how many logs the Manager holds.
+func (m *Manager) numLogs() int {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return len(m.logs)
+}
+
 // Log returns the log of tp, or nil.
 func (m *Manager) Log(tp TopicPartition) *Log {
 	m.mu.RLock()
@@ -379,7 +386,9 @@ func decodeMetadata(data []byte) ([16]byte, error) {
 
 // Delete closes tp's log and removes its directory (renamed to
 // <topic>-<p>.<id>-delete first, so a crash leaves no half-deleted log that
-// looks live).
+// looks live). In an offline log dir it only closes the log and forgets
+// it: the files stay until a start with the dir back finds them without
+// a topic (the broker deletes such stray logs).
 func (m *Manager) Delete(tp TopicPartition) error {
 	mu := &m.createMu[createStripe(tp)]
 	mu.Lock()
@@ -396,6 +405,9 @@ func (m *Manager) Delete(tp TopicPartition) error {
 	l.markClosed()
 	m.cancelPendingDeletes(l.dir)
 	cerr := l.closeFiles()
+	if m.offline.Load() {
+		return nil
+	}
 	var rnd [16]byte
 	rand.Read(rnd[:])
 	target := filepath.Join(m.dir, fmt.Sprintf("%s.%s-delete", partitionDir(tp), hex.EncodeToString(rnd[:])))
