@@ -107,6 +107,17 @@ type Cluster struct {
 	// Only the watch loop (and Open, before starting it) stores it.
 	state atomic.Pointer[imageState]
 
+	// regMu serialises writes of the registration (brokers/<node>) and
+	// guards reg, what it says beyond the broker's addresses. It is held
+	// across the etcd write, so the last write always carries the latest
+	// state; nothing else is taken under it.
+	regMu sync.Mutex
+	reg   struct {
+		shuttingDown    bool
+		offlineDirs     []string
+		offlineReplicas map[string][]int32
+	}
+
 	// leaseID is the lease of the broker registration; the keepalive loop
 	// replaces it after a loss, Close revokes it.
 	leaseID atomic.Int64

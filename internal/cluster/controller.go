@@ -40,7 +40,12 @@ type ElectionPolicy struct {
 //
 // For each partition:
 //
-//  1. A broker is eligible when it is registered and not shutting down.
+//  1. A replica is eligible when its broker is registered and not
+//     shutting down, and the broker has not reported it offline (its log
+//     dir failed, Broker.OfflineReplicas). An offline replica is treated
+//     as unregistered for this partition: it leaves the ISR, a leader
+//     that is offline is replaced, and with no other eligible in-sync
+//     replica the partition goes offline (leader -1) keeping its ISR.
 //  2. If the leader is eligible and in its ISR, or no other eligible
 //     replica is in the ISR, it stays; a leader that left its own ISR
 //     (it resigned: its log is corrupt, replica.LeaderState.Resign) is
@@ -77,7 +82,6 @@ type ElectionPolicy struct {
 // target replica can take over.
 func Decide(img *Image, pol ElectionPolicy) []PartitionUpdate {
 	registered := func(b int32) bool { _, ok := img.Brokers[b]; return ok }
-	eligible := func(b int32) bool { br, ok := img.Brokers[b]; return ok && !br.ShuttingDown }
 	names := make([]string, 0, len(img.Topics))
 	for name := range img.Topics {
 		names = append(names, name)
@@ -95,6 +99,10 @@ func Decide(img *Image, pol ElectionPolicy) []PartitionUpdate {
 				continue
 			}
 			st, replicas := t.Partitions[p], t.Replicas[p]
+			eligible := func(b int32) bool { return img.ReplicaEligible(b, name, int32(p)) }
+			// A leader whose replica is in a failed log dir is gone for
+			// this partition as if unregistered: it is never kept.
+			live := func(b int32) bool { return registered(b) && !img.Brokers[b].ReplicaOffline(name, int32(p)) }
 			next := st
 			next.ISR = nil
 			for _, r := range st.ISR {
@@ -132,7 +140,7 @@ func Decide(img *Image, pol ElectionPolicy) []PartitionUpdate {
 				switch {
 				case leader >= 0:
 					next.Leader = leader
-				case st.Leader >= 0 && registered(st.Leader):
+				case st.Leader >= 0 && live(st.Leader):
 					// Shutting down with nobody to take over: keep it.
 					next.Leader = st.Leader
 				default:
@@ -140,7 +148,7 @@ func Decide(img *Image, pol ElectionPolicy) []PartitionUpdate {
 					next.ISR = st.ISR
 				}
 			}
-			if next.Leader >= 0 && registered(next.Leader) && !slices.Contains(next.ISR, next.Leader) && slices.Contains(st.ISR, next.Leader) {
+			if next.Leader >= 0 && live(next.Leader) && !slices.Contains(next.ISR, next.Leader) && slices.Contains(st.ISR, next.Leader) {
 				// A leader kept while it shuts down stays in its ISR.
 				next.ISR = append([]int32{next.Leader}, next.ISR...)
 			}
@@ -327,19 +335,26 @@ func partitionStateOf(img *Image, topic string, p int32) PartitionState {
 //	leader_elected          an offline partition has a leader again
 //	leader_restarted        the leader came back with a new incarnation
 //	isr_shrink_unregistered in-sync replicas whose registration is gone left the ISR
+//	isr_shrink_log_dir_offline in-sync replicas in a failed log dir left the ISR
+//	log_dir_offline         the leader's replica is in a failed log dir
 func decisionReason(img *Image, u PartitionUpdate) string {
 	if u.Replicas != nil {
 		return "reassignment_completed"
 	}
 	prev := partitionStateOf(img, u.Topic, u.Partition)
 	next := u.State
+	offline := func(b int32) bool { br, ok := img.Brokers[b]; return ok && br.ReplicaOffline(u.Topic, u.Partition) }
 	switch {
 	case next.Leader == prev.Leader && next.LeaderEpoch != prev.LeaderEpoch:
 		return "leader_restarted"
+	case next.Leader == prev.Leader && slices.ContainsFunc(prev.ISR, offline) && !slices.ContainsFunc(next.ISR, offline):
+		return "isr_shrink_log_dir_offline"
 	case next.Leader == prev.Leader:
 		return "isr_shrink_unregistered"
 	case next.Leader < 0:
 		return "leader_offline"
+	case prev.Leader >= 0 && offline(prev.Leader):
+		return "log_dir_offline"
 	case !slices.Contains(prev.ISR, next.Leader):
 		return "unclean_election"
 	case prev.Leader < 0:
@@ -359,19 +374,10 @@ func decisionReason(img *Image, u PartitionUpdate) string {
 // registration, so the controller moves its leaderships to other in-sync
 // replicas. Call WaitLeadershipsMoved to wait for that.
 func (c *Cluster) BeginControlledShutdown(ctx context.Context) error {
-	val := mustJSON(brokerValue{
-		Host:         c.cfg.AdvertisedHost,
-		Port:         c.cfg.AdvertisedPort,
-		Rack:         c.cfg.Rack,
-		Incarnation:  c.incarnation,
-		Endpoints:    c.cfg.Endpoints,
-		ShuttingDown: true,
-	})
-	resp, err := c.cli.Put(ctx, c.keys.broker(c.cfg.NodeID), val, clientv3.WithLease(clientv3.LeaseID(c.leaseID.Load())))
-	if err != nil {
-		return err
-	}
-	return c.waitRevision(ctx, resp.Header.Revision)
+	c.regMu.Lock()
+	c.reg.shuttingDown = true
+	c.regMu.Unlock()
+	return c.putRegistration(ctx)
 }
 
 // WaitLeadershipsMoved waits until this broker leads no partition that has

@@ -20,6 +20,25 @@ type Broker struct {
 	Endpoints []Endpoint
 	// ShuttingDown: the broker is in controlled shutdown.
 	ShuttingDown bool
+	// OfflineLogDirs are the broker's failed log dirs, and
+	// OfflineReplicas the partitions (by topic) whose replica on the
+	// broker is in one of them; nil when none. Never modified.
+	OfflineLogDirs  []string
+	OfflineReplicas map[string][]int32
+}
+
+// ReplicaOffline reports whether the broker's replica of partition p of
+// topic is in a failed log dir.
+func (b Broker) ReplicaOffline(topic string, p int32) bool {
+	return slices.Contains(b.OfflineReplicas[topic], p)
+}
+
+// ReplicaEligible reports whether broker id may lead or stay in the ISR of
+// partition p of topic: it is registered, not shutting down, and its
+// replica is not in a failed log dir.
+func (img *Image) ReplicaEligible(id int32, topic string, p int32) bool {
+	br, ok := img.Brokers[id]
+	return ok && !br.ShuttingDown && !br.ReplicaOffline(topic, p)
 }
 
 // Endpoint is one advertised listener of a broker.
@@ -221,7 +240,8 @@ func (b *builder) apply(evs []*mvccpb.Event, rev int64) *Image {
 				delete(next.Brokers, pk.broker)
 				continue
 			}
-			next.Brokers[pk.broker] = Broker{NodeID: pk.broker, Host: v.Host, Port: v.Port, Rack: v.Rack, Incarnation: v.Incarnation, ShuttingDown: v.ShuttingDown, Endpoints: v.Endpoints}
+			next.Brokers[pk.broker] = Broker{NodeID: pk.broker, Host: v.Host, Port: v.Port, Rack: v.Rack, Incarnation: v.Incarnation, ShuttingDown: v.ShuttingDown, Endpoints: v.Endpoints,
+				OfflineLogDirs: v.OfflineLogDirs, OfflineReplicas: v.OfflineReplicas}
 		case kindController:
 			electionChanged = true
 			if del {
