@@ -213,12 +213,15 @@ func (f *fetcher) run() {
 	}
 }
 
-// followersOf returns the partitions that follow leader.
+// followersOf returns the partitions that follow leader, but those whose
+// log dir is offline.
 func (m *Manager) followersOf(leader int32) []*Partition {
 	var out []*Partition
 	for _, p := range m.Partitions() {
 		p.roleMu.Lock()
-		if p.role.following == leader && p.role.leader == nil {
+		// NB: a partition whose log dir failed fetches nothing more: its
+		// appends would fail, and the controller has been told.
+		if p.role.following == leader && p.role.leader == nil && !p.log.Offline() {
 			out = append(out, p)
 		}
 		p.roleMu.Unlock()

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -65,12 +66,26 @@ type Partition struct {
 // LeaderEpoch is the partition's current leader epoch.
 func (p *Partition) LeaderEpoch() int32 { return p.leaderEpoch.Load() }
 
+// LogDir returns the log dir (an entry of log.dirs) holding the
+// partition's log.
+func (p *Partition) LogDir() string { return filepath.Dir(p.log.Dir()) }
+
+// Offline reports whether the partition's log dir is offline.
+func (p *Partition) Offline() bool { return p.log.Offline() }
+
 // IsLeader reports whether this broker leads the partition.
 func (p *Partition) IsLeader() bool { return p.leader.Load() }
 
+// LogStore creates and deletes the partitions' logs: a storage.Manager
+// (one log dir) or a storage.LogDirs (several).
+type LogStore interface {
+	Create(tp storage.TopicPartition, topicID [16]byte, cfg storage.Config) (*storage.Log, error)
+	Delete(tp storage.TopicPartition) error
+}
+
 // Config configures a Manager.
 type Config struct {
-	Logs *storage.Manager
+	Logs LogStore
 	// FS is the file system of the log dir (producer state snapshots live
 	// beside the logs).
 	FS vfs.FS
@@ -93,7 +108,7 @@ type Config struct {
 // goroutines.
 type Manager struct {
 	cfg  Config
-	logs *storage.Manager
+	logs LogStore
 	fs   vfs.FS
 	now  func() time.Time
 	log  *slog.Logger
@@ -245,9 +260,15 @@ func (m *Manager) Get(tp storage.TopicPartition) *Partition {
 	return p
 }
 
-// Leader returns tp if this broker leads it, else ErrNotLeader.
+// Leader returns tp if this broker leads it, else ErrNotLeader; a hosted
+// partition whose log dir is offline returns storage.ErrLogDirOffline
+// whatever its role, as Kafka answers KAFKA_STORAGE_ERROR for every
+// replica of a failed dir.
 func (m *Manager) Leader(tp storage.TopicPartition) (*Partition, error) {
 	p := m.Get(tp)
+	if p != nil && p.log.Offline() {
+		return nil, storage.ErrLogDirOffline
+	}
 	if p == nil || !p.IsLeader() {
 		return nil, ErrNotLeader
 	}

@@ -154,10 +154,15 @@ func (p *Partition) loadProducersLocked(m *Manager, nowMs int64) error {
 }
 
 // maintainProducers writes the producer state to <LEO>.snapshot if it
-// changed since the last snapshot, expiring idle producers first.
+// changed since the last snapshot, expiring idle producers first. A
+// partition whose log dir is offline is left alone: nothing can be written
+// there, and the next start replays its log instead.
 func (p *Partition) maintainProducers(m *Manager, nowMs, expirationMs int64) error {
 	p.appendMu.Lock()
 	defer p.appendMu.Unlock()
+	if p.log.Offline() {
+		return nil
+	}
 	if n := p.producers.Expire(nowMs, expirationMs, p.log.LogStartOffset()); n > 0 {
 		p.producersChangedLocked()
 	}

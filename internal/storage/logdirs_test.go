@@ -4,6 +4,7 @@ import (
 	"errors"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -225,6 +226,36 @@ func TestLogDirsOneFailedDirLeavesTheOthersServing(t *testing.T) {
 		}
 		if _, err := ld.Create(TopicPartition{Topic: "u", Partition: 0}, [16]byte{2}, smallConfig()); !errors.Is(err, ErrLogDirOffline) {
 			t.Fatalf("Create with every dir offline: %v", err)
+		}
+	})
+}
+
+// Partitions created at once (a broker hosting a new topic creates its
+// partitions in parallel) spread over the dirs as if created one by one.
+func TestLogDirsSpreadPartitionsCreatedAtOnce(t *testing.T) {
+	forEachFS(t, func(t *testing.T, fs vfs.FS, dir string) {
+		dirs := []string{filepath.Join(dir, "a"), filepath.Join(dir, "b"), filepath.Join(dir, "c")}
+		ld := openLogDirs(t, fs, dirs...)
+		defer ld.Close()
+		const n = 30
+		var wg sync.WaitGroup
+		errs := make(chan error, n)
+		for i := range n {
+			wg.Go(func() {
+				if _, err := ld.Create(tpN(i), [16]byte{1}, smallConfig()); err != nil {
+					errs <- err
+				}
+			})
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Fatal(err)
+		}
+		for _, m := range ld.Dirs() {
+			if got := len(m.Logs()); got != n/len(dirs) {
+				t.Errorf("%s holds %d partitions, want %d", m.Dir(), got, n/len(dirs))
+			}
 		}
 	})
 }
