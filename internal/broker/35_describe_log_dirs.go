@@ -11,8 +11,13 @@ package broker
 // that went offline (a write or sync there failed) has ErrorCode
 // KAFKA_STORAGE_ERROR and no partitions, as Kafka answers it; its total
 // and usable bytes are still given when its file system answers statfs.
-// A null topic list describes every hosted partition. OffsetLag is 0 (no
-// future replicas) and IsFuture false.
+// A null topic list describes every hosted partition. A replica moving to
+// another dir (AlterReplicaLogDirs) is listed in its current dir and, as
+// a future replica (IsFuture), in the dir it moves to, with the bytes
+// copied so far and OffsetLag the current log end offset minus the offset
+// the copy has reached, as Kafka reports it. A current replica's OffsetLag
+// is its high watermark minus its log end offset when positive, else 0,
+// as in Kafka (always 0 here: a high watermark never passes the log end).
 
 import (
 	"sort"
@@ -41,16 +46,25 @@ func (b *Broker) handleDescribeLogDirs(req *kmsg.DescribeLogDirsRequest) kmsg.Re
 		}
 	}
 	// byDir holds the wanted partitions of each dir, by topic.
-	byDir := make(map[string]map[string][]*replica.Partition)
+	type entry struct {
+		p      *replica.Partition
+		future *replica.FutureReplica
+	}
+	byDir := make(map[string]map[string][]entry)
+	add := func(d string, e entry) {
+		if byDir[d] == nil {
+			byDir[d] = make(map[string][]entry)
+		}
+		byDir[d][e.p.TP.Topic] = append(byDir[d][e.p.TP.Topic], e)
+	}
 	for _, p := range b.replicas.Partitions() {
 		if want != nil && !want[p.TP.Topic][p.TP.Partition] {
 			continue
 		}
-		d := p.LogDir()
-		if byDir[d] == nil {
-			byDir[d] = make(map[string][]*replica.Partition)
+		add(p.LogDir(), entry{p: p})
+		if f, ok := p.Future(); ok {
+			add(f.Dir, entry{p: p, future: &f})
 		}
-		byDir[d][p.TP.Topic] = append(byDir[d][p.TP.Topic], p)
 	}
 	var dirs []LogDirState
 	if b.logDirs != nil {
@@ -78,13 +92,17 @@ func (b *Broker) handleDescribeLogDirs(req *kmsg.DescribeLogDirsRequest) kmsg.Re
 		sort.Strings(names)
 		for _, name := range names {
 			parts := byTopic[name]
-			sort.Slice(parts, func(i, j int) bool { return parts[i].TP.Partition < parts[j].TP.Partition })
+			sort.Slice(parts, func(i, j int) bool { return parts[i].p.TP.Partition < parts[j].p.TP.Partition })
 			dt := kmsg.NewDescribeLogDirsResponseDirTopic()
 			dt.Topic = name
-			for _, p := range parts {
+			for _, e := range parts {
 				dp := kmsg.NewDescribeLogDirsResponseDirTopicPartition()
-				dp.Partition = p.TP.Partition
-				dp.Size = p.Size()
+				dp.Partition = e.p.TP.Partition
+				dp.Size = e.p.Size()
+				dp.OffsetLag = max(e.p.HighWatermark()-e.p.LogEndOffset(), 0)
+				if e.future != nil {
+					dp.Size, dp.OffsetLag, dp.IsFuture = e.future.Size, e.future.OffsetLag, true
+				}
 				dt.Partitions = append(dt.Partitions, dp)
 			}
 			dir.Topics = append(dir.Topics, dt)

@@ -322,6 +322,8 @@ func (b *Broker) dispatch(ctx context.Context, c *server.Conn, req *server.Reque
 		return msg(b.handleDescribeConfigs(r))
 	case *kmsg.AlterConfigsRequest:
 		return msg(b.handleAlterConfigs(ctx, r))
+	case *kmsg.AlterReplicaLogDirsRequest:
+		return msg(b.handleAlterReplicaLogDirs(r))
 	case *kmsg.DescribeLogDirsRequest:
 		return msg(b.handleDescribeLogDirs(r))
 	case *kmsg.CreatePartitionsRequest:

@@ -2,10 +2,12 @@ package broker_test
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -245,4 +247,171 @@ func topicMetadataReq(topic string) *kmsg.MetadataRequest {
 	rt.Topic = kmsg.StringPtr(topic)
 	req.Topics = append(req.Topics, rt)
 	return req
+}
+
+// TestAlterReplicaLogDirsMovesAPartitionWhileItServes moves the one
+// partition of a topic with several segments to the broker's other log
+// dir while an idempotent acks=all producer writes to it (KIP-113): the
+// move answers at once, DescribeLogDirs shows the partition in its new
+// dir once the swap is done, and every record acknowledged before,
+// during and after the move reads back once, in order, at consecutive
+// offsets, also after a restart. Bad requests get Kafka's codes.
+func TestAlterReplicaLogDirsMovesAPartitionWhileItServes(t *testing.T) {
+	t.Parallel()
+	base := t.TempDir()
+	dirA, dirB := filepath.Join(base, "a"), filepath.Join(base, "b")
+	b := testutil.StartBroker(t, "log.dirs="+dirA+","+dirB)
+	const topic = "mover"
+	testutil.CreateTopic(t, b.Admin(), topic, 1, "segment.bytes=4096")
+	where := func() (cur []string, future []string) {
+		req := kmsg.NewPtrDescribeLogDirsRequest()
+		req.Version = 4
+		for _, d := range rawRequest(t, b.Addr(), req).(*kmsg.DescribeLogDirsResponse).Dirs {
+			for _, dt := range d.Topics {
+				if dt.Topic != topic {
+					continue
+				}
+				for _, p := range dt.Partitions {
+					if p.IsFuture {
+						future = append(future, d.Dir)
+					} else {
+						cur = append(cur, d.Dir)
+					}
+				}
+			}
+		}
+		return cur, future
+	}
+	cur, _ := where()
+	if len(cur) != 1 {
+		t.Fatalf("partition in %v", cur)
+	}
+	src, dst := cur[0], dirB
+	if src == dirB {
+		dst = dirA
+	}
+
+	prod := b.Client(kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.DefaultProduceTopic(topic))
+	var acked []string
+	var ackMu sync.Mutex
+	produce := func(from, n int) {
+		for i := from; i < from+n; i++ {
+			v := fmt.Sprintf("m-%06d", i)
+			prod.Produce(ctxT(t, time.Minute), &kgo.Record{Value: []byte(v + strings.Repeat("x", 200))}, func(r *kgo.Record, err error) {
+				if err != nil {
+					t.Errorf("produce %s: %v", v, err)
+					return
+				}
+				ackMu.Lock()
+				acked = append(acked, v)
+				ackMu.Unlock()
+			})
+		}
+	}
+	produce(0, 2000) // about 100 segments
+	if err := prod.Flush(ctxT(t, time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 2000; ; i += 20 {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			produce(i, 20)
+			time.Sleep(5 * time.Millisecond)
+		}
+	}()
+
+	adm := b.Admin()
+	var req kadm.AlterReplicaLogDirsReq
+	req.Add(dst, kadm.TopicsSet{topic: {0: {}}})
+	resps, err := adm.AlterBrokerReplicaLogDirs(ctxT(t, 30*time.Second), 0, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rs := resps.Sorted(); len(rs) != 1 || rs[0].Err != nil {
+		t.Fatalf("AlterReplicaLogDirs: %+v", rs)
+	}
+	testutil.Eventually(t, 30*time.Second, func() error {
+		if cur, future := where(); len(cur) != 1 || cur[0] != dst || len(future) != 0 {
+			return fmt.Errorf("partition in %v, future in %v", cur, future)
+		}
+		return nil
+	})
+	time.Sleep(200 * time.Millisecond) // some appends to the moved log
+	close(stop)
+	<-done
+	if err := prod.Flush(ctxT(t, time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(src, topic+"-0")); err == nil {
+		t.Errorf("%s still has the partition's directory", src)
+	}
+
+	check := func(when string) {
+		t.Helper()
+		ackMu.Lock()
+		want := slices.Clone(acked)
+		ackMu.Unlock()
+		slices.Sort(want)
+		got := consumeFrom(t, b.Addr(), topic, 0, len(want))
+		for i, r := range got {
+			if v := string(r.Value[:8]); v != want[i] {
+				t.Fatalf("%s: offset %d holds %s, want %s", when, r.Offset, v, want[i])
+			}
+		}
+		if end := logEnd(t, b.Client(), topic, 0); end != int64(len(want)) {
+			t.Fatalf("%s: log end %d, %d records acknowledged", when, end, len(want))
+		}
+	}
+	check("after the move")
+	b.Restart()
+	if cur, _ := where(); len(cur) != 1 || cur[0] != dst {
+		t.Fatalf("after a restart the partition is in %v", cur)
+	}
+	check("after a restart")
+
+	// Kafka's answers to bad requests.
+	codes := func(dir, topic string, p int32) int16 {
+		var req kadm.AlterReplicaLogDirsReq
+		req.Add(dir, kadm.TopicsSet{topic: {p: {}}})
+		r := kmsg.NewPtrAlterReplicaLogDirsRequest()
+		for d, ts := range req {
+			rd := kmsg.NewAlterReplicaLogDirsRequestDir()
+			rd.Dir = d
+			for tn, ps := range ts {
+				rt := kmsg.NewAlterReplicaLogDirsRequestDirTopic()
+				rt.Topic = tn
+				for p := range ps {
+					rt.Partitions = append(rt.Partitions, p)
+				}
+				rd.Topics = append(rd.Topics, rt)
+			}
+			r.Dirs = append(r.Dirs, rd)
+		}
+		r.Version = 2
+		resp := rawRequest(t, b.Addr(), r).(*kmsg.AlterReplicaLogDirsResponse)
+		return resp.Topics[0].Partitions[0].ErrorCode
+	}
+	for _, c := range []struct {
+		name, dir, topic string
+		p                int32
+		want             *kerr.Error
+	}{
+		{"not a log dir", filepath.Join(base, "elsewhere"), topic, 0, kerr.LogDirNotFound},
+		{"unknown partition", dst, topic, 5, kerr.UnknownTopicOrPartition},
+		{"unknown topic", dst, "nope", 0, kerr.UnknownTopicOrPartition},
+	} {
+		if got := codes(c.dir, c.topic, c.p); got != c.want.Code {
+			t.Errorf("%s: %v, want %v", c.name, kerr.ErrorForCode(got), c.want)
+		}
+	}
+	if got := codes(dst, topic, 0); got != 0 {
+		t.Errorf("move to the dir it is in: %v, want success", kerr.ErrorForCode(got))
+	}
 }

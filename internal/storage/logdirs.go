@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"samsa/internal/vfs"
 )
 
 // LogDirs is a broker's set of log dirs (log.dirs, KIP-112 JBOD): one
@@ -33,6 +35,8 @@ type LogDirs struct {
 	// other, while their IO still runs in parallel. A leaf lock.
 	placeMu  sync.Mutex
 	creating []int
+	// moving holds the moves in progress (StartMove), under placeMu.
+	moving map[TopicPartition]*LogMove
 }
 
 // ErrDuplicateLog means a partition was found in more than one log dir at
@@ -53,6 +57,13 @@ func OpenLogDirs(dirs []string, cfg ManagerConfig) (*LogDirs, error) {
 		if slices.Contains(dirs[:i], d) {
 			return nil, fmt.Errorf("storage: log dir %s listed twice", d)
 		}
+	}
+	fs := cfg.FS
+	if fs == nil {
+		fs = vfs.Default
+	}
+	if err := resolveFutures(fs, dirs); err != nil {
+		return nil, err
 	}
 	mgrs := make([]*Manager, len(dirs))
 	errs := make([]error, len(dirs))

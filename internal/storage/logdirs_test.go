@@ -3,6 +3,7 @@ package storage
 import (
 	"errors"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -257,5 +258,164 @@ func TestLogDirsSpreadPartitionsCreatedAtOnce(t *testing.T) {
 				t.Errorf("%s holds %d partitions, want %d", m.Dir(), got, n/len(dirs))
 			}
 		}
+	})
+}
+
+// A log moves to another dir while it takes appends: the sealed segments
+// are copied first, the rest under the log's writer lock, and the new
+// log in the other dir has every record at the same offset, in order,
+// also after a reopen. The old log takes no more writes but stays
+// readable for reads under way. Reference: KIP-113.
+func TestLogMoveKeepsOffsetsAndRecordsAcrossAppendsAndReopen(t *testing.T) {
+	forEachFS(t, func(t *testing.T, fs vfs.FS, dir string) {
+		a, b := filepath.Join(dir, "a"), filepath.Join(dir, "b")
+		ld := openLogDirs(t, fs, a, b)
+		l, err := ld.Create(testTP, [16]byte{7}, smallConfig())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if dirOf(ld, testTP) != a {
+			t.Fatalf("created in %s", dirOf(ld, testTP))
+		}
+		want := appendN(t, l, 0, 40, 1_700_000_000_000)
+		if err := l.WaitDurable(t.Context(), l.LogEndOffset()); err != nil {
+			t.Fatal(err)
+		}
+		mv, err := ld.StartMove(testTP, b)
+		if err != nil || mv == nil {
+			t.Fatalf("StartMove: %v, %v", mv, err)
+		}
+		if _, err := ld.StartMove(testTP, b); !errors.Is(err, ErrMoveInProgress) {
+			t.Fatalf("a second StartMove: %v, want ErrMoveInProgress", err)
+		}
+		if err := mv.Copy(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		if n, off := mv.Copied(); n == 0 || off == 0 {
+			t.Fatal("Copy copied nothing of a log with sealed segments")
+		}
+		// Appends during the move, some not yet fsynced at Finish.
+		want = append(want, appendN(t, l, 40, 25, 1_700_000_000_000)...)
+		nl, err := mv.Finish()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if dirOf(ld, testTP) != b || ld.Log(testTP) != nl || ld.Moving(testTP) != nil {
+			t.Fatalf("after the move: in %s, log %p (new %p), moving %v", dirOf(ld, testTP), ld.Log(testTP), nl, ld.Moving(testTP))
+		}
+		checkLog(t, nl, want)
+		if nl.LogStartOffset() != l.LogStartOffset() || nl.TopicID() != l.TopicID() {
+			t.Fatalf("log start %d/%d, topic id %v/%v", nl.LogStartOffset(), l.LogStartOffset(), nl.TopicID(), l.TopicID())
+		}
+		checkLog(t, l, want) // the old log still serves reads under way
+		if _, err := l.Append(makeBatch(t, 99, 1, 0), 7, false, 0); !errors.Is(err, ErrClosed) {
+			t.Fatalf("append to the old log: %v, want ErrClosed", err)
+		}
+		if _, err := fs.Stat(filepath.Join(a, partitionDir(testTP))); err == nil {
+			t.Fatal("the old directory is still live")
+		}
+		want = append(want, appendN(t, nl, 65, 5, 1_700_000_000_000)...)
+		if err := ld.Close(); err != nil {
+			t.Fatal(err)
+		}
+		ld = openLogDirs(t, fs, a, b)
+		defer ld.Close()
+		if dirOf(ld, testTP) != b {
+			t.Fatalf("after reopen in %q", dirOf(ld, testTP))
+		}
+		checkLog(t, ld.Log(testTP), want)
+		if names, _ := fs.List(a); slices.ContainsFunc(names, func(n string) bool { return strings.HasPrefix(n, "orders") }) {
+			t.Fatalf("leftovers in the old dir: %v", names)
+		}
+	})
+}
+
+// A move whose log is truncated and rewritten after the copy started
+// copies it all again: the new log holds the rewritten records.
+func TestLogMoveAfterTruncationCopiesTheLogAgain(t *testing.T) {
+	forEachFS(t, func(t *testing.T, fs vfs.FS, dir string) {
+		a, b := filepath.Join(dir, "a"), filepath.Join(dir, "b")
+		ld := openLogDirs(t, fs, a, b)
+		defer ld.Close()
+		l, err := ld.Create(testTP, [16]byte{7}, smallConfig())
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := appendN(t, l, 0, 40, 1_700_000_000_000)
+		if err := l.WaitDurable(t.Context(), l.LogEndOffset()); err != nil {
+			t.Fatal(err)
+		}
+		mv, err := ld.StartMove(testTP, b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := mv.Copy(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		cut := want[10].base
+		if err := l.Truncate(cut); err != nil {
+			t.Fatal(err)
+		}
+		want = append(want[:10], appendN(t, l, 200, 30, 1_700_000_000_000)...)
+		nl, err := mv.Finish()
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkLog(t, nl, want)
+	})
+}
+
+// A crash before the commit leaves the old log live and the copy is
+// removed at open; a crash after the commit (the old directory renamed
+// away, the copy not yet renamed into place) brings the copy up as the
+// log. Either way exactly one log is live.
+func TestLogMoveInterruptedLeavesExactlyOneLiveLog(t *testing.T) {
+	forEachFS(t, func(t *testing.T, fs vfs.FS, dir string) {
+		a, b := filepath.Join(dir, "a"), filepath.Join(dir, "b")
+		ld := openLogDirs(t, fs, a, b)
+		l, err := ld.Create(testTP, [16]byte{7}, smallConfig())
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := appendN(t, l, 0, 30, 1_700_000_000_000)
+		mv, err := ld.StartMove(testTP, b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := mv.Copy(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		if err := ld.Close(); err != nil { // stopped before Finish
+			t.Fatal(err)
+		}
+		ld = openLogDirs(t, fs, a, b)
+		if dirOf(ld, testTP) != a {
+			t.Fatalf("after a move stopped before its commit: in %q", dirOf(ld, testTP))
+		}
+		if names, _ := fs.List(b); slices.ContainsFunc(names, func(n string) bool { return strings.HasSuffix(n, futureSuffix) }) {
+			t.Fatalf("uncommitted copy left in %s: %v", b, names)
+		}
+		checkLog(t, ld.Log(testTP), want)
+
+		mv, err = ld.StartMove(testTP, b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := mv.Finish(); err != nil {
+			t.Fatal(err)
+		}
+		if err := ld.Close(); err != nil {
+			t.Fatal(err)
+		}
+		// The state between the commit and the rename of the copy.
+		if err := fs.Rename(filepath.Join(b, partitionDir(testTP)), filepath.Join(b, partitionDir(testTP)+".0123-future")); err != nil {
+			t.Fatal(err)
+		}
+		ld = openLogDirs(t, fs, a, b)
+		defer ld.Close()
+		if dirOf(ld, testTP) != b {
+			t.Fatalf("after a move stopped after its commit: in %q", dirOf(ld, testTP))
+		}
+		checkLog(t, ld.Log(testTP), want)
 	})
 }

@@ -59,6 +59,10 @@ type Manager struct {
 	// file.delete.delay.ms.
 	delMu      sync.Mutex
 	pendingDel map[*segment]*time.Timer
+	// pendingRetire (under delMu) holds the logs that moved to another
+	// dir, awaiting file.delete.delay.ms to close their files and remove
+	// their old directory (retireLater); the value does that.
+	pendingRetire map[*time.Timer]func()
 
 	ckMu sync.Mutex // serialises checkpoint writes
 
@@ -112,6 +116,7 @@ func OpenManager(cfg ManagerConfig) (*Manager, error) {
 		kick:           make(chan struct{}, 1),
 		flushSlots:     make(chan struct{}, maxParallelSyncs),
 		pendingDel:     map[*segment]*time.Timer{},
+		pendingRetire:  map[*time.Timer]func(){},
 		stop:           make(chan struct{}),
 		offlineCh:      make(chan struct{}),
 	}
@@ -476,6 +481,7 @@ func (m *Manager) close() error {
 		}
 	}
 	m.cancelPendingDeletes("")
+	m.retireNow()
 	for _, l := range logs {
 		if err := l.closeFiles(); err != nil {
 			errs = append(errs, err)
@@ -487,6 +493,17 @@ func (m *Manager) close() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// retireNow retires at once the moved logs waiting for their delay.
+func (m *Manager) retireNow() {
+	m.delMu.Lock()
+	defer m.delMu.Unlock()
+	for t, retire := range m.pendingRetire {
+		t.Stop()
+		delete(m.pendingRetire, t)
+		retire()
+	}
 }
 
 // removeSegmentsLater closes segs and removes their .deleted files after
