@@ -1,6 +1,7 @@
 package broker_test
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -413,5 +414,105 @@ func TestAlterReplicaLogDirsMovesAPartitionWhileItServes(t *testing.T) {
 	}
 	if got := codes(dst, topic, 0); got != 0 {
 		t.Errorf("move to the dir it is in: %v, want success", kerr.ErrorForCode(got))
+	}
+}
+
+// TestAlterReplicaLogDirsMovesAFollowerThatThenLeads moves a follower's
+// replica to its broker's other log dir while an idempotent acks=all
+// producer writes: the follower stays in the ISR, and once it is made the
+// leader every acknowledged record is read back from the moved log once,
+// in order, at consecutive offsets.
+func TestAlterReplicaLogDirsMovesAFollowerThatThenLeads(t *testing.T) {
+	t.Parallel()
+	base := t.TempDir()
+	c := jbodCluster(t, base, []vfs.FS{vfs.Default, vfs.Default, vfs.Default})
+	const topic = "fmove"
+	createReplicated(t, c, topic, 1, "segment.bytes=4096")
+	leader := c.Leader(topic, 0)
+	f := (leader + 1) % 3
+	fn := c.Brokers[f].Node
+	tp := storage.TopicPartition{Topic: topic, Partition: 0}
+	src := fn.Broker().Replicas().Get(tp).LogDir()
+	dst := filepath.Join(base, fmt.Sprintf("b%d-a", f))
+	if src == dst {
+		dst = filepath.Join(base, fmt.Sprintf("b%d-b", f))
+	}
+	prod := c.Client(kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RecordDeliveryTimeout(2*time.Minute),
+		kgo.MetadataMinAge(50*time.Millisecond), kgo.RetryBackoffFn(func(int) time.Duration { return 20 * time.Millisecond }))
+	pp := startPacedProducer(t, prod, topic, 1, 2*time.Millisecond)
+	pp.waitAcked(t, 1500) // several hundred KiB: many sealed segments on the follower
+
+	var req kadm.AlterReplicaLogDirsReq
+	req.Add(dst, kadm.TopicsSet{topic: {0: {}}})
+	resps, err := kadm.NewClient(testutil.NewClient(t, c.Brokers[f].Addr())).AlterBrokerReplicaLogDirs(ctxT(t, 30*time.Second), f, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rs := resps.Sorted(); len(rs) != 1 || rs[0].Err != nil {
+		t.Fatalf("AlterReplicaLogDirs: %+v", rs)
+	}
+	testutil.Eventually(t, 30*time.Second, func() error {
+		p := fn.Broker().Replicas().Get(tp)
+		if d := p.LogDir(); d != dst {
+			return fmt.Errorf("follower's replica in %s", d)
+		}
+		if _, moving := p.Future(); moving {
+			return fmt.Errorf("still moving")
+		}
+		return nil
+	})
+	pp.waitAcked(t, 200)
+	waitISR(t, c, topic, 0, "0 1 2")
+
+	if err := reassign(t, c.Admin(), topic, 0, append([]int32{f}, othersThan(f)...)); err != nil {
+		t.Fatal(err)
+	}
+	waitReplicas(t, c, topic, 0, append([]int32{f}, othersThan(f)...))
+	if res := electOne(t, c.Admin(), kadm.ElectPreferredReplica, kadm.TopicsSet{topic: {0: {}}}); res.Err != nil {
+		t.Fatalf("elect broker %d: %v", f, res.Err)
+	}
+	waitLeading(t, c, topic, 0, f)
+	pp.waitAcked(t, 200)
+	pp.check(t, c)
+}
+
+// A failure of the first log dir (the metadata dir: meta.properties, the
+// embedded etcd's data) fires Node.LogDirFailed, on which `samsa serve`
+// shuts the broker down, although the second dir is healthy; a failure
+// of the second dir alone does not (TestLogDirFailureMovesOnlyThatDirsPartitions).
+// Reference: KIP-858 (a broker whose metadata log dir fails shuts down).
+func TestMetadataLogDirFailureStopsTheBroker(t *testing.T) {
+	t.Parallel()
+	base := t.TempDir()
+	inj := vfs.NewInjector()
+	c := testutil.StartClusterOnFS(t, []vfs.FS{vfs.WithErrors(vfs.Default, inj)},
+		"log.dirs="+filepath.Join(base, "a")+","+filepath.Join(base, "b"), "offsets.topic.num.partitions=1")
+	n := c.Brokers[0].Node
+	testutil.CreateTopic(t, c.Admin(), "meta", 2)
+	inA := int32(-1)
+	for p := range int32(2) {
+		if n.Broker().Replicas().Get(storage.TopicPartition{Topic: "meta", Partition: p}).LogDir() == filepath.Join(base, "a") {
+			inA = p
+		}
+	}
+	if inA < 0 {
+		t.Fatal("no partition in the first dir")
+	}
+	failed, failErr := n.LogDirFailed()
+	inj.Only(filepath.Join(base, "a"))
+	inj.FailWith(syscall.EIO)
+	inj.FailWriteAfter(0)
+	inj.FailSyncAfter(0)
+	if code := produceCodeAt(t, c.Brokers[0].Addr(), "meta", inA); code == 0 {
+		// acks=1 may be answered before the fsync fails.
+		t.Logf("produce to the failing dir answered before its sync failed")
+	}
+	select {
+	case <-failed:
+	case <-time.After(20 * time.Second):
+		t.Fatal("LogDirFailed did not fire 20 s after the metadata dir failed")
+	}
+	if err := failErr(); err == nil || !strings.Contains(err.Error(), "metadata log dir") || !errors.Is(err, syscall.EIO) {
+		t.Fatalf("LogDirFailed error: %v", err)
 	}
 }
