@@ -188,13 +188,25 @@ func (ld *LogDirs) Create(tp TopicPartition, topicID [16]byte, cfg Config) (*Log
 }
 
 // Delete closes tp's log and removes it from the dir that holds it
-// (Manager.Delete).
+// (Manager.Delete), and the copy of a move of it under way, so that no
+// later open brings the partition back from that copy.
 func (ld *LogDirs) Delete(tp TopicPartition) error {
 	mu := &ld.createMu[createStripe(tp)]
 	mu.Lock()
 	defer mu.Unlock()
-	if m := ld.DirOf(tp); m != nil {
-		return m.Delete(tp)
+	// NB: a move finishing meanwhile (LogMove.Finish takes no createMu)
+	// puts the log in its destination: delete it there too.
+	for range len(ld.mgrs) + 1 {
+		m := ld.DirOf(tp)
+		if m == nil {
+			break
+		}
+		if err := m.Delete(tp); err != nil {
+			return err
+		}
+	}
+	if mv := ld.Moving(tp); mv != nil {
+		mv.Abort()
 	}
 	return nil
 }

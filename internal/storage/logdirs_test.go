@@ -419,3 +419,41 @@ func TestLogMoveInterruptedLeavesExactlyOneLiveLog(t *testing.T) {
 		checkLog(t, ld.Log(testTP), want)
 	})
 }
+
+// Deleting a partition during its move removes the copy too, so a later
+// open does not bring it back.
+func TestLogDirsDeleteDuringAMoveRemovesTheCopy(t *testing.T) {
+	forEachFS(t, func(t *testing.T, fs vfs.FS, dir string) {
+		a, b := filepath.Join(dir, "a"), filepath.Join(dir, "b")
+		ld := openLogDirs(t, fs, a, b)
+		l, err := ld.Create(testTP, [16]byte{7}, smallConfig())
+		if err != nil {
+			t.Fatal(err)
+		}
+		appendN(t, l, 0, 30, 1_700_000_000_000)
+		if err := l.WaitDurable(t.Context(), l.LogEndOffset()); err != nil {
+			t.Fatal(err)
+		}
+		mv, err := ld.StartMove(testTP, b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := mv.Copy(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		if err := ld.Delete(testTP); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := mv.Finish(); err == nil {
+			t.Fatal("a move of a deleted log finished")
+		}
+		if err := ld.Close(); err != nil {
+			t.Fatal(err)
+		}
+		ld = openLogDirs(t, fs, a, b)
+		defer ld.Close()
+		if l := ld.Log(testTP); l != nil {
+			t.Fatalf("deleted partition back in %s", dirOf(ld, testTP))
+		}
+	})
+}
