@@ -249,8 +249,15 @@ func (p *Partition) FollowerFetched(id int32, fetchOffset int64) {
 	}
 }
 
-// tick lets a leader shrink the ISR of followers that fell behind.
+// tick lets a leader shrink the ISR of followers that fell behind. A
+// leader whose log dir is offline shrinks nothing: its followers stop
+// advancing because it answers their fetches with KAFKA_STORAGE_ERROR,
+// and shrinking them away would leave an ISR of the one replica that
+// cannot serve once the controller moves the leadership.
 func (p *Partition) tick(nowMs int64) {
+	if p.lg().Offline() {
+		return
+	}
 	p.roleMu.Lock()
 	ls := p.role.leader
 	if ls == nil {
