@@ -79,10 +79,17 @@ func TestLogDirFailureMovesOnlyThatDirsPartitions(t *testing.T) {
 	b0 := c.Brokers[0].Node
 	dirA, dirB := filepath.Join(base, "b0-a"), filepath.Join(base, "b0-b")
 	inDir := map[string][]int32{}
-	for p := range int32(partitions) {
-		rp := b0.Broker().Replicas().Get(storage.TopicPartition{Topic: topic, Partition: p})
-		inDir[rp.LogDir()] = append(inDir[rp.LogDir()], p)
-	}
+	testutil.Eventually(t, 30*time.Second, func() error {
+		clear(inDir)
+		for p := range int32(partitions) {
+			rp := b0.Broker().Replicas().Get(storage.TopicPartition{Topic: topic, Partition: p})
+			if rp == nil {
+				return fmt.Errorf("broker 0 does not host %s-%d yet", topic, p)
+			}
+			inDir[rp.LogDir()] = append(inDir[rp.LogDir()], p)
+		}
+		return nil
+	})
 	if len(inDir[dirA]) != 2 || len(inDir[dirB]) != 2 {
 		t.Fatalf("broker 0 placed the partitions %v, want two in each of %s and %s", inDir, dirA, dirB)
 	}
@@ -283,10 +290,13 @@ func TestAlterReplicaLogDirsMovesAPartitionWhileItServes(t *testing.T) {
 		}
 		return cur, future
 	}
-	cur, _ := where()
-	if len(cur) != 1 {
-		t.Fatalf("partition in %v", cur)
-	}
+	var cur []string
+	testutil.Eventually(t, 30*time.Second, func() error {
+		if cur, _ = where(); len(cur) != 1 {
+			return fmt.Errorf("partition in %v", cur)
+		}
+		return nil
+	})
 	src, dst := cur[0], dirB
 	if src == dirB {
 		dst = dirA
@@ -432,7 +442,15 @@ func TestAlterReplicaLogDirsMovesAFollowerThatThenLeads(t *testing.T) {
 	f := (leader + 1) % 3
 	fn := c.Brokers[f].Node
 	tp := storage.TopicPartition{Topic: topic, Partition: 0}
-	src := fn.Broker().Replicas().Get(tp).LogDir()
+	var src string
+	testutil.Eventually(t, 30*time.Second, func() error {
+		p := fn.Broker().Replicas().Get(tp)
+		if p == nil {
+			return fmt.Errorf("broker %d does not host %s-0 yet", f, topic)
+		}
+		src = p.LogDir()
+		return nil
+	})
 	dst := filepath.Join(base, fmt.Sprintf("b%d-a", f))
 	if src == dst {
 		dst = filepath.Join(base, fmt.Sprintf("b%d-b", f))
@@ -490,11 +508,18 @@ func TestMetadataLogDirFailureStopsTheBroker(t *testing.T) {
 	n := c.Brokers[0].Node
 	testutil.CreateTopic(t, c.Admin(), "meta", 2)
 	inA := int32(-1)
-	for p := range int32(2) {
-		if n.Broker().Replicas().Get(storage.TopicPartition{Topic: "meta", Partition: p}).LogDir() == filepath.Join(base, "a") {
-			inA = p
+	testutil.Eventually(t, 30*time.Second, func() error {
+		for p := range int32(2) {
+			rp := n.Broker().Replicas().Get(storage.TopicPartition{Topic: "meta", Partition: p})
+			if rp == nil {
+				return fmt.Errorf("meta-%d not hosted yet", p)
+			}
+			if rp.LogDir() == filepath.Join(base, "a") {
+				inA = p
+			}
 		}
-	}
+		return nil
+	})
 	if inA < 0 {
 		t.Fatal("no partition in the first dir")
 	}

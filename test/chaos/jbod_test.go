@@ -136,7 +136,16 @@ func runOneDirFault(t *testing.T, topic string, f oneDirFault) {
 	c.createTopic(topic, partitions)
 	c.leadAll(topic, partitions, victim.id)
 	first := filepath.Join(victim.dir, "data")
-	placed := c.logDirsOf(victim.id, topic)
+	// NB: etcd shows the topic with a full ISR as soon as it is created;
+	// broker 2 hosts its replicas a moment later.
+	var placed map[string][]int32
+	waitFor(t, 30*time.Second, func() error {
+		placed = c.logDirsOf(victim.id, topic)
+		if len(placed[first])+len(placed[second]) != partitions {
+			return fmt.Errorf("broker 2 hosts %v", placed)
+		}
+		return nil
+	})
 	if len(placed[first]) != 2 || len(placed[second]) != 2 {
 		t.Fatalf("broker 2 placed %s's partitions %v, want two in %s and two in %s", topic, placed, first, second)
 	}
