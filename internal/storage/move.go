@@ -129,8 +129,10 @@ func (mv *LogMove) Copied() (bytes, offset int64) {
 }
 
 // Copy copies the sealed segments that are synced into the future
-// directory, without holding any lock of the log, so the log serves
-// meanwhile. It stops at ctx's end with its error.
+// directory, then the active segment's records as far as they go, without
+// holding any lock of the log, so the log serves meanwhile; Finish then
+// only adds what was appended since. It stops at ctx's end with its
+// error.
 func (mv *LogMove) Copy(ctx context.Context) error {
 	l := mv.old
 	l.mu.RLock()
@@ -162,12 +164,29 @@ func (mv *LogMove) Copy(ctx context.Context) error {
 		mv.copiedTo = s.nextOffset.Load()
 		mv.ld.placeMu.Unlock()
 	}
+	// The active segment's .log up to its published size: whole batches,
+	// never one being written.
+	active := segs[len(segs)-1]
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	name := segmentName(active.baseOffset) + logSuffix
+	if err := mv.copyRange(filepath.Join(l.dir, name), name, 0, active.size.Load()); err != nil {
+		return err
+	}
 	return nil
 }
 
 // copyFile copies size bytes of src to name in the future directory and
 // fsyncs it.
 func (mv *LogMove) copyFile(src, name string, size int64) error {
+	return mv.copyRange(src, name, 0, size)
+}
+
+// copyRange copies bytes [from, to) of src to name in the future
+// directory, which holds its first from bytes already (from 0: it is
+// created afresh), and fsyncs it.
+func (mv *LogMove) copyRange(src, name string, from, to int64) error {
 	fs := mv.to.fs
 	in, err := fs.Open(src)
 	if err != nil {
@@ -175,11 +194,22 @@ func (mv *LogMove) copyFile(src, name string, size int64) error {
 	}
 	defer in.Close()
 	dst := filepath.Join(mv.future, name)
-	out, err := fs.Create(dst)
+	var out vfs.File
+	if from == 0 {
+		out, err = fs.Create(dst)
+	} else {
+		out, err = fs.OpenReadWrite(dst) // writes go to its end
+	}
 	if err != nil {
 		return fmt.Errorf("storage: move: create %s: %w", dst, err)
 	}
-	_, err = io.Copy(out, io.NewSectionReader(in, 0, size))
+	if from > 0 {
+		if fi, serr := out.Stat(); serr != nil || fi.Size() != from {
+			out.Close()
+			return mv.copyRange(src, name, 0, to)
+		}
+	}
+	_, err = io.Copy(out, io.NewSectionReader(in, from, to-from))
 	if err == nil {
 		err = out.Sync()
 	}
@@ -190,7 +220,7 @@ func (mv *LogMove) copyFile(src, name string, size int64) error {
 		return fmt.Errorf("storage: move: copy %s to %s: %w", src, dst, err)
 	}
 	mv.ld.placeMu.Lock()
-	mv.copied[name] = size
+	mv.copied[name] = to
 	mv.ld.placeMu.Unlock()
 	return nil
 }
@@ -242,10 +272,18 @@ func (mv *LogMove) Finish() (*Log, error) {
 			mv.Abort()
 			return nil, fmt.Errorf("storage: move: %w", err)
 		}
-		if n, ok := mv.copied[name]; ok && n == fi.Size() && isSegmentFile(name) {
+		n, ok := mv.copied[name]
+		switch {
+		case ok && n == fi.Size() && isSegmentFile(name):
 			continue
+		case ok && n > 0 && n < fi.Size() && strings.HasSuffix(name, logSuffix):
+			// A .log only grows (a truncation or a cleaning made Finish
+			// forget the copy): add what was appended since Copy.
+			err = mv.copyRange(src, name, n, fi.Size())
+		default:
+			err = mv.copyFile(src, name, fi.Size())
 		}
-		if err := mv.copyFile(src, name, fi.Size()); err != nil {
+		if err != nil {
 			mv.Abort()
 			return nil, err
 		}
