@@ -79,11 +79,8 @@ type ClusterStats struct {
 	// CorruptBatches counts stored batches that failed their check on a
 	// read.
 	CorruptBatches int64
-	// LogDirOffline is set once a write or fsync failure took the log
-	// dir offline; LogDirFree and LogDirSize are the file system's free
-	// and total bytes (0 when unknown).
-	LogDirOffline          bool
-	LogDirFree, LogDirSize int64
+	// LogDirs are the broker's log dirs (log.dirs), in order.
+	LogDirs []LogDirStats
 	// UnsyncedBytes and UnsyncedAge are the log dir's appended bytes not
 	// yet fsynced and the age of the oldest of them (durable logs only);
 	// HeldAcks counts acks=1 answers held until durable because the
@@ -91,6 +88,15 @@ type ClusterStats struct {
 	UnsyncedBytes int64
 	UnsyncedAge   time.Duration
 	HeldAcks      int64
+}
+
+// LogDirStats is one log dir. Offline is set once a write or fsync
+// failure took it offline; Free and Size are its file system's free and
+// total bytes (0 when unknown).
+type LogDirStats struct {
+	Dir        string
+	Offline    bool
+	Free, Size int64
 }
 
 // Sources is what the scrape-time collector reads. Each is asked once per
@@ -210,9 +216,9 @@ func NewCollector(src Sources, cfg CollectorConfig) prometheus.Collector {
 	x.decisionErrors = d("samsa_controller_decision_errors_total", "Controller writes of partition state that failed other than by a lost compare.", c)
 	x.leaseRenewals = d("samsa_etcd_lease_renewals_total", "Keepalive responses for this broker's registration lease.", c)
 
-	x.logDirOffline = d("samsa_log_dir_offline", "1 once a write or fsync failure took the log dir offline (Kafka OfflineLogDirectoryCount).", g)
-	x.logDirFree = d("samsa_log_dir_free_bytes", "Free bytes of the log dir's file system.", g)
-	x.logDirSize = d("samsa_log_dir_size_bytes", "Total bytes of the log dir's file system.", g)
+	x.logDirOffline = d("samsa_log_dir_offline", "1 once a write or fsync failure took the log dir offline; summed over dir, Kafka's OfflineLogDirectoryCount.", g, "dir")
+	x.logDirFree = d("samsa_log_dir_free_bytes", "Free bytes of the log dir's file system.", g, "dir")
+	x.logDirSize = d("samsa_log_dir_size_bytes", "Total bytes of the log dir's file system.", g, "dir")
 	x.unsyncedBytes = d("samsa_log_unsynced_bytes", "Bytes appended to durable logs and not yet fsynced, so not yet visible to consumers.", g)
 	x.unsyncedAge = d("samsa_log_unsynced_age_seconds", "Age of the oldest append to a durable log not yet fsynced: how long an acknowledged acks=1 record has stayed invisible so far.", g)
 	x.heldAcks = d("samsa_produce_acks1_held_total", "acks=1 partition answers held until the batch was durable because the flusher was behind on the log.", c)
@@ -283,10 +289,12 @@ func (x *collector) Collect(ch chan<- prometheus.Metric) {
 		x.emit(ch, x.truncated, float64(st.TruncatedOffsets))
 		x.emit(ch, x.repaired, float64(st.RepairedOffsets))
 		x.emit(ch, x.corruptBatches, float64(st.CorruptBatches))
-		x.emit(ch, x.logDirOffline, b2f(st.LogDirOffline))
-		if st.LogDirSize > 0 {
-			x.emit(ch, x.logDirFree, float64(st.LogDirFree))
-			x.emit(ch, x.logDirSize, float64(st.LogDirSize))
+		for _, ld := range st.LogDirs {
+			x.emit(ch, x.logDirOffline, b2f(ld.Offline), ld.Dir)
+			if ld.Size > 0 {
+				x.emit(ch, x.logDirFree, float64(ld.Free), ld.Dir)
+				x.emit(ch, x.logDirSize, float64(ld.Size), ld.Dir)
+			}
 		}
 		x.emit(ch, x.unsyncedBytes, float64(st.UnsyncedBytes))
 		x.emit(ch, x.unsyncedAge, st.UnsyncedAge.Seconds())

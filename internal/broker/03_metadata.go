@@ -9,7 +9,8 @@ package broker
 // * v4: AllowAutoTopicCreation: an unknown topic is created with
 //   num.partitions and default.replication.factor when the request allows it
 //   and auto.create.topics.enable is set (for v0-3 requests as Kafka does).
-// * v5: OfflineReplicas.
+// * v5: OfflineReplicas: replicas on unregistered brokers and replicas in a
+//   broker's failed log dir (KIP-112).
 // * v7: LeaderEpoch per partition.
 // * v8-10: cluster authorized operations when asked for (KIP-430): 0
 //   without DESCRIBE on the cluster, as in Kafka; -2147483648 ("not
@@ -160,7 +161,9 @@ func metadataTopic(img *cluster.Image, t *cluster.Topic) kmsg.MetadataResponseTo
 			mp.ErrorCode = kerr.LeaderNotAvailable.Code
 		}
 		for _, r := range replicas {
-			if _, ok := img.Brokers[r]; !ok {
+			// Offline: the broker is gone, or its replica is in a
+			// failed log dir (KIP-112).
+			if br, ok := img.Brokers[r]; !ok || br.ReplicaOffline(t.Name, int32(p)) {
 				mp.OfflineReplicas = append(mp.OfflineReplicas, r)
 			}
 		}

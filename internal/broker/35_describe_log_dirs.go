@@ -7,13 +7,23 @@ package broker
 // * v3: ErrorCode at the top level.
 // * v4: TotalBytes and UsableBytes of the log dir's file system (KIP-827).
 //
-// A null topic list describes every hosted partition. OffsetLag is 0 (no
-// future replicas) and IsFuture false.
+// Every log dir of log.dirs is answered, in that order (KIP-113). A dir
+// that went offline (a write or sync there failed) has ErrorCode
+// KAFKA_STORAGE_ERROR and no partitions, as Kafka answers it; its total
+// and usable bytes are still given when its file system answers statfs.
+// A null topic list describes every hosted partition. A replica moving to
+// another dir (AlterReplicaLogDirs) is listed in its current dir and, as
+// a future replica (IsFuture), in the dir it moves to, with the bytes
+// copied so far and OffsetLag the current log end offset minus the offset
+// the copy has reached, as Kafka reports it. A current replica's OffsetLag
+// is its high watermark minus its log end offset when positive, else 0,
+// as in Kafka (always 0 here: a high watermark never passes the log end).
 
 import (
 	"sort"
 	"syscall"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"samsa/internal/replica"
@@ -21,19 +31,6 @@ import (
 
 func (b *Broker) handleDescribeLogDirs(req *kmsg.DescribeLogDirsRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.DescribeLogDirsResponse)
-	dir := kmsg.NewDescribeLogDirsResponseDir()
-	dir.Dir = b.logDir
-	dir.TotalBytes, dir.UsableBytes = -1, -1
-	var fs syscall.Statfs_t
-	if err := syscall.Statfs(b.logDir, &fs); err == nil {
-		dir.TotalBytes = int64(fs.Blocks) * int64(fs.Bsize)
-		dir.UsableBytes = int64(fs.Bavail) * int64(fs.Bsize)
-	}
-
-	byTopic := make(map[string][]*replica.Partition)
-	for _, p := range b.replicas.Partitions() {
-		byTopic[p.TP.Topic] = append(byTopic[p.TP.Topic], p)
-	}
 	var want map[string]map[int32]bool
 	if req.Topics != nil {
 		want = make(map[string]map[int32]bool)
@@ -48,32 +45,69 @@ func (b *Broker) handleDescribeLogDirs(req *kmsg.DescribeLogDirsRequest) kmsg.Re
 			}
 		}
 	}
-	names := make([]string, 0, len(byTopic))
-	for name := range byTopic {
-		names = append(names, name)
+	// byDir holds the wanted partitions of each dir, by topic.
+	type entry struct {
+		p      *replica.Partition
+		future *replica.FutureReplica
 	}
-	sort.Strings(names)
-	for _, name := range names {
-		if want != nil && want[name] == nil {
+	byDir := make(map[string]map[string][]entry)
+	add := func(d string, e entry) {
+		if byDir[d] == nil {
+			byDir[d] = make(map[string][]entry)
+		}
+		byDir[d][e.p.TP.Topic] = append(byDir[d][e.p.TP.Topic], e)
+	}
+	for _, p := range b.replicas.Partitions() {
+		if want != nil && !want[p.TP.Topic][p.TP.Partition] {
 			continue
 		}
-		parts := byTopic[name]
-		sort.Slice(parts, func(i, j int) bool { return parts[i].TP.Partition < parts[j].TP.Partition })
-		dt := kmsg.NewDescribeLogDirsResponseDirTopic()
-		dt.Topic = name
-		for _, p := range parts {
-			if want != nil && !want[name][p.TP.Partition] {
-				continue
-			}
-			dp := kmsg.NewDescribeLogDirsResponseDirTopicPartition()
-			dp.Partition = p.TP.Partition
-			dp.Size = p.Size()
-			dt.Partitions = append(dt.Partitions, dp)
-		}
-		if len(dt.Partitions) > 0 {
-			dir.Topics = append(dir.Topics, dt)
+		add(p.LogDir(), entry{p: p})
+		if f, ok := p.Future(); ok {
+			add(f.Dir, entry{p: p, future: &f})
 		}
 	}
-	resp.Dirs = append(resp.Dirs, dir)
+	var dirs []LogDirState
+	if b.logDirs != nil {
+		dirs = b.logDirs()
+	}
+	for _, ld := range dirs {
+		dir := kmsg.NewDescribeLogDirsResponseDir()
+		dir.Dir = ld.Dir
+		dir.TotalBytes, dir.UsableBytes = -1, -1
+		var fs syscall.Statfs_t
+		if err := syscall.Statfs(ld.Dir, &fs); err == nil {
+			dir.TotalBytes = int64(fs.Blocks) * int64(fs.Bsize)
+			dir.UsableBytes = int64(fs.Bavail) * int64(fs.Bsize)
+		}
+		if ld.Offline {
+			dir.ErrorCode = kerr.KafkaStorageError.Code
+			resp.Dirs = append(resp.Dirs, dir)
+			continue
+		}
+		byTopic := byDir[ld.Dir]
+		names := make([]string, 0, len(byTopic))
+		for name := range byTopic {
+			names = append(names, name)
+		}
+		sort.Strings(names)
+		for _, name := range names {
+			parts := byTopic[name]
+			sort.Slice(parts, func(i, j int) bool { return parts[i].p.TP.Partition < parts[j].p.TP.Partition })
+			dt := kmsg.NewDescribeLogDirsResponseDirTopic()
+			dt.Topic = name
+			for _, e := range parts {
+				dp := kmsg.NewDescribeLogDirsResponseDirTopicPartition()
+				dp.Partition = e.p.TP.Partition
+				dp.Size = e.p.Size()
+				dp.OffsetLag = max(e.p.HighWatermark()-e.p.LogEndOffset(), 0)
+				if e.future != nil {
+					dp.Size, dp.OffsetLag, dp.IsFuture = e.future.Size, e.future.OffsetLag, true
+				}
+				dt.Partitions = append(dt.Partitions, dp)
+			}
+			dir.Topics = append(dir.Topics, dt)
+		}
+		resp.Dirs = append(resp.Dirs, dir)
+	}
 	return resp
 }

@@ -390,6 +390,23 @@ func (b *Broker) guard(z authz, body kmsg.Request) (deny kmsg.Response, fix func
 				}
 			}
 		}
+	case *kmsg.AlterReplicaLogDirsRequest:
+		if !z.cluster(opAlter) {
+			resp := r.ResponseKind().(*kmsg.AlterReplicaLogDirsResponse)
+			for _, d := range r.Dirs {
+				for _, t := range d.Topics {
+					rt := kmsg.NewAlterReplicaLogDirsResponseTopic()
+					rt.Topic = t.Topic
+					for _, p := range t.Partitions {
+						rp := kmsg.NewAlterReplicaLogDirsResponseTopicPartition()
+						rp.Partition, rp.ErrorCode = p, clusterAuthFailed
+						rt.Partitions = append(rt.Partitions, rp)
+					}
+					resp.Topics = append(resp.Topics, rt)
+				}
+			}
+			return resp, nil
+		}
 	case *kmsg.DescribeLogDirsRequest:
 		if !z.cluster(opDescribe) {
 			resp := r.ResponseKind().(*kmsg.DescribeLogDirsResponse)

@@ -1123,6 +1123,27 @@ var mxAPIs = []mxAPI{
 		ref:   "KafkaApis.handleAlterConfigsRequest",
 		build: func(e *mxEnv, t *testing.T, topic string) kmsg.Request { return e.alterConfigs(false, topic) },
 		got:   mxAlterConfigsCode},
+	{key: 34, checks: []mxCheck{{index: 0}},
+		ref: "KafkaApis.handleAlterReplicaLogDirsRequest",
+		build: func(e *mxEnv, t *testing.T, topic string) kmsg.Request {
+			// A dir that is not a log dir: allowed, it is answered
+			// LOG_DIR_NOT_FOUND and nothing moves.
+			req := kmsg.NewPtrAlterReplicaLogDirsRequest()
+			rd := kmsg.NewAlterReplicaLogDirsRequestDir()
+			rd.Dir = "/nonexistent-log-dir"
+			rt := kmsg.NewAlterReplicaLogDirsRequestDirTopic()
+			rt.Topic, rt.Partitions = topic, []int32{0}
+			rd.Topics = append(rd.Topics, rt)
+			req.Dirs = append(req.Dirs, rd)
+			return req
+		},
+		got: func(m kmsg.Response, _ string) mxGot {
+			r := m.(*kmsg.AlterReplicaLogDirsResponse)
+			if len(r.Topics) != 1 || len(r.Topics[0].Partitions) != 1 {
+				return mxGot{}
+			}
+			return mxCode(r.Topics[0].Partitions[0].ErrorCode)
+		}},
 	{key: 35, checks: []mxCheck{{index: 0}}, noTopic: true,
 		ref:   "KafkaApis.handleDescribeLogDirsRequest",
 		build: func(e *mxEnv, t *testing.T, _ string) kmsg.Request { return kmsg.NewPtrDescribeLogDirsRequest() },

@@ -35,6 +35,12 @@ type InterBroker interface {
 	Broker(id int32) (*kgo.Broker, error)
 }
 
+// LogDirState is one log dir of the broker as DescribeLogDirs reports it.
+type LogDirState struct {
+	Dir     string
+	Offline bool
+}
+
 // Config wires a Broker to the parts it serves from, which the node
 // assembles and owns.
 type Config struct {
@@ -42,10 +48,11 @@ type Config struct {
 	Cluster *cluster.Cluster
 	// Replicas is the partitions this broker hosts.
 	Replicas *replica.Manager
-	// LogDir is the log dir the partitions' logs are in (DescribeLogDirs
-	// reports it).
-	LogDir string
-	Logger *slog.Logger
+	// LogDirs lists the log dirs the partitions' logs are in, in
+	// log.dirs order, each with whether it is offline (DescribeLogDirs
+	// reports them); nil reports none.
+	LogDirs func() []LogDirState
+	Logger  *slog.Logger
 	// Now returns the current time; nil means time.Now.
 	Now func() time.Time
 	// InterBroker connects to the other brokers.
@@ -67,7 +74,7 @@ type Config struct {
 type Broker struct {
 	cfg      *config.Broker
 	cluster  *cluster.Cluster
-	logDir   string
+	logDirs  func() []LogDirState
 	replicas *replica.Manager
 	log      *slog.Logger
 	now      func() time.Time
@@ -137,7 +144,7 @@ func New(cfg Config) (*Broker, error) {
 	b := &Broker{
 		cfg:         cfg.Broker,
 		cluster:     cfg.Cluster,
-		logDir:      cfg.LogDir,
+		logDirs:     cfg.LogDirs,
 		replicas:    cfg.Replicas,
 		brokers:     cfg.InterBroker,
 		reconcileFn: cfg.Reconcile,
@@ -315,6 +322,8 @@ func (b *Broker) dispatch(ctx context.Context, c *server.Conn, req *server.Reque
 		return msg(b.handleDescribeConfigs(r))
 	case *kmsg.AlterConfigsRequest:
 		return msg(b.handleAlterConfigs(ctx, r))
+	case *kmsg.AlterReplicaLogDirsRequest:
+		return msg(b.handleAlterReplicaLogDirs(r))
 	case *kmsg.DescribeLogDirsRequest:
 		return msg(b.handleDescribeLogDirs(r))
 	case *kmsg.CreatePartitionsRequest:

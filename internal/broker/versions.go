@@ -38,6 +38,7 @@ var versions = map[int16]apiRange{
 	31: {0, 3},  // DeleteAcls
 	32: {0, 4},  // DescribeConfigs
 	33: {0, 2},  // AlterConfigs
+	34: {0, 2},  // AlterReplicaLogDirs
 	35: {0, 4},  // DescribeLogDirs
 	36: {0, 2},  // SaslAuthenticate (answered by the server's connection layer)
 	37: {0, 3},  // CreatePartitions

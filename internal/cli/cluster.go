@@ -26,7 +26,8 @@ configs, and the brokers' log dirs.`,
   samsa cluster elect-leaders --topic orders --partition 0 --partition 3
   samsa cluster elect-leaders --type unclean --topic orders
   samsa cluster config describe
-  samsa cluster log-dirs`,
+  samsa cluster log-dirs
+  samsa cluster move-log-dir --broker 1 --dir /disk2/samsa --topic orders`,
 		Args: noArgs,
 		RunE: helpRun,
 	}
@@ -35,6 +36,7 @@ configs, and the brokers' log dirs.`,
 		newClusterElectLeadersCmd(g, e),
 		newClusterConfigCmd(g, e),
 		newClusterLogDirsCmd(g, e),
+		newClusterMoveLogDirCmd(g, e),
 	)
 	return cmd
 }

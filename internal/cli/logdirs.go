@@ -2,7 +2,10 @@ package cli
 
 import (
 	"fmt"
+	"path/filepath"
+	"slices"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -118,5 +121,130 @@ and on in-sync followers). --topic limits the partitions to those topics.`,
 	}
 	cmd.Flags().StringArrayVarP(&topics, "topic", "t", nil, "only partitions of this topic, repeatable")
 	addFormatFlag(cmd, &format)
+	return cmd
+}
+
+// moveLogDirPoll is how often `cluster move-log-dir --wait` asks whether
+// the moves are done.
+const moveLogDirPoll = 200 * time.Millisecond
+
+func newClusterMoveLogDirCmd(g *globals, e env) *cobra.Command {
+	var (
+		broker     int32
+		dir, topic string
+		partitions []int32
+		wait       bool
+	)
+	cmd := &cobra.Command{
+		Use:   "move-log-dir",
+		Short: "Move replicas to another log dir of their broker",
+		Long: `Move replicas of --topic on --broker to its log dir --dir
+(AlterReplicaLogDirs, KIP-113), as kafka-reassign-partitions.sh does with
+log_dirs in its plan: the broker copies each replica into the other dir
+while it keeps serving, then swaps the copy in; offsets and records stay
+as they are. --partition limits the move to those partitions (repeatable;
+default every partition of the topic on that broker). It prints each
+partition's answer and exits 1 if one failed (LOG_DIR_NOT_FOUND: --dir is
+not one of the broker's log.dirs; KAFKA_STORAGE_ERROR: a dir is offline;
+REPLICA_NOT_AVAILABLE: the broker holds no replica of it). --wait waits
+until every move is done (cluster log-dirs shows the replica in --dir and
+no future replica).`,
+		Example: `  samsa cluster move-log-dir --broker 1 --dir /disk2/samsa --topic orders
+  samsa cluster move-log-dir --broker 1 --dir /disk2/samsa --topic orders --partition 0 --wait`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			switch {
+			case !cmd.Flags().Changed("broker"):
+				return usagef("move-log-dir: --broker is required")
+			case dir == "":
+				return usagef("move-log-dir: --dir is required")
+			case topic == "":
+				return usagef("move-log-dir: --topic is required")
+			}
+			adm, err := newAdmin(g)
+			if err != nil {
+				return err
+			}
+			defer adm.Close()
+			ctx := cmd.Context()
+			set := kadm.TopicsSet{}
+			if len(partitions) > 0 {
+				set.Add(topic, partitions...)
+			} else {
+				td, err := adm.ListTopics(ctx, topic)
+				if err != nil {
+					return fmt.Errorf("move-log-dir: %w", err)
+				}
+				if err := td.Error(); err != nil {
+					return fmt.Errorf("move-log-dir: %w", err)
+				}
+				for _, p := range td[topic].Partitions.Sorted() {
+					if slices.Contains(p.Replicas, broker) {
+						set.Add(topic, p.Partition)
+					}
+				}
+				if len(set) == 0 {
+					return fmt.Errorf("move-log-dir: broker %d holds no replica of %s", broker, topic)
+				}
+			}
+			var req kadm.AlterReplicaLogDirsReq
+			req.Add(dir, set)
+			resps, err := adm.AlterBrokerReplicaLogDirs(ctx, broker, req)
+			if err != nil {
+				return fmt.Errorf("move-log-dir: %w", err)
+			}
+			tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "TOPIC\tPARTITION\tBROKER\tDIR\tERROR")
+			failed := 0
+			for _, r := range resps.Sorted() {
+				if r.Err != nil {
+					failed++
+				}
+				fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\n", r.Topic, r.Partition, broker, r.Dir, errText(r.Err))
+			}
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			if failed > 0 {
+				return fmt.Errorf("move-log-dir: %d of %d partitions failed", failed, len(resps.Sorted()))
+			}
+			if !wait {
+				return nil
+			}
+			for {
+				d, err := adm.DescribeBrokerLogDirs(ctx, broker, set)
+				if err != nil {
+					return fmt.Errorf("move-log-dir: describe log dirs: %w", err)
+				}
+				inDir, futures := 0, 0
+				for _, ld := range d {
+					for _, ps := range ld.Topics {
+						for _, p := range ps {
+							switch {
+							case p.IsFuture:
+								futures++
+							case ld.Dir == filepath.Clean(dir):
+								inDir++
+							}
+						}
+					}
+				}
+				if n := len(set[topic]); futures == 0 && inDir == n {
+					fmt.Fprintf(e.stdout, "moved %d partitions of %s to %s\n", n, topic, dir)
+					return nil
+				}
+				select {
+				case <-ctx.Done():
+					return fmt.Errorf("move-log-dir: wait: %w", ctx.Err())
+				case <-time.After(moveLogDirPoll):
+				}
+			}
+		},
+	}
+	cmd.Flags().Int32Var(&broker, "broker", 0, "id of the broker whose replicas move (required)")
+	cmd.Flags().StringVar(&dir, "dir", "", "the log dir to move them to, one of the broker's log.dirs (required)")
+	cmd.Flags().StringVarP(&topic, "topic", "t", "", "topic whose replicas move (required)")
+	cmd.Flags().Int32SliceVarP(&partitions, "partition", "p", nil, "only this partition, repeatable")
+	cmd.Flags().BoolVar(&wait, "wait", false, "wait until the moves are done")
 	return cmd
 }

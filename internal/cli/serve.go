@@ -150,13 +150,14 @@ func serve(ctx context.Context, cfg *config.Broker, log *slog.Logger, stdout io.
 	case <-ctx.Done():
 		log.Info("shutting down; a second signal exits at once")
 	case <-failed:
-		// Kafka halts a broker whose every log dir has failed. A
-		// controlled shutdown does better: the controller moves the
-		// leaderships to in-sync replicas at once instead of after
-		// the session timeout. The process then exits non-zero; it
-		// starts again once the disk is fixed, recovering its logs.
-		fatal = fmt.Errorf("log dir offline: %w", failErr())
-		log.Error("every log dir is offline; shutting down", "log.dirs", strings.Join(cfg.LogDirs, ","), "err", failErr())
+		// Kafka halts a broker whose every log dir, or whose
+		// metadata log dir, has failed. A controlled shutdown does
+		// better: the controller moves the leaderships to in-sync
+		// replicas at once instead of after the session timeout. The
+		// process then exits non-zero; it starts again once the disk
+		// is fixed, recovering its logs.
+		fatal = failErr()
+		log.Error("log dir failure; shutting down", "log.dirs", strings.Join(cfg.LogDirs, ","), "err", fatal)
 	}
 	again := make(chan os.Signal, 1)
 	signal.Notify(again, os.Interrupt, syscall.SIGTERM)

@@ -119,12 +119,24 @@ type Cluster struct {
 	// Only the watch loop (and Open, before starting it) stores it.
 	state atomic.Pointer[imageState]
 
+	// regMu serialises writes of the registration (brokers/<node>) and
+	// guards reg, what it says beyond the broker's addresses. It is held
+	// across the etcd write, so the last write always carries the latest
+	// state; nothing else is taken under it.
+	regMu sync.Mutex
+	reg   struct {
+		shuttingDown    bool
+		offlineDirs     []string
+		offlineReplicas map[string][]int32
+		// unclean: the registration says UncleanShutdown (and
+		// EmptyLogDir, when the config says so) until
+		// clearUncleanShutdown clears it.
+		unclean bool
+	}
+
 	// leaseID is the lease of the broker registration; the keepalive loop
 	// replaces it after a loss, Close revokes it.
 	leaseID atomic.Int64
-	// shuttingDown and unclean are the registration's ShuttingDown and
-	// UncleanShutdown (registration).
-	shuttingDown, unclean atomic.Bool
 
 	// Counters for metrics: lease keepalive responses, and controller
 	// writes of partition state (applied, or failed other than by a lost
@@ -230,7 +242,7 @@ func Open(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 	rev := resp.Header.Revision
 	c.goFunc(func() { c.watchLoop(b, rev) })
 
-	c.unclean.Store(cfg.UncleanShutdown || cfg.EmptyLogDir)
+	c.reg.unclean = cfg.UncleanShutdown || cfg.EmptyLogDir
 	regRev, lease, err := c.register(ctx)
 	if err != nil {
 		return nil, err
@@ -238,7 +250,7 @@ func Open(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 	c.leaseID.Store(int64(lease))
 	c.goFunc(c.keepAliveLoop)
 	c.goFunc(c.runController)
-	if c.unclean.Load() {
+	if c.reg.unclean {
 		c.goFunc(c.clearUncleanShutdown)
 	}
 	if err := c.waitRevision(ctx, regRev); err != nil {

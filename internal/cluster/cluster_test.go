@@ -688,3 +688,65 @@ func TestRestartReelectsEveryPartitionInBatches(t *testing.T) {
 		t.Fatalf("the elections of %d partitions took %d etcd revisions, want about %d", topics*parts, revs, topics*parts/controllerBatch)
 	}
 }
+
+// A broker that reports a replica offline (its log dir failed) in its
+// registration loses that partition's leadership and ISR membership to
+// the other in-sync replica and keeps its other leaderships; the report
+// survives a re-registration after a lost lease and a controlled
+// shutdown's rewrite of the registration. Reference: KIP-112.
+func TestOfflineReplicasMoveLeadershipAndStayInTheRegistration(t *testing.T) {
+	ctx := testCtx(t)
+	c0 := openTest(t, 0, t.TempDir())
+	c1 := openTest(t, 1, t.TempDir(), c0.ClientURL())
+	waitImage(t, c0, "both brokers", func(img *Image) bool { return len(img.Brokers) == 2 })
+	if _, err := c0.CreateTopic(ctx, "t", 4, 2, nil); err != nil {
+		t.Fatal(err)
+	}
+	img := waitImage(t, c1, "the topic", func(img *Image) bool { return img.Topics["t"] != nil })
+	var led []int32
+	for p, st := range img.Topics["t"].Partitions {
+		if st.Leader == 1 {
+			led = append(led, int32(p))
+		}
+	}
+	if len(led) != 2 {
+		t.Fatalf("broker 1 leads %v, want two partitions", led)
+	}
+	off, kept := led[0], led[1]
+	if err := c1.SetOfflineReplicas(ctx, []string{"/disk2"}, map[string][]int32{"t": {off}}); err != nil {
+		t.Fatal(err)
+	}
+	moved := func(img *Image) bool {
+		st := img.Topics["t"].Partitions[off]
+		return st.Leader == 0 && !slices.Contains(st.ISR, 1)
+	}
+	img = waitImage(t, c1, "leadership of the offline replica to move", moved)
+	if st := img.Topics["t"].Partitions[kept]; st.Leader != 1 || !slices.Contains(st.ISR, 1) {
+		t.Fatalf("broker 1's online partition changed: %+v", st)
+	}
+	if b := img.Brokers[1]; !slices.Equal(b.OfflineLogDirs, []string{"/disk2"}) || !b.ReplicaOffline("t", off) || b.ReplicaOffline("t", kept) {
+		t.Fatalf("registration %+v", b)
+	}
+
+	rr, err := c1.cli.Revoke(ctx, leaseID(c1.leaseID.Load()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	img = waitImage(t, c0, "a new registration", func(img *Image) bool {
+		_, ok := img.Brokers[1]
+		return ok && img.Revision > rr.Header.Revision
+	})
+	if b := img.Brokers[1]; !b.ReplicaOffline("t", off) {
+		t.Fatalf("re-registration lost the offline replicas: %+v", b)
+	}
+	if err := c1.BeginControlledShutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if b := c1.Image().Brokers[1]; !b.ShuttingDown || !b.ReplicaOffline("t", off) {
+		t.Fatalf("controlled shutdown's registration %+v", b)
+	}
+	// Neither the re-registration nor the shutdown made it eligible again.
+	if st := c1.Image().Topics["t"].Partitions[off]; st.Leader != 0 || slices.Contains(st.ISR, 1) {
+		t.Fatalf("offline replica back: %+v", st)
+	}
+}

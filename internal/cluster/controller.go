@@ -44,7 +44,12 @@ type ElectionPolicy struct {
 //
 // For each partition:
 //
-//  1. A broker is eligible when it is registered and not shutting down.
+//  1. A replica is eligible when its broker is registered and not
+//     shutting down, and the broker has not reported it offline (its log
+//     dir failed, Broker.OfflineReplicas). An offline replica is treated
+//     as unregistered for this partition: it leaves the ISR, a leader
+//     that is offline is replaced, and with no other eligible in-sync
+//     replica the partition goes offline (leader -1) keeping its ISR.
 //  2. If the leader is eligible and in its ISR, or no other eligible
 //     replica is in the ISR, it stays; a leader that left its own ISR
 //     (it resigned: its log is corrupt, replica.LeaderState.Resign) is
@@ -91,7 +96,6 @@ type ElectionPolicy struct {
 func Decide(img *Image, pol ElectionPolicy) []PartitionUpdate {
 	registered := func(b int32) bool { _, ok := img.Brokers[b]; return ok }
 	lost := func(topic string, b int32) bool { return MayHaveLostReported(img, topic, b) }
-	eligible := func(b int32) bool { br, ok := img.Brokers[b]; return ok && !br.ShuttingDown }
 	names := make([]string, 0, len(img.Topics))
 	for name := range img.Topics {
 		names = append(names, name)
@@ -109,6 +113,10 @@ func Decide(img *Image, pol ElectionPolicy) []PartitionUpdate {
 				continue
 			}
 			st, replicas := t.Partitions[p], t.Replicas[p]
+			eligible := func(b int32) bool { return img.ReplicaEligible(b, name, int32(p)) }
+			// A leader whose replica is in a failed log dir is gone for
+			// this partition as if unregistered: it is never kept.
+			live := func(b int32) bool { return registered(b) && !img.Brokers[b].ReplicaOffline(name, int32(p)) }
 			next := st
 			next.ISR = nil
 			for _, r := range st.ISR {
@@ -175,7 +183,7 @@ func Decide(img *Image, pol ElectionPolicy) []PartitionUpdate {
 				switch {
 				case leader >= 0:
 					next.Leader = leader
-				case st.Leader >= 0 && registered(st.Leader) && !lostLeader:
+				case st.Leader >= 0 && live(st.Leader) && !lostLeader:
 					// Shutting down with nobody to take over: keep it.
 					next.Leader = st.Leader
 				default:
@@ -185,7 +193,7 @@ func Decide(img *Image, pol ElectionPolicy) []PartitionUpdate {
 					}
 				}
 			}
-			if next.Leader >= 0 && registered(next.Leader) && !slices.Contains(next.ISR, next.Leader) && slices.Contains(st.ISR, next.Leader) {
+			if next.Leader >= 0 && live(next.Leader) && !slices.Contains(next.ISR, next.Leader) && slices.Contains(st.ISR, next.Leader) {
 				// A leader kept while it shuts down stays in its ISR.
 				next.ISR = append([]int32{next.Leader}, next.ISR...)
 			}
@@ -389,15 +397,20 @@ func partitionStateOf(img *Image, topic string, p int32) PartitionState {
 //	leader_elected          an offline partition has a leader again
 //	leader_restarted        the leader came back with a new incarnation
 //	isr_shrink_unregistered in-sync replicas whose registration is gone left the ISR
+//	isr_shrink_log_dir_offline in-sync replicas in a failed log dir left the ISR
+//	log_dir_offline         the leader's replica is in a failed log dir
 func decisionReason(img *Image, u PartitionUpdate) string {
 	if u.Replicas != nil {
 		return "reassignment_completed"
 	}
 	prev := partitionStateOf(img, u.Topic, u.Partition)
 	next := u.State
+	offline := func(b int32) bool { br, ok := img.Brokers[b]; return ok && br.ReplicaOffline(u.Topic, u.Partition) }
 	switch {
 	case next.Leader == prev.Leader && next.LeaderEpoch != prev.LeaderEpoch:
 		return "leader_restarted"
+	case next.Leader == prev.Leader && slices.ContainsFunc(prev.ISR, offline) && !slices.ContainsFunc(next.ISR, offline):
+		return "isr_shrink_log_dir_offline"
 	case next.Leader == prev.Leader && !slices.Equal(next.ISR, prev.ISR):
 		return "isr_shrink_unregistered"
 	case next.Leader == prev.Leader:
@@ -406,6 +419,8 @@ func decisionReason(img *Image, u PartitionUpdate) string {
 		return "leader_offline"
 	case slices.Contains(prev.ELR, next.Leader):
 		return "elr_election"
+	case prev.Leader >= 0 && offline(prev.Leader):
+		return "log_dir_offline"
 	case !slices.Contains(prev.ISR, next.Leader):
 		return "unclean_election"
 	case prev.Leader < 0:
@@ -425,13 +440,10 @@ func decisionReason(img *Image, u PartitionUpdate) string {
 // registration, so the controller moves its leaderships to other in-sync
 // replicas. Call WaitLeadershipsMoved to wait for that.
 func (c *Cluster) BeginControlledShutdown(ctx context.Context) error {
-	c.shuttingDown.Store(true)
-	val := mustJSON(c.registration())
-	resp, err := c.cli.Put(ctx, c.keys.broker(c.cfg.NodeID), val, clientv3.WithLease(clientv3.LeaseID(c.leaseID.Load())))
-	if err != nil {
-		return err
-	}
-	return c.waitRevision(ctx, resp.Header.Revision)
+	c.regMu.Lock()
+	c.reg.shuttingDown = true
+	c.regMu.Unlock()
+	return c.putRegistration(ctx)
 }
 
 // WaitLeadershipsMoved waits until this broker leads no partition that has

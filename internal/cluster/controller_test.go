@@ -140,3 +140,66 @@ func TestDecisionReasonNamesWhyTheControllerChangedAPartition(t *testing.T) {
 		})
 	}
 }
+
+// TestDecideTreatsOfflineReplicasAsGone: a replica its broker reported in
+// a failed log dir (Broker.OfflineReplicas) leads nothing and leaves the
+// ISR, while the broker's other replicas are untouched. Reference: KIP-112
+// (the controller elects new leaders for the replicas of a failed dir and
+// removes them from the ISR).
+func TestDecideTreatsOfflineReplicasAsGone(t *testing.T) {
+	live3 := map[int32]bool{0: false, 1: false, 2: false}
+	cases := []struct {
+		name    string
+		brokers map[int32]bool
+		offline map[int32][]int32 // broker -> offline partitions of topic t
+		st      PartitionState
+		want    string // "" = no change
+		reason  string
+	}{
+		{"leader's replica offline: the next in-sync replica leads, the old one leaves the ISR",
+			live3, map[int32][]int32{0: {0}}, PartitionState{Leader: 0, LeaderEpoch: 3, PartitionEpoch: 7, ISR: []int32{0, 1, 2}},
+			"leader=1 epoch=4 isr=[1 2] pepoch=8 inc=i1", "log_dir_offline"},
+		{"follower's replica offline: it leaves the ISR, the leader stays",
+			live3, map[int32][]int32{2: {0}}, PartitionState{Leader: 0, LeaderEpoch: 3, PartitionEpoch: 7, ISR: []int32{0, 1, 2}},
+			"leader=0 epoch=3 isr=[0 1] pepoch=8", "isr_shrink_log_dir_offline"},
+		{"offline replica of another partition: nothing changes",
+			live3, map[int32][]int32{0: {1, 2}}, PartitionState{Leader: 0, LeaderEpoch: 3, PartitionEpoch: 7, ISR: []int32{0, 1, 2}},
+			"", ""},
+		{"the only in-sync replica is offline: the partition goes offline keeping its ISR",
+			live3, map[int32][]int32{0: {0}}, PartitionState{Leader: 0, LeaderEpoch: 3, PartitionEpoch: 7, ISR: []int32{0}},
+			"leader=-1 epoch=4 isr=[0] pepoch=8", "leader_offline"},
+		{"offline partition: an in-sync replica that is offline is not elected",
+			map[int32]bool{1: false, 2: false}, map[int32][]int32{1: {0}}, PartitionState{Leader: -1, LeaderEpoch: 4, PartitionEpoch: 8, ISR: []int32{0, 1}},
+			"", ""},
+		{"offline leader while shutting down with nobody else in sync: not kept",
+			map[int32]bool{0: true, 1: false}, map[int32][]int32{0: {0}}, PartitionState{Leader: 0, LeaderEpoch: 3, PartitionEpoch: 7, ISR: []int32{0}},
+			"leader=-1 epoch=4 isr=[0] pepoch=8", "leader_offline"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			img := imageWith(c.brokers, []int32{0, 1, 2}, c.st, nil)
+			for id, ps := range c.offline {
+				br := img.Brokers[id]
+				br.OfflineLogDirs = []string{"/disk2"}
+				br.OfflineReplicas = map[string][]int32{"t": ps}
+				img.Brokers[id] = br
+			}
+			ups := Decide(img, ElectionPolicy{Preferred: true})
+			got, reason := "", ""
+			if len(ups) > 1 {
+				t.Fatalf("%d updates for one partition", len(ups))
+			}
+			if len(ups) == 1 {
+				s := ups[0].State
+				got = fmt.Sprintf("leader=%d epoch=%d isr=%v pepoch=%d", s.Leader, s.LeaderEpoch, s.ISR, s.PartitionEpoch)
+				if s.LeaderIncarnation != c.st.LeaderIncarnation {
+					got += " inc=" + s.LeaderIncarnation
+				}
+				reason = decisionReason(img, ups[0])
+			}
+			if got != c.want || reason != c.reason {
+				t.Fatalf("got %q (%s), want %q (%s)", got, reason, c.want, c.reason)
+			}
+		})
+	}
+}

@@ -43,7 +43,9 @@
 //	| key                           | value                                  | written                       |
 //	+-------------------------------+----------------------------------------+-------------------------------+
 //	| /samsa/cluster-id             | <id> (plain text)                      | once, if CreateRevision == 0  |
-//	| brokers/<node>                | {host, port, rack, incarnation}        | Put under the broker's lease  |
+//	| brokers/<node>                | {host, port, rack, incarnation,        | Put under the broker's lease  |
+//	|                               |  shutting_down, offline_log_dirs,      |                               |
+//	|                               |  offline_replicas}                     |                               |
 //	| topics/<name>                 | {id (UUID), replicas [[...]], configs} | create: CreateRevision == 0;  |
 //	|                               |                                        | update: ModRevision CAS       |
 //	| partitions/<name>/<p>         | {leader, leader_epoch, isr,            | with its topic; then every    |
@@ -107,5 +109,7 @@
 // keepalive loop, which registers the broker again under a new lease if the
 // old one is lost. Close stops both, revokes the lease (the registration
 // disappears at once), closes the etcd client and stops the embedded etcd.
-// There are no mutexes, hence no lock order.
+// The one mutex, regMu, serialises the writes of the broker's own
+// registration (controlled shutdown, offline replicas, re-registration)
+// and takes no other lock, hence no lock order.
 package cluster

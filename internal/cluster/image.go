@@ -34,6 +34,25 @@ type Broker struct {
 	// where neither the topic nor a dynamic broker config sets it; 0 when
 	// the registration predates the field (treated as 1, samsa's default).
 	FlushIntervalMessages int64
+	// OfflineLogDirs are the broker's failed log dirs, and
+	// OfflineReplicas the partitions (by topic) whose replica on the
+	// broker is in one of them; nil when none. Never modified.
+	OfflineLogDirs  []string
+	OfflineReplicas map[string][]int32
+}
+
+// ReplicaOffline reports whether the broker's replica of partition p of
+// topic is in a failed log dir.
+func (b Broker) ReplicaOffline(topic string, p int32) bool {
+	return slices.Contains(b.OfflineReplicas[topic], p)
+}
+
+// ReplicaEligible reports whether broker id may lead or stay in the ISR of
+// partition p of topic: it is registered, not shutting down, and its
+// replica is not in a failed log dir.
+func (img *Image) ReplicaEligible(id int32, topic string, p int32) bool {
+	br, ok := img.Brokers[id]
+	return ok && !br.ShuttingDown && !br.ReplicaOffline(topic, p)
 }
 
 // Endpoint is one advertised listener of a broker.
@@ -246,7 +265,8 @@ func (b *builder) apply(evs []*mvccpb.Event, rev int64) *Image {
 				continue
 			}
 			next.Brokers[pk.broker] = Broker{NodeID: pk.broker, Host: v.Host, Port: v.Port, Rack: v.Rack, Incarnation: v.Incarnation, ShuttingDown: v.ShuttingDown, Endpoints: v.Endpoints,
-				UncleanShutdown: v.UncleanShutdown, EmptyLogDir: v.EmptyLogDir, FlushIntervalMessages: v.FlushIntervalMessages}
+				UncleanShutdown: v.UncleanShutdown, EmptyLogDir: v.EmptyLogDir, FlushIntervalMessages: v.FlushIntervalMessages,
+				OfflineLogDirs: v.OfflineLogDirs, OfflineReplicas: v.OfflineReplicas}
 		case kindController:
 			electionChanged = true
 			if del {

@@ -76,6 +76,15 @@ type brokerValue struct {
 	UncleanShutdown       bool  `json:"unclean_shutdown,omitempty"`
 	EmptyLogDir           bool  `json:"empty_log_dir,omitempty"`
 	FlushIntervalMessages int64 `json:"log_flush_interval_messages,omitempty"`
+	// OfflineLogDirs are the broker's log dirs that failed (a write or
+	// sync there failed: full, I/O error, read-only), and
+	// OfflineReplicas the partitions, by topic, whose replica here was
+	// in one of them (KIP-112). The controller elects no leader among
+	// offline replicas and removes them from the ISR. The registration
+	// is bound to the broker's lease, so a restart (with the dir
+	// repaired) starts with none.
+	OfflineLogDirs  []string           `json:"offline_log_dirs,omitempty"`
+	OfflineReplicas map[string][]int32 `json:"offline_replicas,omitempty"`
 }
 
 // topicValue is the JSON value of topics/<name>.

@@ -113,3 +113,26 @@ func writeMetaProperties(dir string, m metaProperties) error {
 	}
 	return nil
 }
+
+// BindLogDir binds another log dir of this broker (log.dirs beyond the
+// first, which Open binds) to the cluster and node, as Kafka writes
+// meta.properties in every log dir: it writes dir/meta.properties if
+// there is none, and fails with ErrInconsistentClusterID or
+// ErrInconsistentNodeID if the one there names another cluster or node
+// (a disk moved from another broker).
+func (c *Cluster) BindLogDir(dir string) error {
+	m, ok, err := readMetaProperties(dir)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return writeMetaProperties(dir, metaProperties{ClusterID: c.clusterID, NodeID: c.cfg.NodeID})
+	}
+	if m.NodeID != c.cfg.NodeID {
+		return fmt.Errorf("%w: meta.properties in %s has node.id=%d, configured %d", ErrInconsistentNodeID, dir, m.NodeID, c.cfg.NodeID)
+	}
+	if m.ClusterID != c.clusterID {
+		return fmt.Errorf("%w: meta.properties in %s has cluster.id=%s, the cluster is %s", ErrInconsistentClusterID, dir, m.ClusterID, c.clusterID)
+	}
+	return nil
+}

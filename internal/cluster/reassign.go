@@ -122,7 +122,7 @@ func PlanReassignment(img *Image, topic string, p int32, target []int32) (u Part
 			ErrInvalidReplicaAssignment, topic, p, st.ISR, replicas)
 	}
 	if !slices.Contains(replicas, next.Leader) {
-		next.Leader = firstEligible(img, replicas, next.ISR)
+		next.Leader = firstEligible(img, topic, p, replicas, next.ISR)
 	}
 	if next.Leader != st.Leader || !sameSet(replicas, cur) {
 		next.LeaderEpoch++
@@ -154,7 +154,7 @@ func completeReassignment(img *Image, t *Topic, p int) (PartitionUpdate, bool) {
 		return PartitionUpdate{}, false
 	}
 	if !slices.Contains(target, st.Leader) {
-		if next.Leader = firstEligible(img, target, next.ISR); next.Leader < 0 {
+		if next.Leader = firstEligible(img, t.Name, int32(p), target, next.ISR); next.Leader < 0 {
 			return PartitionUpdate{}, false
 		}
 	}
@@ -167,11 +167,11 @@ func completeReassignment(img *Image, t *Topic, p int) (PartitionUpdate, bool) {
 	return PartitionUpdate{Topic: t.Name, Partition: int32(p), State: next, Replicas: target, TopicRevision: t.ModRevision}, true
 }
 
-// firstEligible returns the first of replicas that is in isr, registered
-// and not shutting down, or -1.
-func firstEligible(img *Image, replicas, isr []int32) int32 {
+// firstEligible returns the first of replicas that is in isr and eligible
+// for partition p of topic (Image.ReplicaEligible), or -1.
+func firstEligible(img *Image, topic string, p int32, replicas, isr []int32) int32 {
 	for _, r := range replicas {
-		if br, ok := img.Brokers[r]; ok && !br.ShuttingDown && slices.Contains(isr, r) {
+		if img.ReplicaEligible(r, topic, p) && slices.Contains(isr, r) {
 			return r
 		}
 	}

@@ -22,7 +22,9 @@ func (c *Cluster) register(ctx context.Context) (int64, clientv3.LeaseID, error)
 	if err != nil {
 		return 0, 0, fmt.Errorf("cluster: register broker %d: grant lease: %w", c.cfg.NodeID, err)
 	}
-	val := mustJSON(c.registration())
+	c.regMu.Lock()
+	defer c.regMu.Unlock()
+	val := mustJSON(c.brokerValueLocked())
 	// The election candidate shares the lease, so it goes with the
 	// registration. Putting it again over an earlier process's key keeps
 	// that key's CreateRevision: a broker that restarts within its session
@@ -46,6 +48,54 @@ func (c *Cluster) register(ctx context.Context) (int64, clientv3.LeaseID, error)
 		}
 	}
 	return resp.Header.Revision, lease.ID, nil
+}
+
+// brokerValueLocked returns the registration's value as of now. The
+// caller holds regMu.
+func (c *Cluster) brokerValueLocked() brokerValue {
+	return brokerValue{
+		Host:            c.cfg.AdvertisedHost,
+		Port:            c.cfg.AdvertisedPort,
+		Rack:            c.cfg.Rack,
+		Incarnation:     c.incarnation,
+		Endpoints:       c.cfg.Endpoints,
+		ShuttingDown:    c.reg.shuttingDown,
+		OfflineLogDirs:  c.reg.offlineDirs,
+		OfflineReplicas: c.reg.offlineReplicas,
+
+		UncleanShutdown:       c.reg.unclean,
+		EmptyLogDir:           c.reg.unclean && c.cfg.EmptyLogDir,
+		FlushIntervalMessages: c.cfg.FlushIntervalMessages,
+	}
+}
+
+// putRegistration writes the registration as of now under the current
+// lease and waits for the image to show it.
+func (c *Cluster) putRegistration(ctx context.Context) error {
+	c.regMu.Lock()
+	val := mustJSON(c.brokerValueLocked())
+	resp, err := c.cli.Put(ctx, c.keys.broker(c.cfg.NodeID), val, clientv3.WithLease(clientv3.LeaseID(c.leaseID.Load())))
+	c.regMu.Unlock()
+	if err != nil {
+		return fmt.Errorf("cluster: update the registration of broker %d: %w", c.cfg.NodeID, err)
+	}
+	return c.waitRevision(ctx, resp.Header.Revision)
+}
+
+// SetOfflineReplicas reports this broker's failed log dirs and the
+// partitions whose replicas were in them (by topic) in its registration
+// (brokers/<node>: offline_log_dirs, offline_replicas), so that the
+// controller moves their leadership to other in-sync replicas and removes
+// them from the ISR (Decide). Each call replaces what the last one said.
+// A registration written again after a lost lease keeps it. It returns
+// once the image shows the write; on an error the caller calls it again
+// (the state is kept for the next registration either way). The slices
+// and map are the Cluster's once passed.
+func (c *Cluster) SetOfflineReplicas(ctx context.Context, dirs []string, replicas map[string][]int32) error {
+	c.regMu.Lock()
+	c.reg.offlineDirs, c.reg.offlineReplicas = dirs, replicas
+	c.regMu.Unlock()
+	return c.putRegistration(ctx)
 }
 
 // keepAliveLoop keeps the registration lease alive. If the lease is lost
@@ -91,21 +141,6 @@ func (c *Cluster) keepAliveLoop() {
 	}
 }
 
-// registration is this broker's value of brokers/<id>.
-func (c *Cluster) registration() brokerValue {
-	return brokerValue{
-		Host:                  c.cfg.AdvertisedHost,
-		Port:                  c.cfg.AdvertisedPort,
-		Rack:                  c.cfg.Rack,
-		Incarnation:           c.incarnation,
-		Endpoints:             c.cfg.Endpoints,
-		ShuttingDown:          c.shuttingDown.Load(),
-		UncleanShutdown:       c.unclean.Load(),
-		EmptyLogDir:           c.unclean.Load() && c.cfg.EmptyLogDir,
-		FlushIntervalMessages: c.cfg.FlushIntervalMessages,
-	}
-}
-
 // clearUncleanShutdown runs while the registration says UncleanShutdown:
 // once no partition holds this broker in a place its unclean shutdown
 // disqualifies it from (UncleanPending: the controller takes it out of
@@ -113,15 +148,14 @@ func (c *Cluster) registration() brokerValue {
 // memberships it earns from now on count as any other broker's.
 func (c *Cluster) clearUncleanShutdown() {
 	waited := false
-	for c.unclean.Load() {
+	for {
 		st := c.state.Load()
 		if !UncleanPending(st.img, c.cfg.NodeID) {
-			c.unclean.Store(false)
+			c.regMu.Lock()
+			c.reg.unclean = false
+			c.regMu.Unlock()
 			ctx, cancel := context.WithTimeout(c.ctx, c.cfg.SessionTimeout)
-			resp, err := c.cli.Put(ctx, c.keys.broker(c.cfg.NodeID), mustJSON(c.registration()), clientv3.WithLease(clientv3.LeaseID(c.leaseID.Load())))
-			if err == nil {
-				err = c.waitRevision(ctx, resp.Header.Revision)
-			}
+			err := c.putRegistration(ctx)
 			cancel()
 			if err == nil {
 				// A new broker, or one that held no partition where its
@@ -136,7 +170,9 @@ func (c *Cluster) clearUncleanShutdown() {
 			if c.ctx.Err() != nil {
 				return
 			}
-			c.unclean.Store(true)
+			c.regMu.Lock()
+			c.reg.unclean = true
+			c.regMu.Unlock()
 			c.log.Warn("cluster: clear unclean shutdown from the registration", "node", c.cfg.NodeID, "err", err)
 			if !c.sleep(retryMin) {
 				return

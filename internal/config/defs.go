@@ -508,7 +508,7 @@ var brokerDefs = []Def{
 	{Name: "log.cleanup.policy", Type: TypeList, Default: "delete", Topic: "cleanup.policy", Validate: listOf("delete", "compact"),
 		Doc: "Default for the topic config cleanup.policy."},
 	{Name: "log.dirs", Type: TypeString, Default: "./samsa-data", ReadOnly: true,
-		Doc: "Directories holding partition logs, comma separated (alias log.dir)."},
+		Doc: "Directories holding partition logs, comma separated (alias log.dir); a new partition goes to the one with the fewest partitions, the first also holds meta.properties and the embedded etcd member's data."},
 	{Name: "log.flush.interval.messages", Type: TypeLong, Default: "1", Topic: "flush.messages", Validate: atLeast(1),
 		Doc: "Default for flush.messages: 1 fsyncs before acks=all is answered; " + longMax + " is page-cache mode."},
 	{Name: "log.flush.interval.ms", Type: TypeLong, Null: true, Topic: "flush.ms", Validate: atLeast(0),

@@ -16,7 +16,7 @@ const fdHeadroom = 1024
 // reaches the limit refuses new connections (the listener retries) and
 // cannot create partitions or roll segments (the log dir goes offline):
 // the warning says so before it happens.
-func checkOpenFileLimit(log *slog.Logger, logs *storage.Manager) {
+func checkOpenFileLimit(log *slog.Logger, logs *storage.LogDirs) {
 	limit := openFileLimit()
 	if limit == 0 {
 		return

@@ -79,7 +79,6 @@ func (m nodeMetrics) ClusterStats() admin.ClusterStats {
 		TruncatedOffsets: m.n.broker.Replicas().TruncatedOffsets(),
 		RepairedOffsets:  m.n.broker.Replicas().RepairedOffsets(),
 		CorruptBatches:   m.n.logs.CorruptBatches(),
-		LogDirOffline:    m.n.logs.Offline(),
 	}
 	if cs.Controller {
 		img := m.n.cluster.Image()
@@ -93,7 +92,11 @@ func (m nodeMetrics) ClusterStats() admin.ClusterStats {
 			}
 		}
 	}
-	out.LogDirFree, out.LogDirSize = diskSpace(m.n.logs.Dir())
+	for _, d := range m.n.logs.Dirs() {
+		ld := admin.LogDirStats{Dir: d.Dir(), Offline: d.Offline()}
+		ld.Free, ld.Size = diskSpace(d.Dir())
+		out.LogDirs = append(out.LogDirs, ld)
+	}
 	out.UnsyncedBytes, out.UnsyncedAge = m.n.logs.Backlog()
 	out.HeldAcks = m.n.logs.HeldAcks()
 	return out

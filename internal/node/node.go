@@ -8,9 +8,9 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -59,7 +59,7 @@ type Node struct {
 	version Config // Version and Commit
 	log     *slog.Logger
 	cluster *cluster.Cluster
-	logs    *storage.Manager
+	logs    *storage.LogDirs
 	// peers is the connections to the other brokers (followers' fetches,
 	// transaction markers).
 	peers    *leaderClient
@@ -74,7 +74,14 @@ type Node struct {
 	consoleSrv *admin.Server
 	lns        []net.Listener
 	wg         sync.WaitGroup // Serve goroutines
-	lock       *dirLock       // the log dir's .lock, released last
+	locks      []*dirLock     // each log dir's .lock, released last
+
+	// dirFailed is closed, with dirFailedErr set, when the broker can no
+	// longer serve: its metadata log dir (the first of log.dirs) or
+	// every log dir went offline (LogDirFailed).
+	dirFailed     chan struct{}
+	dirFailedErr  atomic.Pointer[error]
+	dirFailedOnce sync.Once
 
 	// bg is the context of the goroutines goAttach starts (JWKS
 	// refreshes); stop cancels it, and bgWG counts them.
@@ -96,17 +103,15 @@ func Start(ctx context.Context, nc Config) (_ *Node, err error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	if len(cfg.LogDirs) != 1 {
-		return nil, fmt.Errorf("log.dirs: samsa serves exactly one log dir, got %d", len(cfg.LogDirs))
-	}
-	dir, err := filepath.Abs(cfg.LogDirs[0])
+	dirs, err := absLogDirs(cfg.LogDirs)
 	if err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("log dir: %w", err)
-	}
-	n := &Node{cfg: cfg, log: log, version: Config{Version: nc.Version, Commit: nc.Commit}}
+	// The first log dir is the metadata dir (Kafka's metadata.log.dir
+	// default): meta.properties is bound there first, and the embedded
+	// etcd member keeps its data there.
+	dir := dirs[0]
+	n := &Node{cfg: cfg, log: log, version: Config{Version: nc.Version, Commit: nc.Commit}, dirFailed: make(chan struct{})}
 	n.bg, n.stop = context.WithCancel(context.Background())
 	// The hot-path metrics exist before the parts that update them; the
 	// scrape-time collectors are registered once the parts run.
@@ -131,8 +136,12 @@ func Start(ctx context.Context, nc Config) (_ *Node, err error) {
 	// Lock the log dir before anything else touches it: a second broker
 	// on the same dir would otherwise wait, without a word, on etcd's
 	// own file lock.
-	if n.lock, err = lockLogDir(dir); err != nil {
-		return nil, err
+	for _, d := range dirs {
+		l, err := lockLogDir(d)
+		if err != nil {
+			return nil, err
+		}
+		n.locks = append(n.locks, l)
 	}
 
 	// Listen first: the advertised port of a listener on port 0 is only
@@ -193,6 +202,15 @@ func Start(ctx context.Context, nc Config) (_ *Node, err error) {
 	default:
 		fs = vfs.Default
 	}
+	// KIP-966: unclean when any log dir was not closed cleanly; empty
+	// (a new broker, or every disk replaced) when no dir holds a
+	// partition. One replaced disk of several is not told apart: the
+	// broker keeps no record of which partitions each dir held.
+	unclean, empty := false, true
+	for _, d := range dirs {
+		unclean = unclean || !storage.HadCleanShutdown(fs, d)
+		empty = empty && storage.HoldsNoPartition(fs, d)
+	}
 	n.cluster, err = cluster.Open(ctx, cluster.Config{
 		NodeID:             cfg.NodeID,
 		DataDir:            dir,
@@ -223,21 +241,25 @@ func Start(ctx context.Context, nc Config) (_ *Node, err error) {
 		AutoLeaderRebalance:    cfg.AutoLeaderRebalanceEnable,
 		EligibleLeaderReplicas: cfg.EligibleLeaderReplicasEnable,
 		MinInsyncReplicas:      int(cfg.MinInsyncReplicas),
-		UncleanShutdown:        !storage.HadCleanShutdown(fs, dir),
-		EmptyLogDir:            storage.HoldsNoPartition(fs, dir),
+		UncleanShutdown:        unclean,
+		EmptyLogDir:            empty,
 		FlushIntervalMessages:  cfg.LogFlushIntervalMessages,
 		EtcdObserver:           etcdObs,
 	})
 	if err != nil {
 		return nil, withPrefix("cluster: ", err)
 	}
+	for _, d := range dirs[1:] {
+		if err := n.cluster.BindLogDir(d); err != nil {
+			return nil, withPrefix("cluster: ", err)
+		}
+	}
 	defaults, err := cfg.ResolveTopic(nil)
 	if err != nil {
 		return nil, err
 	}
-	n.logs, err = storage.OpenManager(storage.ManagerConfig{
+	n.logs, err = storage.OpenLogDirs(dirs, storage.ManagerConfig{
 		FS:                     fs,
-		Dir:                    dir,
 		Logger:                 log.With(PkgKey, "storage"),
 		RetentionCheckInterval: time.Duration(cfg.LogRetentionCheckIntervalMs) * time.Millisecond,
 		CleanerDisable:         !cfg.LogCleanerEnable,
@@ -289,7 +311,7 @@ func Start(ctx context.Context, nc Config) (_ *Node, err error) {
 	// were when the broker ran it; log.level.overrides names no node.
 	n.rec = newReconciler(n.cluster, n.replicas, n.logs, cfg, brokerLog)
 	n.broker, err = broker.New(broker.Config{
-		Broker: cfg, Cluster: n.cluster, Replicas: n.replicas, LogDir: dir, Logger: brokerLog,
+		Broker: cfg, Cluster: n.cluster, Replicas: n.replicas, LogDirs: n.logDirStates, Logger: brokerLog,
 		InterBroker: n.peers, Reconcile: n.rec.reconcile, Connections: conns, OnRebalance: onRebal,
 		Now: nc.Now,
 	})
@@ -302,6 +324,7 @@ func Start(ctx context.Context, nc Config) (_ *Node, err error) {
 		return nil, withPrefix("broker: ", err)
 	}
 	n.rec.start()
+	n.watchLogDirs()
 	n.server = server.New(server.Config{
 		MaxRequestBytes:   cfg.SocketRequestMaxBytes,
 		IdleTimeout:       time.Duration(cfg.ConnectionsMaxIdleMs) * time.Millisecond,
@@ -370,25 +393,35 @@ func (n *Node) goAttach(f func(ctx context.Context)) {
 // controller to move this broker's leaderships away.
 const controlledShutdownTimeout = 15 * time.Second
 
-// ready reports readiness for /readyz: serving, with the log dir online
-// and this broker registered in the cluster metadata.
+// ready reports readiness for /readyz: serving, with the metadata log
+// dir and at least one log dir online, and this broker registered in the
+// cluster metadata.
 func (n *Node) ready() bool {
-	if n.logs == nil || n.cluster == nil || n.logs.Offline() {
+	if n.logs == nil || n.cluster == nil || n.logs.Offline() || n.logs.Dirs()[0].Offline() {
 		return false
 	}
 	_, ok := n.cluster.Image().Brokers[n.cfg.NodeID]
 	return ok
 }
 
-// LogDirFailed returns a channel closed when the node's log dir goes
-// offline (a write or fsync failed: a full disk, an I/O error, a
-// read-only remount), and the error that took it offline once it has.
-// From then on its partitions answer KAFKA_STORAGE_ERROR and nothing more
-// is acknowledged; `samsa serve` then shuts the broker down, as Kafka
-// stops a broker whose every log dir has failed, so that the controller
-// moves its leaderships to in-sync replicas on healthy disks.
+// LogDirFailed returns a channel closed when the node can no longer
+// serve because of its disks, and the error that took it there once it
+// has: every log dir went offline, or the first one, which holds
+// meta.properties and the embedded etcd member's data (Kafka stops a
+// broker whose metadata log dir fails, KIP-858). A log dir goes offline
+// when a write or fsync there fails: a full disk, an I/O error, a
+// read-only remount. The partitions of an offline dir answer
+// KAFKA_STORAGE_ERROR and acknowledge nothing more, and the broker
+// reports them to the controller (watchLogDirs), which moves their
+// leadership to in-sync replicas elsewhere; the other dirs keep serving.
+// `samsa serve` shuts the broker down once the channel is closed.
 func (n *Node) LogDirFailed() (<-chan struct{}, func() error) {
-	return n.logs.OfflineNotify(), n.logs.OfflineErr
+	return n.dirFailed, func() error {
+		if e := n.dirFailedErr.Load(); e != nil {
+			return *e
+		}
+		return nil
+	}
 }
 
 // Image returns the node's current view of the cluster metadata.
@@ -503,7 +536,9 @@ func (n *Node) Close() error {
 		if n.cluster != nil {
 			errs = append(errs, n.cluster.Close())
 		}
-		errs = append(errs, n.lock.unlock())
+		for _, l := range n.locks {
+			errs = append(errs, l.unlock())
+		}
 		n.closeErr = errors.Join(errs...)
 	})
 	return n.closeErr

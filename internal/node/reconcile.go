@@ -33,7 +33,7 @@ import (
 type reconciler struct {
 	cluster  *cluster.Cluster
 	replicas *replica.Manager
-	logs     *storage.Manager
+	logs     *storage.LogDirs
 	broker   *broker.Broker // set before the first pass
 	cfg      *config.Broker
 	log      *slog.Logger
@@ -50,7 +50,7 @@ type reconciler struct {
 	done chan struct{} // closed when run returns
 }
 
-func newReconciler(cl *cluster.Cluster, replicas *replica.Manager, logs *storage.Manager, cfg *config.Broker, log *slog.Logger) *reconciler {
+func newReconciler(cl *cluster.Cluster, replicas *replica.Manager, logs *storage.LogDirs, cfg *config.Broker, log *slog.Logger) *reconciler {
 	return &reconciler{
 		cluster: cl, replicas: replicas, logs: logs, cfg: cfg, log: log,
 		strays: make(map[storage.TopicPartition]bool),

@@ -91,7 +91,7 @@ func readFrom(t *testing.T, l *storage.Log, offset int64) []byte {
 func TestCleanerStopsAtOpenTransaction(t *testing.T) {
 	t.Parallel()
 	tp, logs := leadCompacted(t)
-	l := tp.p.log
+	l := tp.p.lg()
 	for i := range 30 {
 		tp.appendKeyed(-1, 0, false, fmt.Sprintf("k%d", i%3), fmt.Sprintf("v%d", i))
 	}
@@ -134,7 +134,7 @@ func TestCleanedTransactionsReloadWithoutOpenTransactions(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	tp, logs, closeAll := leadCompactedAt(t, dir)
-	l := tp.p.log
+	l := tp.p.lg()
 	tp.appendKeyed(-1, 0, false, "a", "plain-a")
 	tp.appendKeyed(5, 0, true, "a", "aborted-a")
 	tp.appendKeyed(6, 0, true, "b", "committed-b")
@@ -204,7 +204,7 @@ func TestCleanedTransactionsReloadWithoutOpenTransactions(t *testing.T) {
 	tp, _, _ = leadCompactedAt(t, dir)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := tp.p.WaitCommitted(ctx, tp.p.log.LogEndOffset(), tp.p.LeaderEpoch()); err != nil {
+	if err := tp.p.WaitCommitted(ctx, tp.p.lg().LogEndOffset(), tp.p.LeaderEpoch()); err != nil {
 		t.Fatal(err)
 	}
 	tp.wantLSO(tp.p.HighWatermark())

@@ -533,7 +533,7 @@ func TestWaitCommittedSurfacesFailedLog(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- p.WaitCommitted(ctx, res.LastOffset+1, res.LeaderEpoch) }()
 	testWaitParked(t, m, 1)
-	m.logs.Close() // closing the log dir ends every wait on its logs
+	m.logs.(*storage.Manager).Close() // closing the log dir ends every wait on its logs
 	select {
 	case err := <-done:
 		if !errors.Is(err, storage.ErrClosed) && !errors.Is(err, storage.ErrLogDirOffline) {

@@ -129,7 +129,7 @@ func (f *fetcher) run() {
 		// that everything below it is fsynced here, so it is sent only
 		// once that holds (also after a fetcher restart or a failed wait).
 		for _, p := range ready {
-			if leo := p.log.LogEndOffset(); p.log.DurableOffset() < leo {
+			if leo := p.lg().LogEndOffset(); p.lg().DurableOffset() < leo {
 				if err := p.waitDurable(ctx, leo); err != nil {
 					if ctx.Err() != nil {
 						return
@@ -141,12 +141,12 @@ func (f *fetcher) run() {
 		req := FetchRequest{ReplicaID: f.m.cfg.Self, MaxWait: replicaFetchWait, MinBytes: 1, MaxBytes: 10 << 20}
 		byTP := make(map[storage.TopicPartition]*Partition, len(ready))
 		for _, p := range ready {
-			if p.log.DurableOffset() < p.log.LogEndOffset() {
+			if p.lg().DurableOffset() < p.lg().LogEndOffset() {
 				continue
 			}
 			byTP[p.TP] = p
 			req.Partitions = append(req.Partitions, FetchPartition{
-				TP: p.TP, TopicID: p.TopicID, Offset: p.log.LogEndOffset(), CurrentLeaderEpoch: p.LeaderEpoch(),
+				TP: p.TP, TopicID: p.TopicID, Offset: p.lg().LogEndOffset(), CurrentLeaderEpoch: p.LeaderEpoch(),
 			})
 		}
 		resp, err := f.m.cfg.Client.Fetch(ctx, f.leader, req)
@@ -182,7 +182,7 @@ func (f *fetcher) run() {
 					appended = append(appended, p)
 				}
 			case errors.Is(fp.Err, ErrOffsetOutOfRange):
-				if p.log.LogEndOffset() < fp.LogStartOffset {
+				if p.lg().LogEndOffset() < fp.LogStartOffset {
 					// The leader deleted what this follower lacks:
 					// start over at the leader's log start.
 					if err := p.truncateTo(fp.LogStartOffset); err != nil {
@@ -199,7 +199,7 @@ func (f *fetcher) run() {
 		// Under samsa's durability rule the next fetch reports an offset
 		// only once everything below it is fsynced here.
 		for _, p := range appended {
-			if err := p.waitDurable(ctx, p.log.LogEndOffset()); err != nil {
+			if err := p.waitDurable(ctx, p.lg().LogEndOffset()); err != nil {
 				if ctx.Err() != nil {
 					return
 				}
@@ -213,12 +213,15 @@ func (f *fetcher) run() {
 	}
 }
 
-// followersOf returns the partitions that follow leader.
+// followersOf returns the partitions that follow leader, but those whose
+// log dir is offline.
 func (m *Manager) followersOf(leader int32) []*Partition {
 	var out []*Partition
 	for _, p := range m.Partitions() {
 		p.roleMu.Lock()
-		if p.role.following == leader && p.role.leader == nil {
+		// NB: a partition whose log dir failed fetches nothing more: its
+		// appends would fail, and the controller has been told.
+		if p.role.following == leader && p.role.leader == nil && !p.lg().Offline() {
 			out = append(out, p)
 		}
 		p.roleMu.Unlock()
@@ -231,14 +234,14 @@ func (m *Manager) followersOf(leader int32) []*Partition {
 // committed records go, so deleted records do not come back after a
 // failover.
 func (p *Partition) followLogStart(leaderStart int64) {
-	if leaderStart <= p.log.LogStartOffset() {
+	if leaderStart <= p.lg().LogStartOffset() {
 		return
 	}
-	to := min(leaderStart, p.HighWatermark(), p.log.LogEndOffset())
-	if to <= p.log.LogStartOffset() {
+	to := min(leaderStart, p.HighWatermark(), p.lg().LogEndOffset())
+	if to <= p.lg().LogStartOffset() {
 		return
 	}
-	if _, err := p.log.DeleteRecordsBefore(to); err != nil {
+	if _, err := p.lg().DeleteRecordsBefore(to); err != nil {
 		p.m.log.Warn("replica: follow the leader's log start offset", "topic", p.TP.Topic, "partition", p.TP.Partition, "err", err)
 	}
 }
@@ -274,13 +277,13 @@ func (p *Partition) reconcileWithLeader(ctx context.Context, client LeaderClient
 	if !need {
 		return nil
 	}
-	epoch, ok := p.log.LatestEpoch()
+	epoch, ok := p.lg().LatestEpoch()
 	if ok {
 		endEpoch, endOffset, err := client.EpochEndOffset(ctx, leader, p.TP, p.LeaderEpoch(), epoch)
 		if err != nil {
 			return err
 		}
-		target := p.log.LogEndOffset()
+		target := p.lg().LogEndOffset()
 		switch {
 		case endEpoch < 0 || endOffset < 0:
 			// The leader has nothing as old as our latest epoch: keep
@@ -289,13 +292,13 @@ func (p *Partition) reconcileWithLeader(ctx context.Context, client LeaderClient
 		case endEpoch == epoch:
 			target = min(target, endOffset)
 		default:
-			_, ownEnd := p.log.EndOffsetForEpoch(endEpoch)
+			_, ownEnd := p.lg().EndOffsetForEpoch(endEpoch)
 			if ownEnd < 0 {
-				ownEnd = p.log.LogStartOffset()
+				ownEnd = p.lg().LogStartOffset()
 			}
 			target = min(target, endOffset, ownEnd)
 		}
-		if target < p.log.LogEndOffset() {
+		if target < p.lg().LogEndOffset() {
 			if err := p.truncateTo(target); err != nil {
 				return err
 			}
@@ -314,18 +317,18 @@ func (p *Partition) reconcileWithLeader(ctx context.Context, client LeaderClient
 func (p *Partition) truncateTo(offset int64) error {
 	p.appendMu.Lock()
 	defer p.appendMu.Unlock()
-	from := p.log.LogEndOffset()
+	from := p.lg().LogEndOffset()
 	// A truncation removes what the leader does not have: an uncommitted
 	// tail after a leader change, or, after an unclean election, records
 	// that were committed on the old leader and are lost. The log line
 	// names the range either way so that an operator can tell which.
 	p.m.log.Warn("replica: truncating follower log to match the leader; these offsets are removed",
 		"topic", p.TP.Topic, "partition", p.TP.Partition, "from", offset, "to", from, "offsets", from-offset)
-	if err := p.log.Truncate(offset); err != nil {
+	if err := p.lg().Truncate(offset); err != nil {
 		return err
 	}
 	p.m.truncated.Add(from - offset)
-	if err := txn.DeleteSnapshotsAbove(p.m.fs, p.log.Dir(), offset); err != nil {
+	if err := txn.DeleteSnapshotsAbove(p.m.fs, p.lg().Dir(), offset); err != nil {
 		return err
 	}
 	return p.loadProducersLocked(p.m, p.m.now().UnixMilli())
@@ -348,7 +351,7 @@ func (p *Partition) appendFromLeader(leader int32, batches []byte) (int, error) 
 	if !still {
 		return 0, nil
 	}
-	if _, err := p.log.AppendReplica(batches); err != nil {
+	if _, err := p.lg().AppendReplica(batches); err != nil {
 		return 0, err
 	}
 	p.Traffic.ReplicationBytesIn.Add(int64(len(batches)))

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -23,10 +24,14 @@ var ErrNotLeader = errors.New("replica: not the leader")
 type Partition struct {
 	TP      storage.TopicPartition
 	TopicID [16]byte
-	// log is the partition's log. Only this package reaches it: every
-	// reader goes through Partition's methods, so the high watermark,
-	// the isolation levels and the leader checks apply to all of them.
-	log *storage.Log
+	// log is the partition's log (lg). Only this package reaches it:
+	// every reader goes through Partition's methods, so the high
+	// watermark, the isolation levels and the leader checks apply to
+	// all of them. It changes only when the log moves to another log
+	// dir (AlterReplicaLogDirs), with appendMu and roleMu held; a reader
+	// that loaded the old one may finish with it (the old log stays
+	// readable for file.delete.delay.ms).
+	log atomic.Pointer[storage.Log]
 	m   *Manager
 
 	leaderEpoch atomic.Int32
@@ -65,12 +70,29 @@ type Partition struct {
 // LeaderEpoch is the partition's current leader epoch.
 func (p *Partition) LeaderEpoch() int32 { return p.leaderEpoch.Load() }
 
+// lg returns the partition's current log.
+func (p *Partition) lg() *storage.Log { return p.log.Load() }
+
+// LogDir returns the log dir (an entry of log.dirs) holding the
+// partition's log.
+func (p *Partition) LogDir() string { return filepath.Dir(p.lg().Dir()) }
+
+// Offline reports whether the partition's log dir is offline.
+func (p *Partition) Offline() bool { return p.lg().Offline() }
+
 // IsLeader reports whether this broker leads the partition.
 func (p *Partition) IsLeader() bool { return p.leader.Load() }
 
+// LogStore creates and deletes the partitions' logs: a storage.Manager
+// (one log dir) or a storage.LogDirs (several).
+type LogStore interface {
+	Create(tp storage.TopicPartition, topicID [16]byte, cfg storage.Config) (*storage.Log, error)
+	Delete(tp storage.TopicPartition) error
+}
+
 // Config configures a Manager.
 type Config struct {
-	Logs *storage.Manager
+	Logs LogStore
 	// FS is the file system of the log dir (producer state snapshots live
 	// beside the logs).
 	FS vfs.FS
@@ -93,7 +115,7 @@ type Config struct {
 // goroutines.
 type Manager struct {
 	cfg  Config
-	logs *storage.Manager
+	logs LogStore
 	fs   vfs.FS
 	now  func() time.Time
 	log  *slog.Logger
@@ -114,6 +136,12 @@ type Manager struct {
 	// repaired counts the offsets followers removed at a corrupt stored
 	// batch to fetch them again (metrics).
 	repaired atomic.Int64
+
+	// movesMu guards moves, the log moves to other log dirs under way
+	// (MoveLog); it is held while a cancelled move ends, which takes no
+	// lock of the Manager.
+	movesMu sync.Mutex
+	moves   map[storage.TopicPartition]*moveTask
 
 	mu       sync.RWMutex
 	parts    map[storage.TopicPartition]*Partition // guarded by mu
@@ -245,9 +273,15 @@ func (m *Manager) Get(tp storage.TopicPartition) *Partition {
 	return p
 }
 
-// Leader returns tp if this broker leads it, else ErrNotLeader.
+// Leader returns tp if this broker leads it, else ErrNotLeader; a hosted
+// partition whose log dir is offline returns storage.ErrLogDirOffline
+// whatever its role, as Kafka answers KAFKA_STORAGE_ERROR for every
+// replica of a failed dir.
 func (m *Manager) Leader(tp storage.TopicPartition) (*Partition, error) {
 	p := m.Get(tp)
+	if p != nil && p.lg().Offline() {
+		return nil, storage.ErrLogDirOffline
+	}
 	if p == nil || !p.IsLeader() {
 		return nil, ErrNotLeader
 	}
@@ -301,13 +335,14 @@ func (m *Manager) Ensure(tp storage.TopicPartition, topicID [16]byte, cfg storag
 		if err != nil {
 			return nil, fmt.Errorf("replica: create log %s-%d: %w", tp.Topic, tp.Partition, err)
 		}
-		np := &Partition{TP: tp, TopicID: topicID, log: l, m: m}
+		np := &Partition{TP: tp, TopicID: topicID, m: m}
+		np.log.Store(l)
 		np.role.following = -1
 		np.waits = [numWaitKinds]*watchSet{
-			WaitDurable:       newWatchSet(l.DurableOffset),
+			WaitDurable:       newWatchSet(func() int64 { return np.lg().DurableOffset() }),
 			WaitHighWatermark: newWatchSet(np.HighWatermark),
 			WaitLastStable:    newWatchSet(np.LastStableOffset),
-			WaitLogEnd:        newWatchSet(l.LogEndOffset),
+			WaitLogEnd:        newWatchSet(func() int64 { return np.lg().LogEndOffset() }),
 		}
 		if err := np.loadProducersLocked(m, m.now().UnixMilli()); err != nil {
 			return nil, err
@@ -327,7 +362,7 @@ func (m *Manager) Ensure(tp storage.TopicPartition, topicID [16]byte, cfg storag
 		m.mu.Unlock()
 		p = np
 	} else {
-		p.log.SetConfig(cfg)
+		p.lg().SetConfig(cfg)
 	}
 	p.applyInfo(info)
 	return p, nil

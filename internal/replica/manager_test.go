@@ -72,7 +72,7 @@ func TestAppendFencedByLeadership(t *testing.T) {
 	if _, err := p.Append(oneRecord(t), false, time.Now().UnixMilli()); !errors.Is(err, ErrNotLeader) {
 		t.Fatalf("append after losing leadership: %v, want ErrNotLeader", err)
 	}
-	if got := p.log.LogEndOffset(); got != 1 {
+	if got := p.lg().LogEndOffset(); got != 1 {
 		t.Fatalf("log end %d after a refused append, want 1", got)
 	}
 	if err := p.WaitCommitted(ctx, 2, 3); !errors.Is(err, ErrNotLeader) {
@@ -88,7 +88,7 @@ func TestAppendFencedByLeadership(t *testing.T) {
 	if err != nil || res.LeaderEpoch != 5 || res.BaseOffset != 1 {
 		t.Fatalf("append as leader again: %+v, %v", res, err)
 	}
-	if e, ok := p.log.LatestEpoch(); !ok || e != 5 {
+	if e, ok := p.lg().LatestEpoch(); !ok || e != 5 {
 		t.Fatalf("latest epoch in the log %d (%v), want 5", e, ok)
 	}
 }

@@ -60,7 +60,7 @@ func (p *Partition) AppendVerified(b record.Batch, g VerificationGuard, logAppen
 		return AppendResult{}, ErrControlBatch
 	}
 	if b.ProducerID() < 0 {
-		res, err := p.log.Append(b, epoch, logAppendTime, nowMs)
+		res, err := p.lg().Append(b, epoch, logAppendTime, nowMs)
 		return AppendResult{AppendResult: res, LeaderEpoch: epoch}, err
 	}
 	tb := txn.BatchOf(b)
@@ -73,7 +73,7 @@ func (p *Partition) AppendVerified(b record.Batch, g VerificationGuard, logAppen
 			BaseOffset:     dup.FirstOffset,
 			LastOffset:     dup.LastOffset,
 			LogAppendTime:  -1,
-			LogStartOffset: p.log.LogStartOffset(),
+			LogStartOffset: p.lg().LogStartOffset(),
 		}
 		if logAppendTime {
 			res.LogAppendTime = dup.Timestamp
@@ -83,7 +83,7 @@ func (p *Partition) AppendVerified(b record.Batch, g VerificationGuard, logAppen
 	if err := p.checkGuardLocked(b, g); err != nil {
 		return AppendResult{}, err
 	}
-	res, err := p.log.Append(b, epoch, logAppendTime, nowMs)
+	res, err := p.lg().Append(b, epoch, logAppendTime, nowMs)
 	if err != nil {
 		return AppendResult{}, err
 	}
@@ -104,15 +104,15 @@ func (p *Partition) Producers() []txn.Producer {
 // Snapshots above the log end (their batches were lost in a crash) are
 // deleted. The caller holds p.appendMu, or p is not published yet.
 func (p *Partition) loadProducersLocked(m *Manager, nowMs int64) error {
-	leo := p.log.LogEndOffset()
-	st, from, ok, err := txn.LoadSnapshot(m.fs, p.log.Dir(), leo)
+	leo := p.lg().LogEndOffset()
+	st, from, ok, err := txn.LoadSnapshot(m.fs, p.lg().Dir(), leo)
 	if err != nil {
 		return fmt.Errorf("replica: load producer snapshot of %s-%d: %w", p.TP.Topic, p.TP.Partition, err)
 	}
 	if !ok {
-		st, from = txn.NewState(), p.log.LogStartOffset()
+		st, from = txn.NewState(), p.lg().LogStartOffset()
 	}
-	from = max(from, p.log.LogStartOffset())
+	from = max(from, p.lg().LogStartOffset())
 	p.producers = st
 	dirty := p.producersDirty
 	defer func() { p.producersDirty = dirty }()
@@ -120,12 +120,12 @@ func (p *Partition) loadProducersLocked(m *Manager, nowMs int64) error {
 	// from to the .txnindex; drop what it held there first, so an entry
 	// whose write a crash lost, or that was written twice, comes out
 	// exactly once.
-	if err := p.log.TruncateAbortedTxnsFrom(from); err != nil {
+	if err := p.lg().TruncateAbortedTxnsFrom(from); err != nil {
 		return fmt.Errorf("replica: load producer state of %s-%d: %w", p.TP.Topic, p.TP.Partition, err)
 	}
 	p.producersChangedLocked()
 	for from < leo {
-		res, err := p.log.Read(from, 8<<20, leo, true)
+		res, err := p.lg().Read(from, 8<<20, leo, true)
 		if err != nil {
 			return fmt.Errorf("replica: replay producer state of %s-%d at %d: %w", p.TP.Topic, p.TP.Partition, from, err)
 		}
@@ -154,11 +154,16 @@ func (p *Partition) loadProducersLocked(m *Manager, nowMs int64) error {
 }
 
 // maintainProducers writes the producer state to <LEO>.snapshot if it
-// changed since the last snapshot, expiring idle producers first.
+// changed since the last snapshot, expiring idle producers first. A
+// partition whose log dir is offline is left alone: nothing can be written
+// there, and the next start replays its log instead.
 func (p *Partition) maintainProducers(m *Manager, nowMs, expirationMs int64) error {
 	p.appendMu.Lock()
 	defer p.appendMu.Unlock()
-	if n := p.producers.Expire(nowMs, expirationMs, p.log.LogStartOffset()); n > 0 {
+	if p.lg().Offline() {
+		return nil
+	}
+	if n := p.producers.Expire(nowMs, expirationMs, p.lg().LogStartOffset()); n > 0 {
 		p.producersChangedLocked()
 	}
 	if !p.producersDirty {
@@ -166,14 +171,14 @@ func (p *Partition) maintainProducers(m *Manager, nowMs, expirationMs int64) err
 	}
 	// Markers below the snapshot are not replayed at load, so the aborted
 	// transactions they recorded must be on disk before it is.
-	if err := p.log.SyncAbortedTxns(); err != nil {
+	if err := p.lg().SyncAbortedTxns(); err != nil {
 		return fmt.Errorf("replica: snapshot producers of %s-%d: %w", p.TP.Topic, p.TP.Partition, err)
 	}
-	if err := txn.WriteSnapshot(m.fs, p.log.Dir(), p.log.LogEndOffset(), p.producers); err != nil {
+	if err := txn.WriteSnapshot(m.fs, p.lg().Dir(), p.lg().LogEndOffset(), p.producers); err != nil {
 		return fmt.Errorf("replica: snapshot producers of %s-%d: %w", p.TP.Topic, p.TP.Partition, err)
 	}
 	p.producersDirty = false
-	return txn.PruneSnapshots(m.fs, p.log.Dir(), producerSnapshotsKept)
+	return txn.PruneSnapshots(m.fs, p.lg().Dir(), producerSnapshotsKept)
 }
 
 // MaintainProducers expires idle producers (producer.id.expiration.ms, and

@@ -37,17 +37,17 @@ type ReadResult struct {
 }
 
 // LogStartOffset is the first offset the log holds. It is an atomic read.
-func (p *Partition) LogStartOffset() int64 { return p.log.LogStartOffset() }
+func (p *Partition) LogStartOffset() int64 { return p.lg().LogStartOffset() }
 
 // LogEndOffset is the offset the next appended record gets. It is an
 // atomic read.
-func (p *Partition) LogEndOffset() int64 { return p.log.LogEndOffset() }
+func (p *Partition) LogEndOffset() int64 { return p.lg().LogEndOffset() }
 
 // Size is the size of the partition's segment files in bytes.
-func (p *Partition) Size() int64 { return p.log.Size() }
+func (p *Partition) Size() int64 { return p.lg().Size() }
 
 // SegmentCount is the number of the partition's segments.
-func (p *Partition) SegmentCount() int { return p.log.SegmentCount() }
+func (p *Partition) SegmentCount() int { return p.lg().SegmentCount() }
 
 // EndOffset is the first offset a reader at iso cannot read yet: the high
 // watermark, the last stable offset or the log end offset. ListOffsets
@@ -77,8 +77,8 @@ func (p *Partition) Read(offset, maxBytes int64, minOne bool, iso Isolation) (Re
 	var r ReadResult
 	r.LastStableOffset = p.LastStableOffset()
 	r.HighWatermark = p.HighWatermark()
-	r.LogStartOffset = p.log.LogStartOffset()
-	leo := p.log.LogEndOffset()
+	r.LogStartOffset = p.lg().LogStartOffset()
+	leo := p.lg().LogEndOffset()
 	if offset < r.LogStartOffset || offset > leo {
 		return r, storage.ErrOffsetOutOfRange
 	}
@@ -93,7 +93,7 @@ func (p *Partition) Read(offset, maxBytes int64, minOne bool, iso Isolation) (Re
 	if offset >= r.End {
 		return r, nil
 	}
-	res, err := p.log.Read(offset, max(maxBytes, 0), r.End, minOne)
+	res, err := p.lg().Read(offset, max(maxBytes, 0), r.End, minOne)
 	if err != nil {
 		p.readFailed(err)
 	}
@@ -107,7 +107,7 @@ func (p *Partition) Read(offset, maxBytes int64, minOne bool, iso Isolation) (Re
 // committed or not (a new leader's high watermark trails records it will
 // never truncate).
 func (p *Partition) ReadRecords(offset, maxBytes, end int64) (storage.ReadResult, error) {
-	res, err := p.log.Read(offset, maxBytes, min(end, p.log.LogEndOffset()), true)
+	res, err := p.lg().Read(offset, maxBytes, min(end, p.lg().LogEndOffset()), true)
 	if err != nil {
 		p.readFailed(err)
 	}
@@ -121,7 +121,7 @@ func (p *Partition) ReadRecords(offset, maxBytes, end int64) (storage.ReadResult
 // Partition.fetchOffsetForTimestamp).
 func (p *Partition) OffsetForTimestamp(ts int64, iso Isolation) (offset, timestamp int64, ok bool, err error) {
 	bound := p.EndOffset(iso)
-	off, found, ok, err := p.log.OffsetForTimestamp(ts)
+	off, found, ok, err := p.lg().OffsetForTimestamp(ts)
 	if err != nil || !ok || off >= bound {
 		return 0, 0, false, err
 	}
@@ -133,7 +133,7 @@ func (p *Partition) OffsetForTimestamp(ts int64, iso Isolation) (offset, timesta
 // empty log and when that offset is not below the bound iso gives.
 func (p *Partition) MaxTimestamp(iso Isolation) (timestamp, offset int64, ok bool, err error) {
 	bound := p.EndOffset(iso)
-	ts, off, ok, err := p.log.MaxTimestamp()
+	ts, off, ok, err := p.lg().MaxTimestamp()
 	if err != nil || !ok || off >= bound {
 		return 0, 0, false, err
 	}
@@ -152,21 +152,21 @@ func (p *Partition) EndOffsetForEpoch(epoch int32) (foundEpoch int32, endOffset 
 	case epoch < 0 || epoch > cur:
 		return -1, -1
 	case epoch == cur:
-		return epoch, p.log.LogEndOffset()
+		return epoch, p.lg().LogEndOffset()
 	}
-	return p.log.EndOffsetForEpoch(epoch)
+	return p.lg().EndOffsetForEpoch(epoch)
 }
 
 // HoldAck reports whether the flusher is behind on the partition's log, so
 // that an acks=1 answer should wait until its batch is durable
 // (storage.Log.HoldAck). It is an atomic read.
-func (p *Partition) HoldAck() bool { return p.log.HoldAck() }
+func (p *Partition) HoldAck() bool { return p.lg().HoldAck() }
 
 // WaitDurable blocks until the log is durable below offset, the log fails
 // (its error) or ctx is done (its error). Role changes do not end it: an
 // acks=1 answer held by HoldAck only paces the producer.
 func (p *Partition) WaitDurable(ctx context.Context, offset int64) error {
-	return p.log.WaitDurable(ctx, offset)
+	return p.lg().WaitDurable(ctx, offset)
 }
 
 // DeleteRecords moves the log start offset up to offset (DeleteRecords)
@@ -193,7 +193,7 @@ func (p *Partition) DeleteRecords(offset int64) (int64, error) {
 	if offset < 0 || offset > hw {
 		return 0, fmt.Errorf("replica: delete records before %d (high watermark %d): %w", offset, hw, storage.ErrOffsetOutOfRange)
 	}
-	return p.log.DeleteRecordsBefore(offset)
+	return p.lg().DeleteRecordsBefore(offset)
 }
 
 // LegacyOffsets answers a ListOffsets v0 partition as Kafka 3.x did
@@ -201,7 +201,7 @@ func (p *Partition) DeleteRecords(offset int64) (int64, error) {
 // the segments, one allocation per call.
 func (p *Partition) LegacyOffsets(ts int64, maxNum int32, nowMs int64) []int64 {
 	hw := p.HighWatermark()
-	return legacyOffsets(p.log.Segments(), p.log.LogStartOffset(), p.log.LogEndOffset(), hw, ts, maxNum, nowMs)
+	return legacyOffsets(p.lg().Segments(), p.lg().LogStartOffset(), p.lg().LogEndOffset(), hw, ts, maxNum, nowMs)
 }
 
 // legacyOffsets lists a ListOffsets v0 answer (Kafka 3.x

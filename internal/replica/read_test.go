@@ -205,7 +205,7 @@ func TestReadAllocatesNoMoreThanTheLog(t *testing.T) {
 	_, p := leadWithLaggingFollower(t, 10)
 	p.FollowerFetched(2, 10)
 	logAllocs := testing.AllocsPerRun(200, func() {
-		if _, err := p.log.Read(3, 1<<20, p.HighWatermark(), true); err != nil {
+		if _, err := p.lg().Read(3, 1<<20, p.HighWatermark(), true); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -230,7 +230,7 @@ func BenchmarkPartitionRead(b *testing.B) {
 		p.FollowerFetched(2, 100)
 		b.ReportAllocs()
 		for i := 0; b.Loop(); i++ {
-			if _, err := p.log.Read(int64(i%100), 1<<20, p.HighWatermark(), true); err != nil {
+			if _, err := p.lg().Read(int64(i%100), 1<<20, p.HighWatermark(), true); err != nil {
 				b.Fatal(err)
 			}
 		}

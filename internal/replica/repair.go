@@ -56,8 +56,8 @@ func (p *Partition) repairFrom(offset int64) (bool, error) {
 	p.roleMu.Lock()
 	follower := p.role.leader == nil && p.role.following >= 0
 	p.roleMu.Unlock()
-	offset = max(offset, p.log.LogStartOffset())
-	from := p.log.LogEndOffset()
+	offset = max(offset, p.lg().LogStartOffset())
+	from := p.lg().LogEndOffset()
 	if !follower {
 		return false, nil
 	}
@@ -66,11 +66,11 @@ func (p *Partition) repairFrom(offset int64) (bool, error) {
 	}
 	p.m.log.Warn("replica: truncating follower log at a corrupt batch to fetch it again from the leader",
 		"topic", p.TP.Topic, "partition", p.TP.Partition, "from", offset, "to", from, "offsets", from-offset)
-	if err := p.log.Truncate(offset); err != nil {
+	if err := p.lg().Truncate(offset); err != nil {
 		return true, err
 	}
 	p.m.repaired.Add(from - offset)
-	if err := txn.DeleteSnapshotsAbove(p.m.fs, p.log.Dir(), offset); err != nil {
+	if err := txn.DeleteSnapshotsAbove(p.m.fs, p.lg().Dir(), offset); err != nil {
 		return true, err
 	}
 	return true, p.loadProducersLocked(p.m, p.m.now().UnixMilli())

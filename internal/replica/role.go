@@ -92,7 +92,7 @@ func (p *Partition) OffsetsAvailable() error {
 // operations waiting for it or for the last stable offset. The caller
 // holds roleMu.
 func (p *Partition) refreshHWLocked(nowMs int64) {
-	durable := p.log.DurableOffset()
+	durable := p.lg().DurableOffset()
 	var hw int64
 	if ls := p.role.leader; ls != nil {
 		ls.LeaderDurable(durable, nowMs)
@@ -115,7 +115,7 @@ func (p *Partition) refreshHWLocked(nowMs int64) {
 func (p *Partition) logChanged(durable bool) {
 	q := p.m.delayed
 	q.publish(p.waits[WaitLogEnd])
-	if start := p.log.LogStartOffset(); p.logStart.Swap(start) < start {
+	if start := p.lg().LogStartOffset(); p.logStart.Swap(start) < start {
 		// Records were deleted (DeleteRecords, retention): a Fetch
 		// waiting below the new log start answers OFFSET_OUT_OF_RANGE
 		// now rather than at its deadline.
@@ -128,7 +128,7 @@ func (p *Partition) logChanged(durable bool) {
 	q.publish(p.waits[WaitDurable])
 	p.roleMu.Lock()
 	p.refreshHWLocked(p.m.now().UnixMilli())
-	if p.log.DurableErr() != nil {
+	if p.lg().DurableErr() != nil {
 		// The log failed or closed: waiters surface its error.
 		p.changedLocked()
 	}
@@ -173,7 +173,7 @@ func (p *Partition) WaitCommitted(ctx context.Context, end int64, epoch int32) e
 		p.roleMu.Unlock()
 		// Surface a failed or closed log (ErrLogDirOffline) rather
 		// than wait: its high watermark cannot move.
-		if err := p.log.DurableErr(); err != nil {
+		if err := p.lg().DurableErr(); err != nil {
 			return err
 		}
 		// NB: registered after the checks: an event in between finds
@@ -195,10 +195,10 @@ func (p *Partition) WaitCommitted(ctx context.Context, end int64, epoch int32) e
 // (its error), the partition changes role, or ctx is done.
 func (p *Partition) waitDurable(ctx context.Context, offset int64) error {
 	for {
-		if err := p.log.DurableErr(); err != nil {
+		if err := p.lg().DurableErr(); err != nil {
 			return err
 		}
-		if p.log.DurableOffset() >= offset {
+		if p.lg().DurableOffset() >= offset {
 			return nil
 		}
 		op := p.m.Watch([]WatchSpec{{P: p, Kind: WaitDurable, At: offset}}, time.Time{})
@@ -211,7 +211,7 @@ func (p *Partition) waitDurable(ctx context.Context, offset int64) error {
 		if op.Outcome() == Changed {
 			// Failed or closed, or the role changed, which the
 			// caller re-checks.
-			return p.log.DurableErr()
+			return p.lg().DurableErr()
 		}
 	}
 }
@@ -225,14 +225,14 @@ func (p *Partition) waitDurable(ctx context.Context, offset int64) error {
 func (p *Partition) FollowerFetched(id int32, fetchOffset int64) {
 	p.roleMu.Lock()
 	ls := p.role.leader
-	leo := p.log.LogEndOffset()
+	leo := p.lg().LogEndOffset()
 	if ls == nil || fetchOffset > leo {
 		p.roleMu.Unlock()
 		return
 	}
 	nowMs := p.m.now().UnixMilli()
 	ls.LeaderAppended(leo, nowMs)
-	ls.LeaderDurable(p.log.DurableOffset(), nowMs)
+	ls.LeaderDurable(p.lg().DurableOffset(), nowMs)
 	_, expand := ls.FollowerFetch(id, fetchOffset, nowMs)
 	p.refreshHWLocked(nowMs)
 	epoch := p.LeaderEpoch()
@@ -249,15 +249,22 @@ func (p *Partition) FollowerFetched(id int32, fetchOffset int64) {
 	}
 }
 
-// tick lets a leader shrink the ISR of followers that fell behind.
+// tick lets a leader shrink the ISR of followers that fell behind. A
+// leader whose log dir is offline shrinks nothing: its followers stop
+// advancing because it answers their fetches with KAFKA_STORAGE_ERROR,
+// and shrinking them away would leave an ISR of the one replica that
+// cannot serve once the controller moves the leadership.
 func (p *Partition) tick(nowMs int64) {
+	if p.lg().Offline() {
+		return
+	}
 	p.roleMu.Lock()
 	ls := p.role.leader
 	if ls == nil {
 		p.roleMu.Unlock()
 		return
 	}
-	ls.LeaderAppended(p.log.LogEndOffset(), nowMs)
+	ls.LeaderAppended(p.lg().LogEndOffset(), nowMs)
 	p.refreshHWLocked(nowMs)
 	shrink := ls.Tick(nowMs)
 	epoch := p.LeaderEpoch()
@@ -323,7 +330,7 @@ func (p *Partition) applyInfo(info PartitionInfo) {
 		// written in it, so OffsetForLeaderEpoch answers followers
 		// correctly at once (KIP-101). Without it the broker must not
 		// lead: followers could keep records the leader does not have.
-		if err := p.log.AssignLeaderEpoch(info.LeaderEpoch); err != nil {
+		if err := p.lg().AssignLeaderEpoch(info.LeaderEpoch); err != nil {
 			p.m.log.Error("replica: record leader epoch; not taking leadership", "topic", p.TP.Topic, "partition", p.TP.Partition, "err", err)
 			info.Leader = -1
 		}
@@ -344,9 +351,9 @@ func (p *Partition) applyInfo(info PartitionInfo) {
 			}
 			p.m.log.Info("replica: became leader", "topic", p.TP.Topic, "partition", p.TP.Partition,
 				"leader_epoch", info.LeaderEpoch, "prev_leader_epoch", p.LeaderEpoch(), "partition_epoch", info.PartitionEpoch,
-				"isr", info.ISR, "replicas", info.Replicas, "log_end_offset", p.log.LogEndOffset(), "high_watermark", hw)
+				"isr", info.ISR, "replicas", info.Replicas, "log_end_offset", p.lg().LogEndOffset(), "high_watermark", hw)
 			p.role.leader = NewLeaderState(self, info.Replicas, info.ISR, info.LeaderEpoch, info.PartitionEpoch,
-				p.log.LogEndOffset(), hw, nowMs, isrCfg)
+				p.lg().LogEndOffset(), hw, nowMs, isrCfg)
 			p.role.following = -1
 			p.role.truncate = false
 		} else {
@@ -366,7 +373,7 @@ func (p *Partition) applyInfo(info PartitionInfo) {
 		if info.Leader != p.role.following || info.LeaderEpoch != p.LeaderEpoch() {
 			p.m.log.Info("replica: became follower", "topic", p.TP.Topic, "partition", p.TP.Partition,
 				"leader", info.Leader, "leader_epoch", info.LeaderEpoch, "prev_leader_epoch", p.LeaderEpoch(),
-				"was_leader", wasLeader, "log_end_offset", p.log.LogEndOffset())
+				"was_leader", wasLeader, "log_end_offset", p.lg().LogEndOffset())
 			p.role.following = info.Leader
 			p.role.truncate = info.Leader >= 0
 		}

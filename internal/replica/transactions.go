@@ -64,7 +64,7 @@ func (p *Partition) AppendMarker(pid int64, epoch int16, commit bool, coordinato
 		return AppendResult{}, err
 	}
 	leaderEpoch := p.LeaderEpoch()
-	res, err := p.log.Append(b, leaderEpoch, false, nowMs)
+	res, err := p.lg().Append(b, leaderEpoch, false, nowMs)
 	if err != nil {
 		return AppendResult{}, err
 	}
@@ -99,7 +99,7 @@ func (p *Partition) AppendFromCoordinator(b record.Batch, g VerificationGuard, n
 	}
 	leaderEpoch := p.LeaderEpoch()
 	if b.ProducerID() < 0 {
-		res, err := p.log.Append(b, leaderEpoch, false, nowMs)
+		res, err := p.lg().Append(b, leaderEpoch, false, nowMs)
 		return AppendResult{AppendResult: res, LeaderEpoch: leaderEpoch}, err
 	}
 	tb := txn.BatchOf(b)
@@ -110,7 +110,7 @@ func (p *Partition) AppendFromCoordinator(b record.Batch, g VerificationGuard, n
 	if err := p.checkGuardLocked(b, g); err != nil {
 		return AppendResult{}, err
 	}
-	res, err := p.log.Append(b, leaderEpoch, false, nowMs)
+	res, err := p.lg().Append(b, leaderEpoch, false, nowMs)
 	if err != nil {
 		return AppendResult{}, err
 	}
@@ -140,7 +140,7 @@ func (p *Partition) applyMarkerLocked(m txn.Marker, offset, nowMs int64) error {
 		lso = first
 	}
 	t := storage.AbortedTxn{ProducerID: c.ProducerID, FirstOffset: c.FirstOffset, LastOffset: c.LastOffset, LastStableOffset: lso}
-	if err := p.log.AppendAbortedTxn(t); err != nil {
+	if err := p.lg().AppendAbortedTxn(t); err != nil {
 		return fmt.Errorf("replica: index aborted transaction of %s-%d: %w", p.TP.Topic, p.TP.Partition, err)
 	}
 	return nil
@@ -213,7 +213,7 @@ func (p *Partition) LastStableOffset() int64 {
 // [start, end), from the .txnindex, for Fetch at read_committed. The caller
 // owns the returned slice. It does no IO.
 func (p *Partition) AbortedTxns(start, end int64) []storage.AbortedTxn {
-	return p.log.CollectAbortedTxns(start, end)
+	return p.lg().CollectAbortedTxns(start, end)
 }
 
 // VerificationGuard is what a partition knew of a producer's transactions

@@ -164,7 +164,7 @@ func TestTransactionsHoldLastStableOffsetUntilMarker(t *testing.T) {
 			tp.wantAborted(6, 10, aborted9)
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
-			if err := tp.p.WaitCommitted(ctx, tp.p.log.LogEndOffset(), tp.p.LeaderEpoch()); err != nil {
+			if err := tp.p.WaitCommitted(ctx, tp.p.lg().LogEndOffset(), tp.p.LeaderEpoch()); err != nil {
 				t.Fatal(err)
 			}
 			tp.wantLSO(9)
@@ -190,14 +190,14 @@ func TestMarkerFencing(t *testing.T) {
 	tp.append(3, 0, 0, 1, true)
 	tp.marker(3, 1, false) // 2: ends it with the bumped epoch
 	tp.wantAborted(0, 3, storage.AbortedTxn{ProducerID: 3, FirstOffset: 1, LastOffset: 2, LastStableOffset: 3})
-	leo := p.log.LogEndOffset()
+	leo := p.lg().LogEndOffset()
 	if _, err := p.AppendMarker(3, 0, true, 0, time.Now().UnixMilli()); !errors.Is(err, txn.ErrInvalidProducerEpoch) {
 		t.Fatalf("marker with an old epoch: %v, want ErrInvalidProducerEpoch", err)
 	}
 	if _, err := p.Append(producerBatch(t, 3, 0, 1, 1, true), false, time.Now().UnixMilli()); !errors.Is(err, txn.ErrInvalidProducerEpoch) {
 		t.Fatalf("batch with the old epoch after a bumped marker: %v, want ErrInvalidProducerEpoch", err)
 	}
-	if got := p.log.LogEndOffset(); got != leo {
+	if got := p.lg().LogEndOffset(); got != leo {
 		t.Fatalf("log end moved from %d to %d on refused appends", leo, got)
 	}
 	tp.append(3, 1, 0, 1, true)
@@ -224,7 +224,7 @@ func TestClientCannotAppendControlBatch(t *testing.T) {
 	if _, err := tp.p.AppendFromCoordinator(mk, VerificationGuard{}, time.Now().UnixMilli()); !errors.Is(err, record.ErrInvalidRecord) {
 		t.Fatalf("coordinator control batch: %v, want ErrInvalidRecord", err)
 	}
-	if leo := tp.p.log.LogEndOffset(); leo != 0 {
+	if leo := tp.p.lg().LogEndOffset(); leo != 0 {
 		t.Fatalf("log end %d after refused control batches, want 0", leo)
 	}
 }
@@ -273,11 +273,11 @@ func TestAppendFromCoordinatorGuard(t *testing.T) {
 		t.Fatal("BeginVerification: no transaction ongoing after the coordinator's batch")
 	}
 	tp.marker(30, 1, false)
-	leo := p.log.LogEndOffset()
+	leo := p.lg().LogEndOffset()
 	if _, err := p.AppendFromCoordinator(producerBatch(t, 30, 1, -1, 1, true), g, time.Now().UnixMilli()); !errors.Is(err, ErrVerificationGuard) || !errors.Is(err, txn.ErrInvalidTxnState) {
 		t.Fatalf("append after the marker with the guard from before: %v, want ErrVerificationGuard", err)
 	}
-	if got := p.log.LogEndOffset(); got != leo {
+	if got := p.lg().LogEndOffset(); got != leo {
 		t.Fatalf("log end moved from %d to %d on a refused append", leo, got)
 	}
 	if _, _, open := p.OngoingTxn(30); open {
@@ -306,7 +306,7 @@ func TestUndecodableMarkerDoesNotStopLoad(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tp.p.log.Append(bad, tp.p.LeaderEpoch(), false, time.Now().UnixMilli()); err != nil {
+	if _, err := tp.p.lg().Append(bad, tp.p.LeaderEpoch(), false, time.Now().UnixMilli()); err != nil {
 		t.Fatal(err)
 	}
 	closeAll()
@@ -352,7 +352,7 @@ func TestAbortedTxnsExactlyOnceAfterPowerCut(t *testing.T) {
 			tp.marker(2, 0, false)      // 5
 			tp.marker(3, 0, true)       // 6
 			if syncIndex {
-				if err := tp.p.log.SyncAbortedTxns(); err != nil {
+				if err := tp.p.lg().SyncAbortedTxns(); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -400,11 +400,11 @@ func TestVerificationGuardRefusesBatchAfterMarker(t *testing.T) {
 		t.Fatal("producer 7's transaction is not open after its first batch")
 	}
 	tp.marker(7, 0, false) // 1
-	leo := p.log.LogEndOffset()
+	leo := p.lg().LogEndOffset()
 	if _, err := p.AppendVerified(producerBatch(t, 7, 0, 1, 1, true), g, false, now); !errors.Is(err, ErrVerificationGuard) || !errors.Is(err, txn.ErrInvalidTxnState) {
 		t.Fatalf("batch checked before the marker: %v, want ErrVerificationGuard", err)
 	}
-	if got := p.log.LogEndOffset(); got != leo {
+	if got := p.lg().LogEndOffset(); got != leo {
 		t.Fatalf("log end moved from %d to %d", leo, got)
 	}
 	if _, _, open := p.OngoingTxn(7); open {

@@ -823,6 +823,7 @@ func (l *Log) swapCleaned(g []srcSegment, w *cleanedWriter, txns []AbortedTxn) e
 	}
 	cs := w.seg
 	fs := l.fs
+	l.cleanGen.Add(1) // a log move under way copies the log again
 	// The cleaned segment keeps the aborted transactions of its sources
 	// that still have records in the log. appendMu keeps new entries out
 	// meanwhile.

@@ -23,6 +23,14 @@
 //  6. Manager.Close() flushes, checkpoints, writes the clean-shutdown marker
 //     and stops everything. It is idempotent.
 //
+// A broker with several log dirs (log.dirs, KIP-112) opens them with
+// OpenLogDirs, one Manager each, opened at once; LogDirs.Create finds a
+// partition in the dir that holds it or puts a new one in the online dir
+// with the fewest partitions, and a partition found in two dirs fails the
+// open (ErrDuplicateLog). A failed write or sync takes only its own dir
+// offline (Manager.OfflineNotify); its logs then refuse appends and reads
+// with ErrLogDirOffline while the other dirs serve.
+//
 // # Directory layout
 //
 //	<dir>/

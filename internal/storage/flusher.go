@@ -68,7 +68,7 @@ func (m *Manager) flushDirty() {
 			// Store below sets its own time.
 			since := l.dirtySince.Load()
 			l.dirty.Store(false)
-			if l.closed.Load() || l.offline.Load() || m.offline.Load() {
+			if l.closed.Load() || l.moved.Load() || l.offline.Load() || m.offline.Load() {
 				continue
 			}
 			// NB: flushAgain is set before the CompareAndSwap: a goroutine
@@ -99,7 +99,7 @@ func (m *Manager) flushDirty() {
 func (m *Manager) flushLog(l *Log, since int64) {
 	for {
 		l.flushAgain.Store(false)
-		if m.isClosed() || l.closed.Load() || l.offline.Load() || m.offline.Load() {
+		if m.isClosed() || l.closed.Load() || l.moved.Load() || l.offline.Load() || m.offline.Load() {
 			// NB: Close flushes every log itself after the flusher stops.
 			l.flushing.Store(false)
 			return

@@ -80,6 +80,12 @@ type Log struct {
 	flushAgain    atomic.Bool  // queued while flushing: flushLog goes again
 	offline       atomic.Bool
 	closed        atomic.Bool
+	// moved is set once the log moved to another dir (LogMove.Finish):
+	// it takes no more writes but serves reads until its files close.
+	moved atomic.Bool
+	// cleanGen counts cleaned segments swapped in (a move copies the
+	// log again if it changed).
+	cleanGen atomic.Int64
 
 	// truncGen is a sequence count of truncations: odd while one runs
 	// (files being cut, segments going), even otherwise. Truncate and
@@ -271,8 +277,20 @@ func (l *Log) DurableErr() error {
 	return nil
 }
 
+// offlineErr returns ErrLogDirOffline once the log or its dir failed.
+func (l *Log) offlineErr() error {
+	if l.offline.Load() || (l.m != nil && l.m.offline.Load()) {
+		return ErrLogDirOffline
+	}
+	return nil
+}
+
+// Offline reports whether the log's dir is offline (a write or sync in it
+// failed).
+func (l *Log) Offline() bool { return l.offlineErr() != nil }
+
 func (l *Log) checkWritable() error {
-	if l.closed.Load() {
+	if l.closed.Load() || l.moved.Load() {
 		return ErrClosed
 	}
 	if l.offline.Load() || (l.m != nil && l.m.offline.Load()) {

@@ -59,6 +59,10 @@ type Manager struct {
 	// file.delete.delay.ms.
 	delMu      sync.Mutex
 	pendingDel map[*segment]*time.Timer
+	// pendingRetire (under delMu) holds the logs that moved to another
+	// dir, awaiting file.delete.delay.ms to close their files and remove
+	// their old directory (retireLater); the value does that.
+	pendingRetire map[*time.Timer]func()
 
 	ckMu sync.Mutex // serialises checkpoint writes
 
@@ -112,6 +116,7 @@ func OpenManager(cfg ManagerConfig) (*Manager, error) {
 		kick:           make(chan struct{}, 1),
 		flushSlots:     make(chan struct{}, maxParallelSyncs),
 		pendingDel:     map[*segment]*time.Timer{},
+		pendingRetire:  map[*time.Timer]func(){},
 		stop:           make(chan struct{}),
 		offlineCh:      make(chan struct{}),
 	}
@@ -207,6 +212,13 @@ func (m *Manager) Offline() bool { return m.offline.Load() }
 
 // Dir returns the log dir.
 func (m *Manager) Dir() string { return m.dir }
+
+// numLogs returns how many logs the Manager holds.
+func (m *Manager) numLogs() int {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return len(m.logs)
+}
 
 // Log returns the log of tp, or nil.
 func (m *Manager) Log(tp TopicPartition) *Log {
@@ -379,7 +391,9 @@ func decodeMetadata(data []byte) ([16]byte, error) {
 
 // Delete closes tp's log and removes its directory (renamed to
 // <topic>-<p>.<id>-delete first, so a crash leaves no half-deleted log that
-// looks live).
+// looks live). In an offline log dir it only closes the log and forgets
+// it: the files stay until a start with the dir back finds them without
+// a topic (the broker deletes such stray logs).
 func (m *Manager) Delete(tp TopicPartition) error {
 	mu := &m.createMu[createStripe(tp)]
 	mu.Lock()
@@ -396,6 +410,9 @@ func (m *Manager) Delete(tp TopicPartition) error {
 	l.markClosed()
 	m.cancelPendingDeletes(l.dir)
 	cerr := l.closeFiles()
+	if m.offline.Load() {
+		return nil
+	}
 	var rnd [16]byte
 	rand.Read(rnd[:])
 	target := filepath.Join(m.dir, fmt.Sprintf("%s.%s-delete", partitionDir(tp), hex.EncodeToString(rnd[:])))
@@ -464,6 +481,7 @@ func (m *Manager) close() error {
 		}
 	}
 	m.cancelPendingDeletes("")
+	m.retireNow()
 	for _, l := range logs {
 		if err := l.closeFiles(); err != nil {
 			errs = append(errs, err)
@@ -475,6 +493,17 @@ func (m *Manager) close() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// retireNow retires at once the moved logs waiting for their delay.
+func (m *Manager) retireNow() {
+	m.delMu.Lock()
+	defer m.delMu.Unlock()
+	for t, retire := range m.pendingRetire {
+		t.Stop()
+		delete(m.pendingRetire, t)
+		retire()
+	}
 }
 
 // removeSegmentsLater closes segs and removes their .deleted files after

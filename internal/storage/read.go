@@ -41,7 +41,9 @@ func (r ReadResult) AppendTo(dst []byte) ([]byte, error) {
 // ending before maxOffset (exclusive; callers pass the high watermark),
 // totalling at most maxBytes, except that when minOneBatch is set the first
 // batch is returned even if it is larger. It returns ErrOffsetOutOfRange
-// when offset < LogStartOffset or offset > LogEndOffset. Files referenced by
+// when offset < LogStartOffset or offset > LogEndOffset, and
+// ErrLogDirOffline once the log dir is offline (Kafka serves no replica of
+// a failed dir, even where its files could still be read). Files referenced by
 // the result stay open for at least FileDeleteDelayMs after a segment is
 // deleted, so callers may read them after Read returns.
 //
@@ -50,6 +52,9 @@ func (r ReadResult) AppendTo(dst []byte) ([]byte, error) {
 // end and starts over, so it answers for the log as it is after the
 // truncation and never reports the cut as corruption.
 func (l *Log) Read(offset int64, maxBytes int64, maxOffset int64, minOneBatch bool) (ReadResult, error) {
+	if err := l.offlineErr(); err != nil {
+		return ReadResult{}, err
+	}
 	return retryTruncated(l, func() (ReadResult, error) {
 		return l.read(offset, maxBytes, maxOffset, minOneBatch)
 	})
@@ -207,6 +212,9 @@ func readBatch(f vfs.File, pos, size int64) (record.Batch, error) {
 // ts, with that record's timestamp; ok is false if there is none.
 // Like Read, it starts over when it races a truncation.
 func (l *Log) OffsetForTimestamp(ts int64) (offset, timestamp int64, ok bool, err error) {
+	if err := l.offlineErr(); err != nil {
+		return 0, 0, false, err
+	}
 	type result struct {
 		offset, timestamp int64
 		ok                bool
@@ -274,6 +282,9 @@ func (l *Log) offsetForTimestamp(ts int64) (offset, timestamp int64, ok bool, er
 // first record that has it; ok is false for an empty log.
 // Like Read, it starts over when it races a truncation.
 func (l *Log) MaxTimestamp() (timestamp, offset int64, ok bool, err error) {
+	if err := l.offlineErr(); err != nil {
+		return 0, 0, false, err
+	}
 	type result struct {
 		timestamp, offset int64
 		ok                bool

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math/rand"
 	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 )
@@ -59,7 +61,53 @@ type Injector struct {
 		// draws it. syncMax 0: no delay.
 		syncMin, syncMax time.Duration
 		rnd              *rand.Rand
+		// only, when not empty, is the directory whose paths the
+		// Injector acts on (Only); others pass untouched and uncounted.
+		only string
+		// errno is what a failed operation fails with; nil: ErrInjected.
+		errno error
 	}
+}
+
+// Only limits the Injector to paths in dir and below it: operations on
+// other paths are neither counted, failed nor delayed, as when one disk of
+// several goes bad. An empty dir (the default) means every path. Reset
+// keeps it.
+func (inj *Injector) Only(dir string) {
+	inj.mu.Lock()
+	defer inj.mu.Unlock()
+	if dir != "" {
+		dir = filepath.Clean(dir)
+	}
+	inj.mu.only = dir
+}
+
+// FailWith makes failed operations fail with err (such as syscall.EROFS,
+// syscall.EIO or syscall.ENOSPC), wrapped in an *os.PathError, instead of
+// ErrInjected. nil restores ErrInjected. Reset keeps it.
+func (inj *Injector) FailWith(err error) {
+	inj.mu.Lock()
+	defer inj.mu.Unlock()
+	inj.mu.errno = err
+}
+
+// coversLocked reports whether the Injector acts on name.
+func (inj *Injector) coversLocked(name string) bool {
+	only := inj.mu.only
+	if only == "" {
+		return true
+	}
+	name = filepath.Clean(name)
+	return name == only || strings.HasPrefix(name, only+string(filepath.Separator))
+}
+
+// failure returns the error of a failed op on name; the caller holds mu.
+func (inj *Injector) failureLocked(op Op, name string) error {
+	err := inj.mu.errno
+	if err == nil {
+		err = ErrInjected
+	}
+	return &os.PathError{Op: op.String(), Path: name, Err: err}
 }
 
 // NewInjector returns an Injector that injects nothing yet.
@@ -91,12 +139,12 @@ func (inj *Injector) DelaySyncs(min, max time.Duration, seed int64) {
 	inj.mu.rnd = rand.New(rand.NewSource(seed))
 }
 
-// syncDelay draws the delay of one File.Sync.
-func (inj *Injector) syncDelay() time.Duration {
+// syncDelay draws the delay of one File.Sync of name.
+func (inj *Injector) syncDelay(name string) time.Duration {
 	inj.mu.Lock()
 	defer inj.mu.Unlock()
 	lo, hi := inj.mu.syncMin, inj.mu.syncMax
-	if hi <= 0 {
+	if hi <= 0 || !inj.coversLocked(name) {
 		return 0
 	}
 	if hi <= lo {
@@ -140,13 +188,16 @@ func (inj *Injector) Count(op Op) int64 {
 func (inj *Injector) check(op Op, name string) error {
 	inj.mu.Lock()
 	defer inj.mu.Unlock()
+	if !inj.coversLocked(name) {
+		return nil
+	}
 	c := inj.mu.count[op]
 	inj.mu.count[op]++
 	if at := inj.mu.failAt[op]; at >= 0 && c >= at {
-		return &os.PathError{Op: op.String(), Path: name, Err: ErrInjected}
+		return inj.failureLocked(op, name)
 	}
 	if op == OpWrite && inj.mu.shortAt >= 0 && c > inj.mu.shortAt {
-		return &os.PathError{Op: op.String(), Path: name, Err: ErrInjected}
+		return inj.failureLocked(op, name)
 	}
 	return nil
 }
@@ -156,14 +207,15 @@ func (inj *Injector) check(op Op, name string) error {
 func (inj *Injector) writeCut(name string, size int) (int, error) {
 	inj.mu.Lock()
 	c := inj.mu.count[OpWrite]
-	short := inj.mu.shortAt >= 0 && c == inj.mu.shortAt
+	short := inj.mu.shortAt >= 0 && c == inj.mu.shortAt && inj.coversLocked(name)
 	keep := inj.mu.shortKeep
+	failure := inj.failureLocked(OpWrite, name)
 	inj.mu.Unlock()
 	if err := inj.check(OpWrite, name); err != nil {
 		return 0, err
 	}
 	if short {
-		return min(keep, max(size-1, 0)), &os.PathError{Op: "write", Path: name, Err: ErrInjected}
+		return min(keep, max(size-1, 0)), failure
 	}
 	return size, nil
 }
@@ -259,7 +311,7 @@ func (f *errorFile) Write(p []byte) (int, error) {
 }
 
 func (f *errorFile) Sync() error {
-	if d := f.inj.syncDelay(); d > 0 {
+	if d := f.inj.syncDelay(f.name); d > 0 {
 		time.Sleep(d)
 	}
 	if err := f.inj.check(OpSync, f.name); err != nil {

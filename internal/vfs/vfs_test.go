@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -556,4 +557,53 @@ func TestVolatileLosesWhatWasNotSyncedWhenTheProcessDies(t *testing.T) {
 		t.Fatalf("Stat after Remove: %v", err)
 	}
 	f.Close()
+}
+
+// An Injector limited to one directory fails only operations there, with
+// the error it was given, and counts nothing elsewhere: one bad disk of
+// several.
+func TestInjectorOnlyFailsUnderItsDirWithTheGivenError(t *testing.T) {
+	inj := NewInjector()
+	mem := NewMemFS()
+	for _, d := range []string{"/d1", "/d2"} {
+		if err := mem.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fs := WithErrors(mem, inj)
+	inj.Only("/d2/")
+	inj.FailWith(syscall.EROFS)
+	inj.FailWriteAfter(0)
+	inj.FailSyncAfter(0)
+	f1, err := fs.Create("/d1/a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, f1, "ok")
+	if err := f1.Sync(); err != nil {
+		t.Fatalf("sync outside the injector's dir: %v", err)
+	}
+	f2, err := fs.Create("/d2/a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := f2.Write([]byte("x")); n != 0 || !errors.Is(err, syscall.EROFS) || errors.Is(err, ErrInjected) {
+		t.Fatalf("write in the injector's dir = %d, %v; want EROFS", n, err)
+	}
+	if err := f2.Sync(); !errors.Is(err, syscall.EROFS) {
+		t.Fatalf("sync in the injector's dir: %v; want EROFS", err)
+	}
+	if err := fs.SyncDir("/d2"); err != nil {
+		t.Fatalf("syncdir was not armed: %v", err)
+	}
+	if w, s := inj.Count(OpWrite), inj.Count(OpSync); w != 1 || s != 1 {
+		t.Fatalf("counted %d writes, %d syncs; want only those under /d2 (1, 1)", w, s)
+	}
+	if got := readAll(t, mem, "/d1/a"); got != "ok" {
+		t.Fatalf("/d1/a = %q", got)
+	}
+	inj.FailWith(nil)
+	if _, err := f2.Write([]byte("x")); !errors.Is(err, ErrInjected) {
+		t.Fatalf("after FailWith(nil): %v; want ErrInjected", err)
+	}
 }
