@@ -35,13 +35,13 @@ type Volatile struct {
 func NewVolatile() *Volatile { return &Volatile{files: map[string]*volatileData{}} }
 
 // volatileData is one file's contents: its first disk bytes on disk, then
-// tail in memory. w writes the tail at Sync.
+// tail in memory. Files open on it share it; one that was removed or
+// replaced keeps it, as an open file descriptor keeps an unlinked file.
 type volatileData struct {
 	mu   sync.Mutex
 	path string // where it is now (renames move it)
 	disk int64
 	tail []byte
-	w    *os.File // opened at the first Sync with a tail
 }
 
 // data returns the state of name, loading its size from disk when this
@@ -90,18 +90,12 @@ func (v *Volatile) OpenReadWrite(name string) (File, error) {
 	return v.open(name, os.O_RDWR|os.O_CREATE)
 }
 
-// forget drops the state of name and of everything under it.
+// forget drops the state of name and of everything under it; files still
+// open on it keep theirs.
 func (v *Volatile) forget(name string) {
 	name = filepath.Clean(name)
-	for p, d := range v.files {
+	for p := range v.files {
 		if p == name || strings.HasPrefix(p, name+string(filepath.Separator)) {
-			d.mu.Lock()
-			if d.w != nil {
-				d.w.Close()
-				d.w = nil
-			}
-			d.tail = nil
-			d.mu.Unlock()
 			delete(v.files, p)
 		}
 	}
@@ -252,20 +246,18 @@ func (f *volatileFile) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// Sync writes the tail after the bytes on disk and fdatasyncs it.
+// Sync writes the tail after the bytes on disk, through this file's own
+// descriptor (which reaches the file even once it is renamed or removed),
+// and fdatasyncs it.
 func (f *volatileFile) Sync() error {
 	d := f.d
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if len(d.tail) > 0 {
-		if d.w == nil {
-			w, err := os.OpenFile(d.path, os.O_WRONLY, 0)
-			if err != nil {
-				return err
-			}
-			d.w = w
+		if !f.writable {
+			return errVolatileReadOnly
 		}
-		if _, err := d.w.WriteAt(d.tail, d.disk); err != nil {
+		if _, err := f.f.WriteAt(d.tail, d.disk); err != nil {
 			return err
 		}
 		d.disk += int64(len(d.tail))
@@ -281,7 +273,11 @@ func (f *volatileFile) Truncate(size int64) error {
 	defer d.mu.Unlock()
 	switch {
 	case size <= d.disk:
-		if err := os.Truncate(d.path, size); err != nil {
+		truncate := f.f.Truncate
+		if !f.writable {
+			truncate = func(size int64) error { return os.Truncate(d.path, size) }
+		}
+		if err := truncate(size); err != nil {
 			return err
 		}
 		d.disk, d.tail = size, nil
