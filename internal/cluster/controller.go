@@ -201,16 +201,18 @@ func Decide(img *Image, pol ElectionPolicy) []PartitionUpdate {
 				next.ISR = st.ISR
 			}
 			if pol.ELR {
+				// UpdateELR gives both sets fresh slices.
 				UpdateELR(st, &next, replicas, pol.MinISR(name))
-				for i := 0; i < len(next.ELR); i++ {
-					if r := next.ELR[i]; lost(name, r) {
-						next.ELR = slices.Delete(slices.Clone(next.ELR), i, i+1)
-						i--
-						if !slices.Contains(next.LastKnownELR, r) {
-							next.LastKnownELR = append(slices.Clone(next.LastKnownELR), r)
-						}
+				elr := next.ELR[:0]
+				for _, r := range next.ELR {
+					switch {
+					case !lost(name, r):
+						elr = append(elr, r)
+					case !slices.Contains(next.LastKnownELR, r):
+						next.LastKnownELR = append(next.LastKnownELR, r)
 					}
 				}
+				next.ELR = elr
 			} else {
 				next.ELR, next.LastKnownELR = nil, nil
 			}

@@ -293,10 +293,7 @@ func (l *Log) checkWritable() error {
 	if l.closed.Load() || l.moved.Load() {
 		return ErrClosed
 	}
-	if l.offline.Load() || (l.m != nil && l.m.offline.Load()) {
-		return ErrLogDirOffline
-	}
-	return nil
+	return l.offlineErr()
 }
 
 // goOffline marks the log (and its Manager) failed after an IO error.
