@@ -266,27 +266,33 @@ func readFrame(r io.Reader, max int32) (frame []byte, started bool, err error) {
 }
 
 // readFrameBody reads a frame of size bytes. Up to exactFrameMax the buffer
-// has the exact size; beyond, it grows as bytes arrive.
+// has the exact size; beyond, it grows as bytes arrive, each step a buffer
+// of the next size class, so memory stays within twice what the client has
+// sent. The steps come from the frame pools and go back to them, so a large
+// Produce request neither zeroes nor leaves for the collector the megabytes
+// it passes through.
 func readFrameBody(r io.Reader, size int) ([]byte, error) {
 	if size <= exactFrameMax {
 		buf := getFrame(size)
 		_, err := io.ReadFull(r, buf)
 		return buf, err
 	}
-	buf := make([]byte, 0, exactFrameMax)
+	buf := getFrame(exactFrameMax)[:0]
 	for len(buf) < size {
 		if len(buf) == cap(buf) {
-			nb := make([]byte, len(buf), min(2*cap(buf), size))
+			nb := getFrame(min(2*cap(buf), size))[:len(buf)]
 			copy(nb, buf)
+			putFrame(buf)
 			buf = nb
 		}
-		n, err := r.Read(buf[len(buf):cap(buf)])
+		n, err := r.Read(buf[len(buf):min(cap(buf), size)])
 		buf = buf[:len(buf)+n]
 		if err != nil {
 			if err == io.EOF && len(buf) < size {
 				err = io.ErrUnexpectedEOF
 			}
 			if len(buf) < size {
+				putFrame(buf)
 				return nil, err
 			}
 		}
@@ -359,17 +365,24 @@ func (c *conn) queue(p pending) bool {
 // produceKey is the API key of Produce, whose frames are recycled.
 const produceKey = 0
 
-// Frames of 4 KiB up to exactFrameMax come from pools by power-of-two size
-// class. Only Produce frames go back: a Produce handler copies the records
-// into the log before Handle returns and keeps nothing that aliases the
-// frame, while other decoded requests alias their frame (kmsg does not copy
-// bytes fields) and may be retained, e.g. group member metadata. Smaller
-// frames, most requests other than Produce, are allocated at their size: a
-// small allocation costs no more than a pool round trip, and rounding them
-// up to 4 KiB made every one of them clear 4 KiB that was never recycled.
+// Frames of 4 KiB up to maxPooledFrame come from pools by power-of-two
+// size class. Only Produce frames go back, and the steps a large frame grew
+// through: a Produce handler copies the records into the log before Handle
+// returns and keeps nothing that aliases the frame, while other decoded
+// requests alias their frame (kmsg does not copy bytes fields) and may be
+// retained, e.g. group member metadata. Smaller frames, most requests other
+// than Produce, are allocated at their size: a small allocation costs no
+// more than a pool round trip, and rounding them up to 4 KiB made every one
+// of them clear 4 KiB that was never recycled. The classes reach 64 MiB, so
+// a producer's request of several 1 MiB batches (franz-go's and the Java
+// client's batches of many partitions in one request) is recycled too;
+// frames above it, up to socket.request.max.bytes, are allocated. A
+// sync.Pool lets go of buffers unused for two collections, so the pools
+// hold about what the busiest moments used.
 const (
 	minFrameShift = 12
-	frameClasses  = 20 - minFrameShift + 1 // 4 KiB .. 1 MiB (exactFrameMax)
+	maxFrameShift = 26
+	frameClasses  = maxFrameShift - minFrameShift + 1 // 4 KiB .. 64 MiB
 )
 
 var framePools [frameClasses]sync.Pool
