@@ -22,6 +22,10 @@ const (
 	// size at once; larger frames grow their buffer as bytes arrive, so a
 	// client that declares a large frame and stalls does not pin it.
 	exactFrameMax = 1 << 20
+	// wholeFrameBudget is how many bytes of frames above exactFrameMax a
+	// server reads into buffers of their declared size at once, all
+	// connections together; past it they grow as bytes arrive.
+	wholeFrameBudget = 256 << 20
 	// scratchKeepMax is the largest encode buffer kept between responses.
 	scratchKeepMax = 1 << 20
 )
@@ -216,7 +220,7 @@ func (c *conn) readLoop() {
 		if c.readStopped.Load() {
 			return
 		}
-		frame, started, err := readFrame(br, c.auth.maxFrame(c.s.cfg.MaxRequestBytes))
+		frame, started, err := readFrame(br, c.auth.maxFrame(c.s.cfg.MaxRequestBytes), &c.s.wholeFrames)
 		if err != nil {
 			if c.readStopped.Load() {
 				return
@@ -251,7 +255,7 @@ func (c *conn) readLoop() {
 // 1..max before anything is allocated, then that many bytes. started
 // reports whether any byte was read, so that an idle timeout between
 // frames can be told from a stall inside one.
-func readFrame(r io.Reader, max int32) (frame []byte, started bool, err error) {
+func readFrame(r io.Reader, max int32, whole *frameBudget) (frame []byte, started bool, err error) {
 	var hdr [4]byte
 	n, err := io.ReadFull(r, hdr[:])
 	if err != nil {
@@ -261,20 +265,47 @@ func readFrame(r io.Reader, max int32) (frame []byte, started bool, err error) {
 	if size <= 0 || size > max {
 		return nil, true, fmt.Errorf("%w: %d (max %d)", ErrFrameSize, size, max)
 	}
-	frame, err = readFrameBody(r, int(size))
+	frame, err = readFrameBody(r, int(size), whole)
 	return frame, true, err
 }
 
-// readFrameBody reads a frame of size bytes. Up to exactFrameMax the buffer
-// has the exact size; beyond, it grows as bytes arrive, each step a buffer
+// frameBudget bounds the bytes that frames above exactFrameMax hold in
+// buffers of their declared size while they arrive. A producer's request
+// of many partitions is several MiB; reading it into its full buffer at
+// once saves copying it through each size class on the way up, and the
+// budget keeps clients that declare large frames and stall from pinning
+// more than it, whatever their number: once it is spent, large frames grow
+// as bytes arrive (readFrameBody).
+type frameBudget struct{ left atomic.Int64 }
+
+func (b *frameBudget) take(n int64) bool {
+	for {
+		l := b.left.Load()
+		if l < n {
+			return false
+		}
+		if b.left.CompareAndSwap(l, l-n) {
+			return true
+		}
+	}
+}
+
+func (b *frameBudget) give(n int64) { b.left.Add(n) }
+
+// readFrameBody reads a frame of size bytes. Up to exactFrameMax, or while
+// the whole budget lasts, the buffer has the declared size from the start;
+// beyond, it grows as bytes arrive, each step a buffer
 // of the next size class, so memory stays within twice what the client has
 // sent. The steps come from the frame pools and go back to them, so a large
 // Produce request neither zeroes nor leaves for the collector the megabytes
 // it passes through.
-func readFrameBody(r io.Reader, size int) ([]byte, error) {
-	if size <= exactFrameMax {
+func readFrameBody(r io.Reader, size int, whole *frameBudget) ([]byte, error) {
+	if size <= exactFrameMax || whole != nil && whole.take(int64(size)) {
 		buf := getFrame(size)
 		_, err := io.ReadFull(r, buf)
+		if size > exactFrameMax {
+			whole.give(int64(size))
+		}
 		return buf, err
 	}
 	buf := getFrame(exactFrameMax)[:0]

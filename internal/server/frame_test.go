@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"io"
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"testing/iotest"
 )
@@ -35,13 +36,18 @@ func TestReadFrameReadsLargeFramesWhole(t *testing.T) {
 		stream.Write(f)
 		bodies = append(bodies, b)
 	}
-	for _, name := range []string{"bufio", "half"} {
+	for _, name := range []string{"bufio", "half", "bufio-whole", "half-whole"} {
 		var r io.Reader = bufio.NewReaderSize(bytes.NewReader(stream.Bytes()), 64<<10)
-		if name == "half" {
+		if strings.HasPrefix(name, "half") {
 			r = iotest.HalfReader(bytes.NewReader(stream.Bytes()))
 		}
+		var whole *frameBudget
+		if strings.HasSuffix(name, "whole") {
+			whole = &frameBudget{}
+			whole.left.Store(wholeFrameBudget)
+		}
 		for i, want := range bodies {
-			got, _, err := readFrame(r, 100<<20)
+			got, _, err := readFrame(r, 100<<20, whole)
 			if err != nil {
 				t.Fatalf("%s: frame %d (%d bytes): %v", name, i, len(want), err)
 			}
@@ -50,26 +56,46 @@ func TestReadFrameReadsLargeFramesWhole(t *testing.T) {
 			}
 			putFrame(got)
 		}
-		if _, _, err := readFrame(r, 100<<20); err != io.EOF {
+		if _, _, err := readFrame(r, 100<<20, whole); err != io.EOF {
 			t.Fatalf("%s: after the last frame: %v, want EOF", name, err)
+		}
+		if whole != nil && whole.left.Load() != wholeFrameBudget {
+			t.Fatalf("%s: %d bytes of the whole-frame budget left after the reads, want all %d", name, whole.left.Load(), wholeFrameBudget)
 		}
 	}
 }
 
-// TestReadFrameOfAStalledClientHoldsWhatArrived declares a 64 MiB frame,
-// sends 1.5 MiB of it and ends: the read fails with ErrUnexpectedEOF and
-// the buffer it grew to was no larger than twice what arrived.
+// TestReadFrameOfAStalledClientHoldsWhatArrived declares 64 MiB frames,
+// sends 1.5 MiB of each and ends. Each read fails with ErrUnexpectedEOF
+// and gives its budget back; once the whole-frame budget is spent by reads
+// under way, a frame's buffer is no larger than twice what arrived.
 func TestReadFrameOfAStalledClientHoldsWhatArrived(t *testing.T) {
 	t.Parallel()
 	sent := 3 << 19
-	hdr := binary.BigEndian.AppendUint32(nil, 64<<20)
-	cr := &capReader{r: io.MultiReader(bytes.NewReader(hdr), bytes.NewReader(make([]byte, sent)))}
-	_, _, err := readFrame(cr, 100<<20)
-	if err != io.ErrUnexpectedEOF {
-		t.Fatalf("read: %v, want ErrUnexpectedEOF", err)
+	stalled := func(whole *frameBudget) *capReader {
+		hdr := binary.BigEndian.AppendUint32(nil, 64<<20)
+		cr := &capReader{r: io.MultiReader(bytes.NewReader(hdr), bytes.NewReader(make([]byte, sent)))}
+		if _, _, err := readFrame(cr, 100<<20, whole); err != io.ErrUnexpectedEOF {
+			t.Fatalf("read: %v, want ErrUnexpectedEOF", err)
+		}
+		return cr
 	}
-	if cr.maxAsked > 2*sent {
-		t.Fatalf("a read asked for %d bytes of buffer after %d arrived", cr.maxAsked, sent)
+	whole := &frameBudget{}
+	whole.left.Store(wholeFrameBudget)
+	if cr := stalled(whole); cr.maxAsked != 64<<20 {
+		t.Fatalf("within the budget a read was offered %d bytes, want the whole 64 MiB frame", cr.maxAsked)
+	}
+	if whole.left.Load() != wholeFrameBudget {
+		t.Fatalf("a failed read kept %d bytes of the budget", wholeFrameBudget-whole.left.Load())
+	}
+	whole.left.Store(32 << 20) // the rest is held by other connections' reads
+	for _, w := range []*frameBudget{whole, nil} {
+		if cr := stalled(w); cr.maxAsked > 2*sent {
+			t.Fatalf("past the budget a read was offered %d bytes after %d arrived", cr.maxAsked, sent)
+		}
+	}
+	if whole.left.Load() != 32<<20 {
+		t.Fatalf("a read that did not take the budget changed it to %d", whole.left.Load())
 	}
 }
 
@@ -86,18 +112,27 @@ func (c *capReader) Read(p []byte) (int, error) {
 
 // BenchmarkReadFrameLarge reads an 8 MiB frame, the size of a request
 // carrying 1 MiB batches for 8 partitions, and recycles it as a Produce
-// frame is.
+// frame is: whole (within the budget) and grown through the size classes.
 func BenchmarkReadFrameLarge(b *testing.B) {
 	f, _ := framed(8<<20, 1)
-	rd := bytes.NewReader(f)
-	b.SetBytes(int64(len(f)))
-	b.ReportAllocs()
-	for b.Loop() {
-		rd.Reset(f)
-		got, _, err := readFrame(rd, 100<<20)
-		if err != nil {
-			b.Fatal(err)
-		}
-		putFrame(got)
+	for _, mode := range []string{"whole", "grown"} {
+		b.Run(mode, func(b *testing.B) {
+			var whole *frameBudget
+			if mode == "whole" {
+				whole = &frameBudget{}
+				whole.left.Store(wholeFrameBudget)
+			}
+			rd := bytes.NewReader(f)
+			b.SetBytes(int64(len(f)))
+			b.ReportAllocs()
+			for b.Loop() {
+				rd.Reset(f)
+				got, _, err := readFrame(rd, 100<<20, whole)
+				if err != nil {
+					b.Fatal(err)
+				}
+				putFrame(got)
+			}
+		})
 	}
 }

@@ -62,7 +62,7 @@ func FuzzRequest(f *testing.F) {
 	f.Fuzz(func(t *testing.T, stream []byte, chunk uint8) {
 		r := chunkReader{r: bytes.NewReader(stream), n: int(chunk) + 1}
 		for {
-			frame, _, err := readFrame(r, fuzzMaxFrame)
+			frame, _, err := readFrame(r, fuzzMaxFrame, nil)
 			if err != nil {
 				return
 			}
@@ -155,7 +155,7 @@ func TestFuzzSeeds(t *testing.T) {
 	// Each well-formed seed decodes to the request that produced it.
 	for name, f := range seedRequests() {
 		t.Run(name, func(t *testing.T) {
-			frame, _, err := readFrame(bytes.NewReader(f), fuzzMaxFrame)
+			frame, _, err := readFrame(bytes.NewReader(f), fuzzMaxFrame, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

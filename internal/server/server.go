@@ -85,6 +85,8 @@ type Server struct {
 	bytesIn      atomic.Int64
 	bytesOut     atomic.Int64
 	requests     [maxTrackedKey + 1]atomic.Int64
+	// wholeFrames is what large frames may take at once (readFrame).
+	wholeFrames frameBudget
 }
 
 // New returns a server; it starts nothing. Zero Config fields take their
@@ -103,6 +105,7 @@ func New(cfg Config, h Handler) *Server {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	s := &Server{cfg: cfg, h: h, log: cfg.Logger, obs: cfg.Observer, drained: make(chan struct{}, 1), released: make(chan struct{}, 1)}
+	s.wholeFrames.left.Store(wholeFrameBudget)
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.mu.listeners = make(map[net.Listener]string)
 	s.mu.conns = make(map[*conn]struct{})
