@@ -196,7 +196,8 @@ func (p *perfProducer) register(cmd *cobra.Command) {
 	cmd.Flags().IntVar(&p.size, "record-size", 1024, "value size in bytes")
 	cmd.Flags().Int32Var(&p.partitions, "partitions", 1, "partitions when the topic is created")
 	cmd.Flags().Int16Var(&p.rf, "replication-factor", -1, "replication factor when the topic is created (-1: broker default)")
-	cmd.Flags().DurationVar(&p.linger, "linger", 0, "producer linger before sending a batch")
+	cmd.Flags().DurationVar(&p.linger, "linger", 0, "producer linger before sending a batch (0: send at once)")
+	p.withLinger = true
 	cmd.Flags().Int32Var(&p.batchMax, "batch-max-bytes", 0, "maximum bytes per batch (0: client default, 1 MB)")
 	cmd.Flags().BoolVar(&p.asJSON, "json", false, "print the result as one JSON object")
 	p.prog.register(cmd)

@@ -23,8 +23,11 @@ type producerFlags struct {
 	acks        string
 	compression string
 	idempotent  bool
-	linger      time.Duration
-	batchMax    int32
+	// linger applies when withLinger (perf's --linger, where 0 means
+	// none); otherwise the client's default (franz-go's 10 ms).
+	linger     time.Duration
+	withLinger bool
+	batchMax   int32
 }
 
 func (f *producerFlags) register(cmd *cobra.Command, acksHelp string) {
@@ -58,7 +61,7 @@ func (f *producerFlags) opts() ([]kgo.Opt, error) {
 		return nil, err
 	}
 	opts = append(opts, kgo.ProducerBatchCompression(c))
-	if f.linger > 0 {
+	if f.withLinger {
 		opts = append(opts, kgo.ProducerLinger(f.linger))
 	}
 	if f.batchMax > 0 {
