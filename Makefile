@@ -55,7 +55,7 @@ ops:
 # memory, descriptors, startup and
 # recovery times (docs/performance.md, Scale). A few minutes.
 scale:
-	SAMSA_SCALE=1 go test -count=1 -v -timeout 60m -run TestScale ./test/e2e/ ./test/chaos/
+	SAMSA_SCALE=1 SAMSA_SCALE_DATA_MIB=10240 go test -count=1 -v -timeout 60m -run TestScale ./test/e2e/ ./test/chaos/
 
 chaos:
 	SAMSA_CHAOS_LONG=1 go test -v -timeout 60m ./test/chaos/

@@ -2,30 +2,80 @@ package storage
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"sync"
+	"syscall"
 
 	"samsa/internal/vfs"
 )
 
 // indexFile is a segment's .index or .timeindex file. The entries live in
-// memory (offsetIndex, timeIndex) and the file only mirrors them, so it
-// holds a descriptor only between the first write after it was opened and
-// the next release: a sealed segment's index files are released when the
-// flusher syncs them, and an idle active segment's by the retention pass.
-// A broker with many idle partitions thus holds one descriptor per
-// segment (its .log), not three (Kafka opens its index files lazily and
-// closes idle ones too).
+// memory (offsetIndex, timeIndex) and the file only mirrors them, so new
+// entries wait in pending, and go to the file when pendingMax bytes of them
+// are there (the file opened, written and closed again), when the segment
+// is sealed or released, and before any other change of the file. An
+// active segment's index files thus hold no descriptor while it takes
+// appends, and a broker writing to every one of many partitions holds one
+// descriptor per segment (its .log), not three (Kafka opens its index
+// files lazily and closes idle ones too). The file lags the entries by at
+// most pendingMax bytes; nothing relies on an active segment's index files
+// before they are synced (recovery rebuilds them from the log after a
+// crash, and a clean close writes them out).
 //
-// It is safe for concurrent use: mu guards f and is a leaf lock. Writes
-// and truncations are serialised by the owning Log's appendMu as before.
+// A file the broker cannot open for want of descriptors (EMFILE, ENFILE)
+// keeps its entries pending, to be written on a later try: that is a
+// shortage of the process, not a fault of the disk, and it must not take
+// the log dir offline.
+//
+// It is safe for concurrent use: mu guards f and pending and is a leaf
+// lock. Writes and truncations are serialised by the owning Log's
+// appendMu as before.
 type indexFile struct {
 	fs   vfs.FS
 	path string // the file's name once the segment is in place
 
-	mu sync.Mutex
-	f  vfs.File // nil while released
+	mu      sync.Mutex
+	f       vfs.File // nil while released
+	pending []byte   // entries not yet written to the file
+}
+
+// pendingMax is how many bytes of entries wait before they are written: 512
+// offset entries, about 2 MiB of log at the default index.interval.bytes.
+const pendingMax = 4 << 10
+
+// flushPendingLocked writes the pending entries to the file. A released
+// file is opened for it and, unless keep, closed again.
+func (x *indexFile) flushPendingLocked(keep bool) error {
+	if len(x.pending) == 0 {
+		return nil
+	}
+	opened := false
+	if x.f == nil {
+		if err := x.openLocked(); err != nil {
+			return err
+		}
+		opened = true
+	}
+	if _, err := x.f.Write(x.pending); err != nil {
+		return fmt.Errorf("storage: write %s: %w", x.path, err)
+	}
+	x.pending = x.pending[:0]
+	if opened && !keep {
+		err := x.f.Close()
+		x.f = nil
+		if err != nil {
+			return fmt.Errorf("storage: close %s: %w", x.path, err)
+		}
+	}
+	return nil
+}
+
+// outOfDescriptors reports whether err is the process or the system
+// running out of file descriptors.
+func outOfDescriptors(err error) bool {
+	return errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE)
 }
 
 // openLocked opens the file for appending, creating it when missing.
@@ -55,6 +105,7 @@ func (x *indexFile) openAs(name string) error {
 		return fmt.Errorf("storage: create %s: %w", name, err)
 	}
 	x.f = f
+	x.pending = x.pending[:0]
 	return nil
 }
 
@@ -62,6 +113,7 @@ func (x *indexFile) openAs(name string) error {
 func (x *indexFile) create() error {
 	x.mu.Lock()
 	defer x.mu.Unlock()
+	x.pending = x.pending[:0]
 	if err := x.openLocked(); err != nil {
 		return err
 	}
@@ -76,15 +128,17 @@ func (x *indexFile) create() error {
 	return nil
 }
 
-// write appends b, opening the file first when it is released.
+// write appends b: to the pending entries, and those to the file once
+// they reach pendingMax.
 func (x *indexFile) write(b []byte) error {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	if err := x.openLocked(); err != nil {
-		return err
+	x.pending = append(x.pending, b...)
+	if len(x.pending) < pendingMax {
+		return nil
 	}
-	if _, err := x.f.Write(b); err != nil {
-		return fmt.Errorf("storage: write %s: %w", x.path, err)
+	if err := x.flushPendingLocked(false); err != nil && !outOfDescriptors(err) {
+		return err
 	}
 	return nil
 }
@@ -93,6 +147,9 @@ func (x *indexFile) write(b []byte) error {
 func (x *indexFile) truncate(size int64) error {
 	x.mu.Lock()
 	defer x.mu.Unlock()
+	if err := x.flushPendingLocked(true); err != nil {
+		return err
+	}
 	if err := x.openLocked(); err != nil {
 		return err
 	}
@@ -108,6 +165,7 @@ func (x *indexFile) rewrite(data []byte) error {
 	if cur, err := x.readAllLocked(); err == nil && bytes.Equal(cur, data) && (len(data) > 0 || cur != nil) {
 		return nil
 	}
+	x.pending = x.pending[:0]
 	if err := x.openLocked(); err != nil {
 		return err
 	}
@@ -127,8 +185,17 @@ func (x *indexFile) readAll() ([]byte, error) {
 	return x.readAllLocked()
 }
 
-// readAllLocked is readAll with mu held; a missing file reads as nil.
+// readAllLocked is readAll with mu held: the file and the entries pending;
+// a missing file without pending entries reads as nil.
 func (x *indexFile) readAllLocked() ([]byte, error) {
+	b, err := x.readFileLocked()
+	if err != nil || len(x.pending) == 0 {
+		return b, err
+	}
+	return append(b, x.pending...), nil
+}
+
+func (x *indexFile) readFileLocked() ([]byte, error) {
 	if x.f != nil {
 		return readAllAt(x.f)
 	}
@@ -143,11 +210,14 @@ func (x *indexFile) readAllLocked() ([]byte, error) {
 	return readAllAt(f)
 }
 
-// sync fsyncs the file if it is open; a released file was synced when it
-// was released.
+// sync writes the pending entries and fsyncs the file if it is open; a
+// released file without pending entries was synced when it was released.
 func (x *indexFile) sync() error {
 	x.mu.Lock()
 	defer x.mu.Unlock()
+	if err := x.flushPendingLocked(true); err != nil {
+		return err
+	}
 	if x.f == nil {
 		return nil
 	}
@@ -157,11 +227,15 @@ func (x *indexFile) sync() error {
 	return nil
 }
 
-// release fsyncs and closes the file if it is open. The next write opens
-// it again. An error leaves it open: the caller takes the log dir offline.
+// release writes the pending entries, and fsyncs and closes the file if
+// it is open. The next write opens it again. An error leaves it open: the
+// caller takes the log dir offline.
 func (x *indexFile) release() error {
 	x.mu.Lock()
 	defer x.mu.Unlock()
+	if err := x.flushPendingLocked(true); err != nil {
+		return err
+	}
 	if x.f == nil {
 		return nil
 	}
@@ -183,14 +257,16 @@ func (x *indexFile) isOpen() bool {
 	return x.f != nil
 }
 
-// close closes the file without syncing it.
+// close writes the pending entries and closes the file without syncing
+// it.
 func (x *indexFile) close() error {
 	x.mu.Lock()
 	defer x.mu.Unlock()
+	perr := x.flushPendingLocked(true)
 	if x.f == nil {
-		return nil
+		return perr
 	}
 	err := x.f.Close()
 	x.f = nil
-	return err
+	return errors.Join(perr, err)
 }

@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"sort"
 	"strconv"
@@ -279,6 +281,75 @@ func etcdKeys(t *testing.T, dir string) (keys int64, dbBytes int64) {
 	return resp.Count, st.DbSize
 }
 
+// scaleDataMiB returns SAMSA_SCALE_DATA_MIB: how much data the scale run
+// writes over all partitions before its kill -9 (0 unless set; make scale
+// sets 10 GiB).
+func scaleDataMiB(t *testing.T) int {
+	t.Helper()
+	s := os.Getenv("SAMSA_SCALE_DATA_MIB")
+	if s == "" {
+		return 0
+	}
+	v, err := strconv.Atoi(s)
+	if err != nil || v < 0 {
+		t.Fatalf("SAMSA_SCALE_DATA_MIB=%q: want a size in MiB", s)
+	}
+	return v
+}
+
+// fillScale writes mib MiB of 1 KiB records, acks=all, spread over every
+// partition: `samsa perf produce` on each topic in turn, two at a time.
+func fillScale(t *testing.T, addr string, names []string, mib int) {
+	t.Helper()
+	per := int64(mib) * 1024 / int64(len(names)) // 1 KiB records per topic
+	if per == 0 {
+		return
+	}
+	sem := make(chan struct{}, 2)
+	errs := make(chan error, len(names))
+	for _, topic := range names {
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem }()
+			out, err := exec.Command(samsaBin, "-b", addr, "perf", "produce", "--topic", topic,
+				"--records", strconv.FormatInt(per, 10), "--record-size", "1024", "--acks", "all", "--json").Output()
+			if err != nil {
+				errs <- fmt.Errorf("fill %s: %v\n%s", topic, err, out)
+			}
+		}()
+	}
+	for range cap(sem) {
+		sem <- struct{}{}
+	}
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+}
+
+// dirBytes is the size of the files under dir.
+func dirBytes(t *testing.T, dir string) int64 {
+	t.Helper()
+	var n int64
+	err := filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.Type().IsRegular() {
+			info, err := d.Info()
+			if err != nil {
+				return err
+			}
+			n += info.Size()
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("size of %s: %v", dir, err)
+	}
+	return n
+}
+
 // perfProduce runs `samsa perf produce` on a new topic of 8 partitions and
 // returns its records/s.
 func perfProduce(t *testing.T, addr, topic string) float64 {
@@ -381,6 +452,14 @@ func TestScaleManyPartitions(t *testing.T) {
 	report("clean restart: Metadata after %s, every partition served after %s",
 		ready.Round(time.Millisecond), time.Since(began).Round(time.Millisecond))
 	checkScale(t, b.addr(), topics, l)
+
+	// Data before the kill -9, so that recovery has logs to check.
+	if mib := scaleDataMiB(t); mib > 0 {
+		began = time.Now()
+		fillScale(t, b.addr(), names, mib)
+		report("wrote %d MiB of 1 KiB records (acks=all) over all partitions in %s; data dir %.1f GiB",
+			mib, time.Since(began).Round(time.Millisecond), float64(dirBytes(t, b.dir))/(1<<30))
+	}
 
 	// kill -9 while a producer writes to every partition.
 	produceScale(t, b.addr(), topics, "r2", l)
