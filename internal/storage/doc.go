@@ -121,12 +121,15 @@
 // # Open files
 //
 // A segment keeps its .log open for its life (Read hands out regions of
-// it). Its index files are opened only to be written: the first entry
-// after an open opens them, and they are fsynced and closed when the
+// it). Its index files are opened only to be written: new entries wait in
+// memory and are written 4 KiB at a time, each write opening and closing
+// the file, and what is pending is written, fsynced and closed when the
 // flusher syncs the segment after a roll, at Close, and by a retention
 // pass that finds the log end where the previous pass left it (Kafka's
 // lazy indexes and index cache do the same). Loading reads them and
-// closes them. An idle partition thus holds one descriptor per segment.
+// closes them. A partition thus holds one descriptor per segment, idle or
+// busy, and a write of index entries that finds no descriptor free waits
+// for a later one (indexFile).
 //
 // # Aborted transactions
 //
