@@ -82,7 +82,7 @@ func (b *Broker) shareAck(ctx context.Context, z authz, group, member string, ke
 func (b *Broker) handleShareFetch(c *server.Conn, req *kmsg.ShareFetchRequest) server.Reply {
 	z := b.authzFor(c)
 	resp := req.ResponseKind().(*kmsg.ShareFetchResponse)
-	resp.AcquisitionLockTimeoutMillis = b.cfg.GroupShareRecordLockDurationMs
+	resp.AcquisitionLockTimeoutMillis = b.groupConfig(derefString(req.GroupID)).ShareRecordLockDurationMs
 	fail := func(code int16, msg string) server.Reply {
 		resp.ErrorCode = code
 		if msg != "" {
@@ -240,7 +240,7 @@ func (b *Broker) handleShareFetch(c *server.Conn, req *kmsg.ShareFetchRequest) s
 				}
 				if attempt == 0 {
 					w := replica.WatchSpec{P: sp.rp, Kind: replica.WaitHighWatermark, At: sp.rp.HighWatermark() + 1}
-					if b.cfg.ShareIsolationLevel == "read_committed" {
+					if b.groupConfig(sp.key.group).ShareIsolationLevel == "read_committed" {
 						w.Kind, w.At = replica.WaitLastStable, sp.rp.LastStableOffset()+1
 					}
 					watches = append(watches, w)

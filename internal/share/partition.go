@@ -105,6 +105,12 @@ func New(cfg Config, start int64) *Partition {
 	return &Partition{cfg: cfg, spso: start}
 }
 
+// SetConfig replaces the share-partition's configuration (its group's
+// configs changed). A new LockDuration applies to later acquisitions and
+// renewals, not to locks already held; a new DeliveryCountLimit to the
+// next release or expiry.
+func (p *Partition) SetConfig(cfg Config) { p.cfg = cfg }
+
 // StateBatch is a range of records with one delivery state and count, as
 // persisted (ReadShareGroupState/WriteShareGroupState StateBatches).
 type StateBatch struct {
