@@ -387,7 +387,9 @@ func (s *Server) group(rq *request) error {
 		return err
 	}
 	v.Configs, err = groupConfigRows(rq, name)
-	if err != nil {
+	if err != nil && !errors.Is(err, kerr.GroupAuthorizationFailed) {
+		// A user who may describe the group but not its configs
+		// sees the page without them.
 		v.Errors = append(v.Errors, "configs: "+err.Error())
 	}
 	return rq.page(s, "group", "Group "+name, v)
