@@ -55,12 +55,17 @@ func Reference() string {
 	b.WriteString("set one takes the broker config in its row. A value outside the broker's\n")
 	b.WriteString("bounds is refused with INVALID_CONFIG, and so is a session timeout that is\n")
 	b.WriteString("not greater than its heartbeat interval. A stored value that a later\n")
-	b.WriteString("change of the bounds leaves outside them counts as the nearest bound.\n\n")
+	b.WriteString("change of the bounds leaves outside them counts as the nearest bound.\n")
+	b.WriteString("The broker configs `share.auto.offset.reset` and `share.isolation.level`\n")
+	b.WriteString("are the cluster's default of the group configs of the same name (Kafka\n")
+	b.WriteString("has them as group configs only). Bounds show their defaults.\n\n")
 	b.WriteString("| Name | Type | Broker default | Bounds | Meaning |\n|---|---|---|---|---|\n")
 	for _, d := range groupDefs {
 		bounds := "-"
 		if d.Min != "" {
-			bounds = "`" + d.Min + "` to `" + d.Max + "`"
+			lo, _ := LookupBroker(d.Min)
+			hi, _ := LookupBroker(d.Max)
+			bounds = fmt.Sprintf("`%s` (%s) to `%s` (%s)", d.Min, lo.Default, d.Max, hi.Default)
 		}
 		fmt.Fprintf(&b, "| `%s` | %s | `%s` | %s | %s |\n", d.Name, d.Type, d.Fallback, bounds, escapeCell(d.Doc))
 	}
