@@ -79,7 +79,8 @@ func describeGroupConfigs(t *testing.T, cl *kgo.Client, node int, group string, 
 // share.auto.offset.reset group config is earliest reads its partition
 // from offset 0, while another share group on the same broker, on the
 // broker's default (latest), starts at the end and gets nothing of what
-// was there before it. DescribeConfigs shows the override as
+// was there before it; each group's heartbeat answers carry its own
+// share.heartbeat.interval.ms. DescribeConfigs shows the override as
 // GROUP_CONFIG and the other group's value as DEFAULT_CONFIG.
 // Reference: KIP-932 share.auto.offset.reset; Kafka ConfigHelper
 // createGroupConfigEntry.
@@ -96,18 +97,22 @@ func TestGroupConfigShareAutoOffsetResetPerGroup(t *testing.T) {
 	cl := b.Client(kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	produceValues(t, cl, topic, 1, 5)
 
-	if code := alterGroupConfigs(t, cl, early, false, setGroupConfig("share.auto.offset.reset", "earliest")); code != 0 {
+	if code := alterGroupConfigs(t, cl, early, false, setGroupConfig("share.auto.offset.reset", "earliest"),
+		setGroupConfig("share.heartbeat.interval.ms", "5000")); code != 0 {
 		t.Fatalf("set share.auto.offset.reset: %v", kerr.ErrorForCode(code))
 	}
 	id := shareTopicID(t, cl, topic)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	intervals := map[string]int32{}
 	fetchFirst := func(group string) (int, int64) {
 		m := &rawShareMember{cl: cl, group: group, member: group + "-m", maxWait: 500}
 		testutil.Eventually(t, 15*time.Second, func() error {
-			if resp, err := m.heartbeat(ctx, []string{topic}); err != nil || resp.ErrorCode != 0 {
+			resp, err := m.heartbeat(ctx, []string{topic})
+			if err != nil || resp.ErrorCode != 0 {
 				return fmt.Errorf("heartbeat: %v %v", err, resp)
 			}
+			intervals[group] = resp.HeartbeatIntervalMillis
 			return nil
 		})
 		fr, err := m.fetch(ctx, id, 0, nil)
@@ -122,6 +127,9 @@ func TestGroupConfigShareAutoOffsetResetPerGroup(t *testing.T) {
 	}
 	if n, first := fetchFirst(late); n != 0 {
 		t.Errorf("%s (latest) acquired %d records from %d, want none", late, n, first)
+	}
+	if intervals[early] != 5000 || intervals[late] != 1000 {
+		t.Errorf("share heartbeat intervals %v, want %s 5000 (its own), %s 1000 (the broker's)", intervals, early, late)
 	}
 
 	for _, tc := range []struct {
@@ -533,5 +541,54 @@ func TestGroupConfigACLs(t *testing.T) {
 	})
 	if v := strOf(findConfig(t, describeGroupConfigs(t, alice, -1, group), "share.isolation.level").Value); v != "read_committed" {
 		t.Errorf("share.isolation.level=%s after the allowed alter", v)
+	}
+}
+
+// TestGroupConfigShareDeliveryCountLimitArchives: with the group's
+// share.delivery.count.limit at 2 (the broker's is 5), a record released
+// twice is archived: a third fetch gets nothing, where the broker's
+// limit would deliver it again. Reference: KIP-932 "Delivery count".
+func TestGroupConfigShareDeliveryCountLimitArchives(t *testing.T) {
+	t.Parallel()
+	b := testutil.StartBroker(t, shareBrokerConfig...)
+	const topic, group = "gc-limit", "gc-limit-g"
+	testutil.CreateTopic(t, b.Admin(), topic, 1)
+	cl := b.Client(kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	produceValues(t, cl, topic, 1, 1)
+	if code := alterGroupConfigs(t, cl, group, false, setGroupConfig("share.delivery.count.limit", "2")); code != 0 {
+		t.Fatalf("set share.delivery.count.limit: %v", kerr.ErrorForCode(code))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	id := shareTopicID(t, cl, topic)
+	m := &rawShareMember{cl: cl, group: group, member: "m", maxWait: 300}
+	testutil.Eventually(t, 15*time.Second, func() error {
+		if resp, err := m.heartbeat(ctx, []string{topic}); err != nil || resp.ErrorCode != 0 {
+			return fmt.Errorf("heartbeat: %v %v", err, resp)
+		}
+		return nil
+	})
+	release := func() []kmsg.ShareFetchRequestTopicPartitionAcknowledgementBatch {
+		a := kmsg.NewShareFetchRequestTopicPartitionAcknowledgementBatch()
+		a.FirstOffset, a.LastOffset, a.AcknowledgeTypes = 0, 0, []int8{2} // RELEASE
+		return []kmsg.ShareFetchRequestTopicPartitionAcknowledgementBatch{a}
+	}
+	var acks []kmsg.ShareFetchRequestTopicPartitionAcknowledgementBatch
+	for want := int16(1); want <= 3; want++ {
+		fr, err := m.fetch(ctx, id, 0, acks)
+		if err != nil || fr.ErrorCode != 0 {
+			t.Fatalf("fetch %d: %v %+v", want, err, fr)
+		}
+		n, first, _ := acquiredCount(fr)
+		if want == 3 {
+			if n != 0 {
+				t.Fatalf("a record released twice under a limit of 2 was delivered a third time: %+v", fr.Topics)
+			}
+			break
+		}
+		if n != 1 || first != 0 || fr.Topics[0].Partitions[0].AcquiredRecords[0].DeliveryCount != want {
+			t.Fatalf("fetch %d: acquired %d from %d: %+v", want, n, first, fr.Topics)
+		}
+		acks = release()
 	}
 }
