@@ -112,3 +112,29 @@ func TestResolveGroupFallsBackAndClamps(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkResolveGroup is the cost of the lookup every share fetch,
+// share-partition load and group heartbeat makes.
+func BenchmarkResolveGroup(b *testing.B) {
+	cfg := Default()
+	for _, tc := range []struct {
+		name      string
+		overrides map[string]string
+	}{
+		{"overrides=0", nil},
+		{"overrides=3", map[string]string{
+			"share.auto.offset.reset": "earliest", "share.record.lock.duration.ms": "15000", "consumer.heartbeat.interval.ms": "6000",
+		}},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			var g Group
+			for i := 0; i < b.N; i++ {
+				g = cfg.ResolveGroup(tc.overrides)
+			}
+			if g.ShareRecordLockDurationMs == 0 {
+				b.Fatal("no lock duration")
+			}
+		})
+	}
+}
