@@ -90,7 +90,7 @@ func lookupGroup(name string) (groupDef, bool) {
 
 // GroupFallback returns the broker config a group config falls back to,
 // and its bounds ("" when unbounded). ok is false for an unknown name.
-func GroupFallback(name string) (fallback, min, max string, ok bool) {
+func GroupFallback(name string) (fallback, lo, hi string, ok bool) {
 	d, ok := lookupGroup(name)
 	return d.Fallback, d.Min, d.Max, ok
 }
