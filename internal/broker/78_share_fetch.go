@@ -25,8 +25,8 @@ package broker
 // connection drops (it expires after group.share.session.timeout.ms).
 //
 // Partitions are read up to the high watermark, or under
-// share.isolation.level read_committed (broker-wide in samsa, a group
-// config in Kafka) up to the last stable offset, with the batches of
+// the group's share.isolation.level read_committed (a group config, the
+// broker's share.isolation.level by default) up to the last stable offset, with the batches of
 // aborted transactions and control batches archived instead of acquired
 // (share_partitions.go shareFetchOne), so members see committed records
 // only.

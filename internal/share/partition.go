@@ -59,9 +59,11 @@ var (
 
 // Config is the share partition's part of the group's configuration.
 type Config struct {
-	// LockDuration is group.share.record.lock.duration.ms.
+	// LockDuration is the group's share.record.lock.duration.ms
+	// (group.share.record.lock.duration.ms by default).
 	LockDuration time.Duration
-	// DeliveryCountLimit is group.share.delivery.count.limit: a record
+	// DeliveryCountLimit is the group's share.delivery.count.limit
+	// (group.share.delivery.count.limit by default): a record
 	// released or whose lock expires after that many deliveries is
 	// archived.
 	DeliveryCountLimit int16
