@@ -217,6 +217,7 @@ var APIRequirements = map[int16]APIRequirement{
 	33: {Key: 33, Name: "AlterConfigs", Checks: []Check{
 		when("BROKER or BROKER_LOGGER resources", one(opAltCfgs, rtCluster, ScopeCluster)),
 		when("TOPIC resources", one(opAltCfgs, rtTopic, ScopeEachTopic)),
+		when("GROUP resources", one(opAltCfgs, rtGroup, ScopeEachGroup)),
 	}, Note: "per resource"},
 	34: {Key: 34, Name: "AlterReplicaLogDirs", Checks: []Check{one(opAlter, rtCluster, ScopeCluster)}},
 	35: {Key: 35, Name: "DescribeLogDirs", Checks: []Check{one(opDescribe, rtCluster, ScopeCluster)},

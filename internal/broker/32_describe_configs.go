@@ -12,8 +12,19 @@ package broker
 // the broker config it derives from (dynamic for this node, dynamic cluster
 // default, static), else the default. Broker loggers (8) are not served:
 // INVALID_REQUEST.
+//
+// Groups (32, KIP-848/KIP-932 group configs): every group config with its
+// effective value, for any group id, existing or not, as Kafka answers
+// (an empty id is INVALID_REQUEST). The group's override has source
+// GROUP_CONFIG; without one the value is the broker config it falls back
+// to, with source DEFAULT_CONFIG as Kafka reports it, or
+// STATIC_BROKER_CONFIG when the broker sets that config (Kafka says
+// DEFAULT_CONFIG there too; samsa names the broker config as a synonym so
+// that the operator sees where the value comes from). Group configs are
+// never read-only.
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 	"strconv"
@@ -32,12 +43,14 @@ const (
 	sourceDynamicDefault kmsg.ConfigSource = 3 // DYNAMIC_DEFAULT_BROKER_CONFIG
 	sourceStatic         kmsg.ConfigSource = 4 // STATIC_BROKER_CONFIG
 	sourceDefault        kmsg.ConfigSource = 5 // DEFAULT_CONFIG
+	sourceGroup          kmsg.ConfigSource = 8 // GROUP_CONFIG
 )
 
 // Kafka's resource types.
 const (
 	resourceTopic  kmsg.ConfigResourceType = 2
 	resourceBroker kmsg.ConfigResourceType = 4
+	resourceGroup  kmsg.ConfigResourceType = 32
 )
 
 type configSynonym struct {
@@ -81,6 +94,14 @@ func (b *Broker) handleDescribeConfigs(req *kmsg.DescribeConfigsRequest) kmsg.Re
 				continue
 			}
 			entries = b.brokerConfigEntries(img, rr.ResourceName)
+		case resourceGroup:
+			if err := checkGroupResource(rr.ResourceName); err != nil {
+				sr.ErrorCode = kerr.InvalidRequest.Code
+				sr.ErrorMessage = errMessage(err)
+				resp.Resources = append(resp.Resources, sr)
+				continue
+			}
+			entries = b.groupConfigEntries(img.GroupConfigs[rr.ResourceName])
 		default:
 			sr.ErrorCode = kerr.InvalidRequest.Code
 			sr.ErrorMessage = errMessage(fmt.Errorf("resource type %d is not supported", rr.ResourceType))
@@ -131,6 +152,38 @@ func (b *Broker) checkBrokerResource(name string) error {
 		return nil
 	}
 	return fmt.Errorf("broker %q is not this broker (%d)", name, b.cfg.NodeID)
+}
+
+// checkGroupResource refuses the empty group id: Kafka has no cluster-wide
+// group config resource ("Default group resources are not allowed").
+func checkGroupResource(name string) error {
+	if name == "" {
+		return errors.New("group name must not be empty")
+	}
+	return nil
+}
+
+// groupConfigEntries lists every group config with its effective value,
+// source and synonyms, given the group's overrides.
+func (b *Broker) groupConfigEntries(overrides map[string]string) []configEntry {
+	defaults := b.cfg.GroupDefaults()
+	var out []configEntry
+	for _, d := range config.GroupDefs() {
+		e := configEntry{name: d.Name, typ: configType(d.Type), doc: d.Doc}
+		if v, ok := overrides[d.Name]; ok {
+			e.synonyms = append(e.synonyms, configSynonym{d.Name, strPtr(v), sourceGroup})
+		}
+		fallback, _, _, _ := config.GroupFallback(d.Name)
+		if _, ok := b.cfg.Raw[fallback]; ok {
+			e.synonyms = append(e.synonyms, configSynonym{fallback, strPtr(defaults[d.Name]), sourceStatic})
+		} else {
+			e.synonyms = append(e.synonyms, configSynonym{d.Name, strPtr(defaults[d.Name]), sourceDefault})
+		}
+		first := e.synonyms[0]
+		e.value, e.source = first.value, first.source
+		out = append(out, e)
+	}
+	return out
 }
 
 // brokerSynonyms maps a topic config name to the broker configs it derives

@@ -8,7 +8,9 @@ package broker
 // IncrementalAlterConfigs to change one). Topics (2) store overrides in etcd;
 // brokers (4, this node's id or "" for the cluster-wide default) store
 // dynamic broker configs; read-only broker configs are refused with
-// INVALID_REQUEST as Kafka does. ValidateOnly checks without writing.
+// INVALID_REQUEST as Kafka does. Groups (32) store group configs in etcd,
+// for any non-empty group id (Kafka's ConfigAdminManager takes GROUP in
+// AlterConfigs too). ValidateOnly checks without writing.
 
 import (
 	"context"
@@ -90,6 +92,20 @@ func (b *Broker) alterConfigs(ctx context.Context, typ kmsg.ConfigResourceType, 
 			resource = "<default>"
 		}
 		b.logConfigChanges("broker", resource, img.BrokerConfigs[name], configs, config.IsSensitive)
+	case resourceGroup:
+		if err := checkGroupResource(name); err != nil {
+			return kerr.InvalidRequest, err
+		}
+		if err := b.cfg.ValidateGroup(configs); err != nil {
+			return kerr.InvalidConfig, err
+		}
+		if validateOnly {
+			return nil, nil
+		}
+		if err := b.cluster.SetGroupConfigs(ctx, name, configs); err != nil {
+			return errCode(err), err
+		}
+		b.logConfigChanges("group", name, img.GroupConfigs[name], configs, func(string) bool { return false })
 	default:
 		return kerr.InvalidRequest, fmt.Errorf("resource type %d is not supported", typ)
 	}
@@ -146,6 +162,11 @@ func (b *Broker) currentOverrides(typ kmsg.ConfigResourceType, name string) (map
 			return nil, kerr.InvalidRequest, err
 		}
 		src = img.BrokerConfigs[name]
+	case resourceGroup:
+		if err := checkGroupResource(name); err != nil {
+			return nil, kerr.InvalidRequest, err
+		}
+		src = img.GroupConfigs[name]
 	default:
 		return nil, kerr.InvalidRequest, fmt.Errorf("resource type %d is not supported", typ)
 	}
@@ -168,9 +189,12 @@ const (
 func (b *Broker) applyIncremental(typ kmsg.ConfigResourceType, configs map[string]string, name string, op int8, value *string) error {
 	var d config.Def
 	var ok bool
-	if typ == resourceTopic {
+	switch typ {
+	case resourceTopic:
 		d, ok = config.LookupTopic(name)
-	} else {
+	case resourceGroup:
+		d, ok = config.LookupGroup(name)
+	default:
 		d, ok = config.LookupBroker(name)
 	}
 	if !ok {

@@ -6,8 +6,10 @@ package broker
 //   SUBTRACT only for list configs.
 // * v1: flexible versions.
 //
-// Same resources and rules as AlterConfigs, but only the named configs
-// change.
+// Same resources (topics, brokers, groups) and rules as AlterConfigs, but
+// only the named configs change. A group's changed set is validated as a
+// whole (a session timeout set alone must still exceed the heartbeat
+// interval the group has).
 
 import (
 	"context"

@@ -25,8 +25,8 @@ package broker
 // connection drops (it expires after group.share.session.timeout.ms).
 //
 // Partitions are read up to the high watermark, or under
-// share.isolation.level read_committed (broker-wide in samsa, a group
-// config in Kafka) up to the last stable offset, with the batches of
+// the group's share.isolation.level read_committed (a group config, the
+// broker's share.isolation.level by default) up to the last stable offset, with the batches of
 // aborted transactions and control batches archived instead of acquired
 // (share_partitions.go shareFetchOne), so members see committed records
 // only.
@@ -82,7 +82,7 @@ func (b *Broker) shareAck(ctx context.Context, z authz, group, member string, ke
 func (b *Broker) handleShareFetch(c *server.Conn, req *kmsg.ShareFetchRequest) server.Reply {
 	z := b.authzFor(c)
 	resp := req.ResponseKind().(*kmsg.ShareFetchResponse)
-	resp.AcquisitionLockTimeoutMillis = b.cfg.GroupShareRecordLockDurationMs
+	resp.AcquisitionLockTimeoutMillis = b.groupConfig(derefString(req.GroupID)).ShareRecordLockDurationMs
 	fail := func(code int16, msg string) server.Reply {
 		resp.ErrorCode = code
 		if msg != "" {
@@ -240,7 +240,7 @@ func (b *Broker) handleShareFetch(c *server.Conn, req *kmsg.ShareFetchRequest) s
 				}
 				if attempt == 0 {
 					w := replica.WatchSpec{P: sp.rp, Kind: replica.WaitHighWatermark, At: sp.rp.HighWatermark() + 1}
-					if b.cfg.ShareIsolationLevel == "read_committed" {
+					if b.groupConfig(sp.key.group).ShareIsolationLevel == "read_committed" {
 						w.Kind, w.At = replica.WaitLastStable, sp.rp.LastStableOffset()+1
 					}
 					watches = append(watches, w)

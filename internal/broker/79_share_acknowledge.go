@@ -21,7 +21,7 @@ import (
 func (b *Broker) handleShareAcknowledge(c *server.Conn, req *kmsg.ShareAcknowledgeRequest) kmsg.Response {
 	z := b.authzFor(c)
 	resp := req.ResponseKind().(*kmsg.ShareAcknowledgeResponse)
-	resp.AcquisitionLockTimeoutMillis = b.cfg.GroupShareRecordLockDurationMs
+	resp.AcquisitionLockTimeoutMillis = b.groupConfig(derefString(req.GroupID)).ShareRecordLockDurationMs
 	fail := func(code int16, msg string) kmsg.Response {
 		resp.ErrorCode = code
 		if msg != "" {

@@ -108,7 +108,7 @@ func (b *Broker) handleDescribeShareGroupOffsets(ctx context.Context, c *server.
 						rp.ErrorCode, rp.ErrorMessage = errorCode(errCode(err)), errMessage(err)
 					} else if ok {
 						rp.StartOffset = st.StartOffset
-						if end, err := b.shareEndOffset(ctx, t.Topic, p); err == nil {
+						if end, err := b.shareEndOffset(ctx, g.GroupID, t.Topic, p); err == nil {
 							rp.Lag = shareLag(st, end)
 						}
 					}
@@ -145,8 +145,8 @@ func shareLag(st share.State, end int64) int64 {
 // high watermark, or its last stable offset under share.isolation.level
 // read_committed; from the local replica when this broker leads it, else
 // with ListOffsets (latest) to its leader.
-func (b *Broker) shareEndOffset(ctx context.Context, topic string, partition int32) (int64, error) {
-	committed := b.cfg.ShareIsolationLevel == "read_committed"
+func (b *Broker) shareEndOffset(ctx context.Context, group, topic string, partition int32) (int64, error) {
+	committed := b.groupConfig(group).ShareIsolationLevel == "read_committed"
 	if rp := b.replicas.Get(storage.TopicPartition{Topic: topic, Partition: partition}); rp != nil && rp.IsLeader() {
 		if committed {
 			return rp.LastStableOffset(), nil

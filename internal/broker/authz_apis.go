@@ -582,12 +582,15 @@ func (b *Broker) guardDeleteTopics(z authz, r *kmsg.DeleteTopicsRequest) (kmsg.R
 }
 
 // configResource authorizes op on a DescribeConfigs/AlterConfigs
-// resource: a topic, or the cluster for broker and broker-logger
-// resources.
+// resource: a topic, a group (GROUP config resources, as Kafka's
+// ConfigHelper and ConfigAdminManager authorize them), or the cluster for
+// broker and broker-logger resources.
 func (z authz) configResource(op kmsg.ACLOperation, rt kmsg.ConfigResourceType, name string) bool {
 	switch rt {
 	case kmsg.ConfigResourceTypeTopic:
 		return z.topic(op, name)
+	case kmsg.ConfigResourceTypeGroupConfig:
+		return z.group(op, name)
 	case kmsg.ConfigResourceTypeBroker, kmsg.ConfigResourceTypeBrokerLogger:
 		return z.cluster(op)
 	}
@@ -595,8 +598,11 @@ func (z authz) configResource(op kmsg.ACLOperation, rt kmsg.ConfigResourceType, 
 }
 
 func configAuthFailed(rt kmsg.ConfigResourceType) int16 {
-	if rt == kmsg.ConfigResourceTypeTopic {
+	switch rt {
+	case kmsg.ConfigResourceTypeTopic:
 		return kerr.TopicAuthorizationFailed.Code
+	case kmsg.ConfigResourceTypeGroupConfig:
+		return kerr.GroupAuthorizationFailed.Code
 	}
 	return kerr.ClusterAuthorizationFailed.Code
 }

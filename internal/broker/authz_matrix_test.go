@@ -185,10 +185,8 @@ var mxSkipped = map[int16]map[int]string{
 	27: {0: "both alternatives are on the cluster, so the matrix's cells for other operations would deny one alternative for lacking the other; TestWriteTxnMarkersAuthorization covers it"},
 	65: {1: "needs an ongoing transaction on the topic; TestDescribeTransactionsLeavesOutUndescribableTopics covers it"},
 	20: {0: "DELETE implies DESCRIBE, so no request lacks DESCRIBE alone; Kafka checks it only to hide the name of a topic given by id"},
-	32: {2: "GROUP config resources are not served (INVALID_REQUEST for every principal)",
-		3: "CLIENT_METRICS config resources are not served (INVALID_REQUEST for every principal)"},
-	44: {2: "GROUP config resources are not served (INVALID_REQUEST for every principal)",
-		3: "CLIENT_METRICS config resources are not served (INVALID_REQUEST for every principal)"},
+	32: {3: "CLIENT_METRICS config resources are not served (INVALID_REQUEST for every principal)"},
+	44: {3: "CLIENT_METRICS config resources are not served (INVALID_REQUEST for every principal)"},
 }
 
 // mxEnv is the broker and clients the matrix runs on.
@@ -1115,6 +1113,16 @@ var mxAPIs = []mxAPI{
 		ref:   "ConfigHelper.handleDescribeConfigsRequest",
 		build: func(e *mxEnv, t *testing.T, topic string) kmsg.Request { return e.describeConfigs(false, topic) },
 		got:   mxDescribeConfigsCode},
+	{key: 32, variant: "group", checks: []mxCheck{{index: 2}}, noTopic: true,
+		ref: "ConfigHelper.handleDescribeConfigsRequest",
+		build: func(e *mxEnv, t *testing.T, _ string) kmsg.Request {
+			req := kmsg.NewPtrDescribeConfigsRequest()
+			rr := kmsg.NewDescribeConfigsRequestResource()
+			rr.ResourceType, rr.ResourceName = kmsg.ConfigResourceTypeGroupConfig, mxGroup
+			req.Resources = append(req.Resources, rr)
+			return req
+		},
+		got: mxDescribeConfigsCode},
 	{key: 33, variant: "broker", checks: []mxCheck{{index: 0}},
 		ref:   "KafkaApis.handleAlterConfigsRequest",
 		build: func(e *mxEnv, t *testing.T, topic string) kmsg.Request { return e.alterConfigs(true, topic) },
@@ -1182,6 +1190,20 @@ var mxAPIs = []mxAPI{
 			}
 			return mxCode(mxNoEntry)
 		}},
+	{key: 33, variant: "group", checks: []mxCheck{{index: 2}}, noTopic: true,
+		ref: "KafkaApis.handleAlterConfigsRequest",
+		build: func(e *mxEnv, t *testing.T, _ string) kmsg.Request {
+			req := kmsg.NewPtrAlterConfigsRequest()
+			req.ValidateOnly = true
+			rr := kmsg.NewAlterConfigsRequestResource()
+			rr.ResourceType, rr.ResourceName = kmsg.ConfigResourceTypeGroupConfig, mxGroup
+			c := kmsg.NewAlterConfigsRequestResourceConfig()
+			c.Name, c.Value = "share.isolation.level", kmsg.StringPtr("read_committed")
+			rr.Configs = append(rr.Configs, c)
+			req.Resources = append(req.Resources, rr)
+			return req
+		},
+		got: mxAlterConfigsCode},
 	{key: 43, checks: []mxCheck{{index: 0}},
 		ref: "KafkaApis.handleElectLeaders",
 		build: func(e *mxEnv, t *testing.T, topic string) kmsg.Request {
@@ -1201,6 +1223,20 @@ var mxAPIs = []mxAPI{
 		ref: "KafkaApis.handleIncrementalAlterConfigsRequest",
 		build: func(e *mxEnv, t *testing.T, topic string) kmsg.Request {
 			return e.incrementalAlterConfigs(false, topic)
+		},
+		got: mxIncrementalAlterConfigsCode},
+	{key: 44, variant: "group", checks: []mxCheck{{index: 2}}, noTopic: true,
+		ref: "KafkaApis.handleIncrementalAlterConfigsRequest",
+		build: func(e *mxEnv, t *testing.T, _ string) kmsg.Request {
+			req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+			req.ValidateOnly = true
+			rr := kmsg.NewIncrementalAlterConfigsRequestResource()
+			rr.ResourceType, rr.ResourceName = kmsg.ConfigResourceTypeGroupConfig, mxGroup
+			c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+			c.Name, c.Op, c.Value = "share.isolation.level", kmsg.IncrementalAlterConfigOpSet, kmsg.StringPtr("read_committed")
+			rr.Configs = append(rr.Configs, c)
+			req.Resources = append(req.Resources, rr)
+			return req
 		},
 		got: mxIncrementalAlterConfigsCode},
 	{key: 45, checks: []mxCheck{{index: 0}},

@@ -99,6 +99,7 @@ func (b *Broker) shareHeartbeat(ctx context.Context, id string, req share.Heartb
 		g = share.NewGroup(id, sg.cfg)
 		sg.groups[id] = g
 	}
+	g.SetConfig(b.shareGroupConfig(id))
 	for _, m := range g.Expire(now, topics) {
 		b.releaseShareMember(id, m)
 	}

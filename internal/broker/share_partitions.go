@@ -11,6 +11,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"samsa/internal/config"
 	"samsa/internal/record"
 	"samsa/internal/replica"
 	"samsa/internal/share"
@@ -135,10 +136,13 @@ func newSharePartitions() *sharePartitions {
 	return &sharePartitions{parts: map[sharePartKey]*sharePart{}, sessions: map[shareSessionKey]*shareSession{}}
 }
 
-func (b *Broker) shareConfig() share.Config {
+// shareConfig is the share-partition configuration of a group: its group
+// configs (share.record.lock.duration.ms, share.delivery.count.limit),
+// else the broker's.
+func (b *Broker) shareConfig(gc config.Group) share.Config {
 	return share.Config{
-		LockDuration:       time.Duration(b.cfg.GroupShareRecordLockDurationMs) * time.Millisecond,
-		DeliveryCountLimit: int16(b.cfg.GroupShareDeliveryCountLimit),
+		LockDuration:       time.Duration(gc.ShareRecordLockDurationMs) * time.Millisecond,
+		DeliveryCountLimit: int16(gc.ShareDeliveryCountLimit),
 		MaxRecordLocks:     int(b.cfg.GroupSharePartitionMaxRecordLocks),
 	}
 }
@@ -188,6 +192,7 @@ func (b *Broker) sharePart(ctx context.Context, key sharePartKey) (*sharePart, s
 	}
 	sps.mu.Unlock()
 	sp.mu.Lock()
+	gc := b.groupConfig(key.group)
 	if sp.p == nil {
 		st, stateEpoch, ok, err := b.sharePersister.read(ctx, key, sp.epoch)
 		if err != nil {
@@ -200,19 +205,20 @@ func (b *Broker) sharePart(ctx context.Context, key sharePartKey) (*sharePart, s
 			return nil, t.Name, err
 		}
 		if ok {
-			sp.p = share.Restore(b.shareConfig(), st)
+			sp.p = share.Restore(b.shareConfig(gc), st)
 		} else {
 			start := rp.HighWatermark()
-			if b.cfg.ShareAutoOffsetReset == "earliest" {
+			if gc.ShareAutoOffsetReset == "earliest" {
 				start = rp.LogStartOffset()
 			}
-			sp.p = share.New(b.shareConfig(), start)
+			sp.p = share.New(b.shareConfig(gc), start)
 		}
 		sp.persisted, sp.stateEpoch, sp.synced = sp.p.Version(), stateEpoch, false
 		if !ok {
 			sp.persisted = -1 // write the initial state with the first change
 		}
 	}
+	sp.p.SetConfig(b.shareConfig(gc)) // the group's configs may have changed
 	sp.p.MoveStartTo(rp.LogStartOffset())
 	return sp, t.Name, nil
 }
@@ -290,7 +296,7 @@ const shareReadChunk = 64 << 10
 func (b *Broker) shareFetchOne(ctx context.Context, sp *sharePart, member string, maxBytes int64, maxRecords int, strict bool) ([]byte, []share.AcquiredRange, error) {
 	now := b.now()
 	sp.p.ExpireLocks(now)
-	committed := b.cfg.ShareIsolationLevel == "read_committed"
+	committed := b.groupConfig(sp.key.group).ShareIsolationLevel == "read_committed"
 	end := sp.rp.HighWatermark()
 	if committed {
 		end = sp.rp.LastStableOffset()

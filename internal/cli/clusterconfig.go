@@ -82,6 +82,8 @@ func configSourceName(s kmsg.ConfigSource) string {
 		return "DEFAULT_CONFIG"
 	case kmsg.ConfigSourceDynamicBrokerLoggerConfig:
 		return "DYNAMIC_BROKER_LOGGER_CONFIG"
+	case kmsg.ConfigSourceGroupConfig:
+		return "GROUP_CONFIG"
 	}
 	return "UNKNOWN"
 }

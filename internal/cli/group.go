@@ -18,13 +18,15 @@ import (
 func newGroupCmd(g *globals, e env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "group",
-		Short: "List, describe, delete consumer groups and reset their offsets",
+		Short: "List, describe, delete consumer groups, reset their offsets, set their configs",
 		Long: `Consumer group administration through the Kafka admin API (ListGroups,
-DescribeGroups, OffsetFetch, ListOffsets, OffsetCommit, DeleteGroups).`,
+DescribeGroups, OffsetFetch, ListOffsets, OffsetCommit, DeleteGroups), and
+per-group configs (DescribeConfigs, IncrementalAlterConfigs on GROUP).`,
 		Example: `  samsa group list
   samsa group describe billing
   samsa group reset-offsets billing --topic orders --to-earliest --execute
-  samsa group delete billing`,
+  samsa group delete billing
+  samsa group config set billing consumer.session.timeout.ms=50000`,
 		Args: noArgs,
 		RunE: helpRun,
 	}
@@ -33,6 +35,7 @@ DescribeGroups, OffsetFetch, ListOffsets, OffsetCommit, DeleteGroups).`,
 		newGroupDescribeCmd(g, e),
 		newGroupDeleteCmd(g, e),
 		newGroupResetOffsetsCmd(g, e),
+		newGroupConfigCmd(g, e),
 	)
 	return cmd
 }

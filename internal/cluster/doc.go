@@ -52,6 +52,7 @@
 //	|                               |  partition_epoch, adding_replicas,     | write a ModRevision CAS       |
 //	|                               |  removing_replicas}                    |                               |
 //	| configs/brokers/<node|default>| {configs}                              | Put / Delete (replace)        |
+//	| configs/groups/<group>        | {configs}                              | Put / Delete (replace)        |
 //	| controller/<node>             | <node> (plain text)                    | Put under the broker's lease, |
 //	|                               |                                        | with brokers/<node>           |
 //	| users/<user>/<mechanism>      | {salt, iterations, stored_key,         | Put / Delete                  |

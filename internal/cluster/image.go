@@ -154,6 +154,9 @@ type Image struct {
 	// BrokerConfigs holds dynamic broker configs: key "" is cluster-wide
 	// default, otherwise the node id in decimal.
 	BrokerConfigs map[string]map[string]string
+	// GroupConfigs holds the group config overrides (the GROUP config
+	// resource) by group id; a group without overrides has no entry.
+	GroupConfigs map[string]map[string]string
 	// ScramCredentials maps user -> mechanism -> credential.
 	ScramCredentials map[string]map[string]ScramCredential
 	// ACLs is every ACL binding; replaced (a new pointer) only when an
@@ -217,6 +220,7 @@ func (b *builder) reset(clusterID string) {
 		Topics:        map[string]*Topic{},
 		TopicIDs:      map[[16]byte]*Topic{},
 		BrokerConfigs: map[string]map[string]string{},
+		GroupConfigs:  map[string]map[string]string{},
 
 		ScramCredentials: map[string]map[string]ScramCredential{},
 		ACLs:             &ACLSet{Bindings: map[string][]byte{}},
@@ -245,7 +249,7 @@ func (b *builder) load(kvs []*mvccpb.KeyValue, rev int64) *Image {
 func (b *builder) apply(evs []*mvccpb.Event, rev int64) *Image {
 	prev := b.cur
 	next := *prev
-	var brokersCloned, configsCloned, electionChanged, scramCloned, aclsCloned, quotasCloned bool
+	var brokersCloned, configsCloned, groupConfigsCloned, electionChanged, scramCloned, aclsCloned, quotasCloned bool
 	dirty := map[string]bool{}
 	for _, ev := range evs {
 		kv := ev.Kv
@@ -323,6 +327,16 @@ func (b *builder) apply(evs []*mvccpb.Event, rev int64) *Image {
 				continue
 			}
 			next.BrokerConfigs[pk.node] = v.Configs
+		case kindGroupConfig:
+			if !groupConfigsCloned {
+				next.GroupConfigs, groupConfigsCloned = maps.Clone(prev.GroupConfigs), true
+			}
+			var v configsValue
+			if del || !b.decode(kv, &v) || len(v.Configs) == 0 {
+				delete(next.GroupConfigs, pk.group)
+				continue
+			}
+			next.GroupConfigs[pk.group] = v.Configs
 		case kindScram, kindACL:
 			b.applySecurity(&next, prev, pk, kv, del, &scramCloned, &aclsCloned)
 		case kindQuota:

@@ -76,12 +76,20 @@ func TestBuilderAppliesEventsCopyOnWrite(t *testing.T) {
 	// Lowest broker leaves: controller moves; configs come and go.
 	img3 := b.apply(e.del(k.broker(1)).
 		put(k.brokerConfig(""), configsValue{Configs: map[string]string{"a": "1"}}).
-		put(k.brokerConfig("2"), configsValue{Configs: map[string]string{"b": "2"}}).take(), 0)
+		put(k.brokerConfig("2"), configsValue{Configs: map[string]string{"b": "2"}}).
+		put(k.groupConfig("g/1"), configsValue{Configs: map[string]string{"share.auto.offset.reset": "earliest"}}).take(), 0)
 	if img3.ControllerID != 2 || len(img3.Brokers) != 1 || len(img2.Brokers) != 2 {
 		t.Fatalf("after broker 1 left: controller %d brokers %v (before %v)", img3.ControllerID, img3.Brokers, img2.Brokers)
 	}
 	if img3.BrokerConfigs[""]["a"] != "1" || img3.BrokerConfigs["2"]["b"] != "2" || len(img2.BrokerConfigs) != 0 {
 		t.Fatalf("broker configs %v (before %v)", img3.BrokerConfigs, img2.BrokerConfigs)
+	}
+
+	if img3.GroupConfigs["g/1"]["share.auto.offset.reset"] != "earliest" || len(img2.GroupConfigs) != 0 {
+		t.Fatalf("group configs %v (before %v)", img3.GroupConfigs, img2.GroupConfigs)
+	}
+	if img := b.apply(e.del(k.groupConfig("g/1")).take(), 0); len(img.GroupConfigs) != 0 || len(img3.GroupConfigs) != 1 {
+		t.Fatalf("after delete: group configs %v (before %v)", img.GroupConfigs, img3.GroupConfigs)
 	}
 
 	// Deleting the topic and its partitions removes it from both maps.

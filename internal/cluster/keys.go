@@ -21,6 +21,7 @@ const (
 	topicsDir        = "topics/"
 	partitionsDir    = "partitions/"
 	brokerConfigsDir = "configs/brokers/"
+	groupConfigsDir  = "configs/groups/"
 	controllerDir    = "controller/"
 
 	// defaultConfigNode is the key segment for cluster-wide broker configs
@@ -59,6 +60,10 @@ func (k keys) brokerConfig(node string) string {
 	}
 	return k.prefix + brokerConfigsDir + node
 }
+
+// groupConfig returns the key of a group's configs. Group ids may hold
+// any character, '/' too: everything after the directory is the id.
+func (k keys) groupConfig(group string) string { return k.prefix + groupConfigsDir + group }
 
 // brokerValue is the JSON value of brokers/<id>.
 type brokerValue struct {
@@ -112,7 +117,8 @@ type partitionValue struct {
 	LastKnownELR []int32 `json:"last_known_elr,omitempty"`
 }
 
-// configsValue is the JSON value of configs/brokers/<node>.
+// configsValue is the JSON value of configs/brokers/<node> and
+// configs/groups/<group>.
 type configsValue struct {
 	Configs map[string]string `json:"configs"`
 }
@@ -135,6 +141,7 @@ const (
 	kindTopic
 	kindPartition
 	kindBrokerConfig
+	kindGroupConfig
 	kindController
 	kindScram
 	kindACL
@@ -148,6 +155,7 @@ type parsedKey struct {
 	topic     string // kindTopic, kindPartition
 	partition int32  // kindPartition
 	node      string // kindBrokerConfig: "" for the default
+	group     string // kindGroupConfig
 	user      string // kindScram
 	mechanism string // kindScram
 	aclID     string // kindACL
@@ -199,6 +207,12 @@ func (k keys) parse(key string) parsedKey {
 			node = ""
 		}
 		return parsedKey{kind: kindBrokerConfig, node: node}
+	case strings.HasPrefix(rest, groupConfigsDir):
+		group := rest[len(groupConfigsDir):]
+		if group == "" {
+			return parsedKey{}
+		}
+		return parsedKey{kind: kindGroupConfig, group: group}
 	}
 	if entity, ok := parseQuota(rest); ok {
 		return parsedKey{kind: kindQuota, entity: entity}

@@ -243,6 +243,33 @@ func (c *Cluster) SetBrokerConfigs(ctx context.Context, node string, configs map
 	return c.waitRevision(ctx, resp.Header.Revision)
 }
 
+// SetGroupConfigs replaces the config overrides of a group (the GROUP
+// config resource); an empty map removes them. The group need not exist:
+// as in Kafka, a group's configs are kept apart from its state and may be
+// set before its first member joins. It waits until the image reflects
+// the write.
+func (c *Cluster) SetGroupConfigs(ctx context.Context, group string, configs map[string]string) error {
+	if group == "" {
+		return fmt.Errorf("cluster: set group configs: empty group id")
+	}
+	key := c.keys.groupConfig(group)
+	if len(configs) == 0 {
+		resp, err := c.cli.Delete(ctx, key)
+		if err != nil {
+			return fmt.Errorf("cluster: set group configs of %q: %w", group, err)
+		}
+		if resp.Deleted == 0 {
+			return nil
+		}
+		return c.waitRevision(ctx, resp.Header.Revision)
+	}
+	resp, err := c.cli.Put(ctx, key, mustJSON(configsValue{Configs: cloneConfigs(configs)}))
+	if err != nil {
+		return fmt.Errorf("cluster: set group configs of %q: %w", group, err)
+	}
+	return c.waitRevision(ctx, resp.Header.Revision)
+}
+
 // AlterPartition writes the state of partition p of topic if its key still
 // has mod revision st.ModRevision (compare-and-swap), and returns the state
 // as written, with the new ModRevision. The caller sets the epochs: bump

@@ -144,6 +144,14 @@ type Broker struct {
 	GroupShareDeliveryCountLimit                int32             // group.share.delivery.count.limit
 	GroupShareHeartbeatIntervalMs               int32             // group.share.heartbeat.interval.ms
 	GroupShareMaxShareSessions                  int32             // group.share.max.share.sessions
+	GroupShareMinDeliveryCountLimit             int32             // group.share.min.delivery.count.limit
+	GroupShareMaxDeliveryCountLimit             int32             // group.share.max.delivery.count.limit
+	GroupShareMinHeartbeatIntervalMs            int32             // group.share.min.heartbeat.interval.ms
+	GroupShareMaxHeartbeatIntervalMs            int32             // group.share.max.heartbeat.interval.ms
+	GroupShareMinRecordLockDurationMs           int32             // group.share.min.record.lock.duration.ms
+	GroupShareMaxRecordLockDurationMs           int32             // group.share.max.record.lock.duration.ms
+	GroupShareMinSessionTimeoutMs               int32             // group.share.min.session.timeout.ms
+	GroupShareMaxSessionTimeoutMs               int32             // group.share.max.session.timeout.ms
 	GroupShareMaxSize                           int32             // group.share.max.size
 	GroupSharePartitionMaxRecordLocks           int32             // group.share.partition.max.record.locks
 	GroupShareRecordLockDurationMs              int32             // group.share.record.lock.duration.ms
@@ -379,6 +387,14 @@ func FromRaw(set map[string]string) (*Broker, error) {
 	b.GroupShareDeliveryCountLimit = r.int32("group.share.delivery.count.limit")
 	b.GroupShareHeartbeatIntervalMs = r.int32("group.share.heartbeat.interval.ms")
 	b.GroupShareMaxShareSessions = r.int32("group.share.max.share.sessions")
+	b.GroupShareMinDeliveryCountLimit = r.int32("group.share.min.delivery.count.limit")
+	b.GroupShareMaxDeliveryCountLimit = r.int32("group.share.max.delivery.count.limit")
+	b.GroupShareMinHeartbeatIntervalMs = r.int32("group.share.min.heartbeat.interval.ms")
+	b.GroupShareMaxHeartbeatIntervalMs = r.int32("group.share.max.heartbeat.interval.ms")
+	b.GroupShareMinRecordLockDurationMs = r.int32("group.share.min.record.lock.duration.ms")
+	b.GroupShareMaxRecordLockDurationMs = r.int32("group.share.max.record.lock.duration.ms")
+	b.GroupShareMinSessionTimeoutMs = r.int32("group.share.min.session.timeout.ms")
+	b.GroupShareMaxSessionTimeoutMs = r.int32("group.share.max.session.timeout.ms")
 	b.GroupShareMaxSize = r.int32("group.share.max.size")
 	b.GroupSharePartitionMaxRecordLocks = r.int32("group.share.partition.max.record.locks")
 	b.GroupShareRecordLockDurationMs = r.int32("group.share.record.lock.duration.ms")

@@ -20,7 +20,7 @@ func writeProps(t *testing.T, text string) string {
 }
 
 func TestDefsWellFormed(t *testing.T) {
-	for _, defs := range [][]Def{BrokerDefs(), TopicDefs()} {
+	for _, defs := range [][]Def{BrokerDefs(), TopicDefs(), GroupDefs()} {
 		if !sort.SliceIsSorted(defs, func(i, j int) bool { return defs[i].Name < defs[j].Name }) {
 			t.Fatal("defs not sorted")
 		}

@@ -1,5 +1,5 @@
-// Package config defines samsa's broker and topic configs under Apache
-// Kafka's names, with Kafka's types and defaults (samsa's own defaults
+// Package config defines samsa's broker, topic and group configs under
+// Apache Kafka's names, with Kafka's types and defaults (samsa's own defaults
 // differ in a few documented places: node.id 0, loopback listeners, data in
 // ./samsa-data, and flush.messages 1 so that acks=all waits for fsync).
 //
@@ -8,6 +8,8 @@
 //	b, err := config.Load("server.properties", []string{"num.partitions=3"})
 //	if err != nil { ... }          // errors.Is(err, config.ErrUnknownConfig) etc.
 //	t, err := b.ResolveTopic(map[string]string{"retention.ms": "3600000"})
+//	err = b.ValidateGroup(map[string]string{"consumer.session.timeout.ms": "50000"})
+//	g := b.ResolveGroup(overrides) // a group's effective configs (group.go)
 //
 // A properties file is read as Java reads one:
 //
@@ -36,7 +38,8 @@
 // An unknown name's error suggests the name a near miss meant.
 //
 // Invariants:
-//  1. BrokerDefs and TopicDefs are sorted by name and hold no duplicates.
+//  1. BrokerDefs, TopicDefs and GroupDefs are sorted by name and hold no
+//     duplicates; every group config falls back to a broker config.
 //  2. Every value in Broker.Raw passed its Def's Check.
 //  3. Every error names the config at fault and wraps ErrUnknownConfig,
 //     ErrInvalidConfig or ErrUnsupportedConfig.

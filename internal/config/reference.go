@@ -6,7 +6,7 @@ import (
 	"strings"
 )
 
-// Reference renders every broker and topic config as a Markdown document:
+// Reference renders every broker, topic and group config as a Markdown document:
 // name, type, default and meaning. docs/configuration.md is this output.
 func Reference() string {
 	var b strings.Builder
@@ -47,6 +47,31 @@ func Reference() string {
 		fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s |\n", d.Name, d.Type, defaultCell(d), bd, escapeCell(d.Doc))
 	}
 
+	b.WriteString("\n## Group configs\n\n")
+	b.WriteString("Group configs are set per group (`samsa group config set`, or\n")
+	b.WriteString("`kafka-configs.sh --entity-type groups`: IncrementalAlterConfigs on\n")
+	b.WriteString("resource type GROUP) and stored in etcd (`configs/groups/<group>`); every\n")
+	b.WriteString("broker applies a change at once, without a restart. A group that does not\n")
+	b.WriteString("set one takes the broker config in its row. A value outside the broker's\n")
+	b.WriteString("bounds is refused with INVALID_CONFIG, and so is a session timeout that is\n")
+	b.WriteString("not greater than its heartbeat interval. A stored value that a later\n")
+	b.WriteString("change of the bounds leaves outside them counts as the nearest bound.\n")
+	b.WriteString("The broker configs `share.auto.offset.reset` and `share.isolation.level`\n")
+	b.WriteString("are the cluster's default of the group configs of the same name (Kafka\n")
+	b.WriteString("has them as group configs only). Bounds show their defaults.\n\n")
+	b.WriteString("| Name | Type | Broker default | Bounds | Meaning |\n|---|---|---|---|---|\n")
+	for _, d := range groupDefs {
+		bounds := "-"
+		if d.Min != "" {
+			lo, _ := LookupBroker(d.Min)
+			hi, _ := LookupBroker(d.Max)
+			bounds = fmt.Sprintf("`%s` (%s) to `%s` (%s)", d.Min, lo.Default, d.Max, hi.Default)
+		}
+		fmt.Fprintf(&b, "| `%s` | %s | `%s` | %s | %s |\n", d.Name, d.Type, d.Fallback, bounds, escapeCell(d.Doc))
+	}
+	b.WriteString("\nKafka's `share.partition.max.record.locks`, `share.renew.acknowledge.enable`\n")
+	b.WriteString("and `streams.*` group configs are unknown names in samsa (INVALID_CONFIG), and\n")
+	b.WriteString("`share.auto.offset.reset` takes `latest` and `earliest`, not `by_duration:`.\n")
 	b.WriteString("\n## Kafka server.properties\n\n")
 	b.WriteString("A Kafka `server.properties`, from a KRaft or a ZooKeeper cluster, loads:\n\n")
 	b.WriteString("- A listener named in `controller.listener.names` (KRaft's `CONTROLLER://`)\n")

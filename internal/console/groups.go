@@ -12,6 +12,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 type memberRow struct {
@@ -321,6 +322,9 @@ type groupView struct {
 	Total   int64
 	Topics  []string
 	Errors  []string
+	// Configs are the group's group configs (the GROUP config resource),
+	// on the group page only (not in the lag polls).
+	Configs []configRow
 	// Plan is a reset-offsets preview (dry run), with its form values.
 	Plan                                   []planRow
 	PlanTopic, PlanPartition, PlanStrategy string
@@ -382,7 +386,51 @@ func (s *Server) group(rq *request) error {
 	if err != nil {
 		return err
 	}
+	v.Configs, err = groupConfigRows(rq, name)
+	if err != nil && !errors.Is(err, kerr.GroupAuthorizationFailed) {
+		// A user who may describe the group but not its configs
+		// sees the page without them.
+		v.Errors = append(v.Errors, "configs: "+err.Error())
+	}
 	return rq.page(s, "group", "Group "+name, v)
+}
+
+// groupConfigRows describes the group configs of group (kadm has no call
+// for the GROUP config resource). A config the group sets is marked set;
+// its default is the broker's value it would have otherwise.
+func groupConfigRows(rq *request, group string) ([]configRow, error) {
+	req := kmsg.NewPtrDescribeConfigsRequest()
+	req.IncludeSynonyms = true
+	rr := kmsg.NewDescribeConfigsRequestResource()
+	rr.ResourceType, rr.ResourceName = kmsg.ConfigResourceTypeGroupConfig, group
+	req.Resources = append(req.Resources, rr)
+	resp, err := req.RequestWith(rq.ctx, rq.cl)
+	if err != nil {
+		return nil, err
+	}
+	if len(resp.Resources) != 1 {
+		return nil, fmt.Errorf("%d resources in the response", len(resp.Resources))
+	}
+	r := resp.Resources[0]
+	if err := kerr.ErrorForCode(r.ErrorCode); err != nil {
+		return nil, err
+	}
+	var out []configRow
+	for _, c := range r.Configs {
+		row := configRow{Name: c.Name, Source: configSource(c.Source), IsDefault: c.Source != kmsg.ConfigSourceGroupConfig}
+		if c.Value != nil {
+			row.Value = *c.Value
+		}
+		for _, syn := range c.ConfigSynonyms {
+			if syn.Source != kmsg.ConfigSourceGroupConfig && syn.Value != nil {
+				row.Default = *syn.Value
+				break
+			}
+		}
+		out = append(out, row)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
 }
 
 // groupLagJSON serves a group's total lag and per-partition lag for the

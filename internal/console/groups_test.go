@@ -11,6 +11,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"samsa/internal/testutil"
 )
@@ -261,5 +262,27 @@ func TestConsoleShowsShareGroupsWithMembers(t *testing.T) {
 	members := rows(t, w.mustGet("/console/group?name=workers"), "members")
 	if len(members) != 1 || members[0][4] != "queue:0,1" {
 		t.Errorf("share group members %q, want one assigned queue:0,1", members)
+	}
+
+	// The group's configs: one it sets, the others the broker's.
+	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	rr := kmsg.NewIncrementalAlterConfigsRequestResource()
+	rr.ResourceType, rr.ResourceName = kmsg.ConfigResourceTypeGroupConfig, "workers"
+	c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+	c.Name, c.Op, c.Value = "share.isolation.level", kmsg.IncrementalAlterConfigOpSet, kmsg.StringPtr("read_committed")
+	rr.Configs = append(rr.Configs, c)
+	req.Resources = append(req.Resources, rr)
+	if resp, err := req.RequestWith(ctx, prod); err != nil || resp.Resources[0].ErrorCode != 0 {
+		t.Fatalf("set share.isolation.level: %v %+v", err, resp)
+	}
+	configs := map[string][]string{}
+	for _, r := range rows(t, w.mustGet("/console/group?name=workers"), "configs") {
+		configs[r[0]] = r
+	}
+	if r := configs["share.isolation.level"]; len(r) != 4 || r[1] != "read_committed" || r[2] != "group" || r[3] != "read_uncommitted" {
+		t.Errorf("share.isolation.level row %q", r)
+	}
+	if r := configs["share.auto.offset.reset"]; len(r) != 4 || r[1] != "latest" || r[2] != "default" {
+		t.Errorf("share.auto.offset.reset row %q", r)
 	}
 }

@@ -36,6 +36,8 @@ func configSource(s kmsg.ConfigSource) string {
 		return "default"
 	case kmsg.ConfigSourceDynamicBrokerLoggerConfig:
 		return "logger"
+	case kmsg.ConfigSourceGroupConfig:
+		return "group"
 	}
 	return "unknown"
 }

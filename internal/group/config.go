@@ -35,6 +35,14 @@ type Config struct {
 	// bidirectional (the default, also for ""), upgrade, downgrade or
 	// disabled.
 	ConsumerMigrationPolicy string
+	// GroupTimeouts, when set, returns a consumer group's session
+	// timeout and heartbeat interval: its group configs
+	// (consumer.session.timeout.ms, consumer.heartbeat.interval.ms), else
+	// the two above. It is called at every ConsumerGroupHeartbeat, so a
+	// changed group config applies from the group's next heartbeat. It
+	// must be cheap and safe for concurrent use; a zero result keeps the
+	// broker-wide value.
+	GroupTimeouts func(group string) (session, heartbeat time.Duration)
 	// Topics returns the cluster's topics for consumer group
 	// subscriptions; nil means none.
 	Topics func() Topics

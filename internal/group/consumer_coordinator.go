@@ -9,22 +9,38 @@ import (
 	"time"
 )
 
-// consumerConfig is the configuration of the coordinator's consumer
-// groups.
-func (c *Coordinator) consumerConfig() ConsumerGroupConfig {
+// consumerConfig is the configuration of consumer group id.
+func (c *Coordinator) consumerConfig(id string) ConsumerGroupConfig {
 	ids := newConsumerMemberID
 	if c.cfg.newMemberID != nil {
 		ids = c.cfg.newMemberID
 	}
+	session, heartbeat := c.consumerTimeouts(id)
 	return ConsumerGroupConfig{
-		SessionTimeout:    c.cfg.ConsumerSessionTimeout,
-		HeartbeatInterval: c.cfg.ConsumerHeartbeatInterval,
+		SessionTimeout:    session,
+		HeartbeatInterval: heartbeat,
 		MaxSize:           c.cfg.ConsumerMaxSize,
 		Assignors:         c.cfg.ConsumerAssignors,
 		NewMemberID:       ids,
 		Downgrade:         c.cfg.downgradeEnabled(),
 		ClassicMaxSize:    c.cfg.MaxSize,
 	}
+}
+
+// consumerTimeouts returns the session timeout and heartbeat interval of
+// consumer group id: its group configs, else the coordinator's.
+func (c *Coordinator) consumerTimeouts(id string) (session, heartbeat time.Duration) {
+	session, heartbeat = c.cfg.ConsumerSessionTimeout, c.cfg.ConsumerHeartbeatInterval
+	if c.cfg.GroupTimeouts != nil {
+		s, h := c.cfg.GroupTimeouts(id)
+		if s > 0 {
+			session = s
+		}
+		if h > 0 {
+			heartbeat = h
+		}
+	}
+	return session, heartbeat
 }
 
 // newConsumerMemberID returns a random UUID in URL-safe base64, as
@@ -190,9 +206,10 @@ func (c *Coordinator) ConsumerGroupHeartbeat(ctx context.Context, req ConsumerHe
 		if !join || g.state != Empty || len(g.members) > 0 {
 			return ConsumerHeartbeatResult{}, errf(ErrGroupIDNotFound, "Group %s is not a consumer group.", req.Group)
 		}
-		e.cg = NewConsumerGroup(req.Group, c.consumerConfig())
+		e.cg = NewConsumerGroup(req.Group, c.consumerConfig(req.Group))
 		created = true
 	}
+	e.cg.SetTimeouts(c.consumerTimeouts(req.Group))
 	res, ch, err := e.cg.Heartbeat(now, c.topics(), req, v1)
 	if err == nil && created && (e.g.generation > 0 || e.g.protocolType != "") {
 		// The empty classic group it replaces: its metadata goes.
@@ -224,7 +241,7 @@ func (c *Coordinator) ConsumerGroupHeartbeat(ctx context.Context, req ConsumerHe
 // Reference: Kafka convertToConsumerGroup.
 func (c *Coordinator) upgradeLocked(e *entry, req ConsumerHeartbeatRequest, v1 bool, now time.Time) (ConsumerHeartbeatResult, error) {
 	topics := c.topics()
-	cg, conv, err := consumerFromClassic(e.g, c.consumerConfig(), topics, now)
+	cg, conv, err := consumerFromClassic(e.g, c.consumerConfig(e.g.id), topics, now)
 	if err != nil {
 		return ConsumerHeartbeatResult{}, err
 	}

@@ -379,6 +379,14 @@ type ConsumerGroup struct {
 	checkedVersion int64
 }
 
+// SetTimeouts replaces the group's session timeout and heartbeat interval
+// (its group configs changed). Each member's session deadline moves to
+// the new timeout at its next heartbeat, and the next answer carries the
+// new interval.
+func (g *ConsumerGroup) SetTimeouts(session, heartbeat time.Duration) {
+	g.cfg.SessionTimeout, g.cfg.HeartbeatInterval = session, heartbeat
+}
+
 // NewConsumerGroup returns an empty consumer group at epoch 0.
 func NewConsumerGroup(id string, cfg ConsumerGroupConfig) *ConsumerGroup {
 	return &ConsumerGroup{

@@ -1191,7 +1191,7 @@ func (c *Coordinator) replay(ctx context.Context, log Log) (map[string]*Group, m
 			get(k.group)
 			cg := cgs[k.group]
 			if cg == nil {
-				cg = NewConsumerGroup(k.group, c.consumerConfig())
+				cg = NewConsumerGroup(k.group, c.consumerConfig(k.group))
 				cgs[k.group] = cg
 			}
 			cg.ApplyRecord(rec)

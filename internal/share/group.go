@@ -80,6 +80,11 @@ func NewGroup(id string, cfg GroupConfig) *Group {
 	return &Group{ID: id, cfg: cfg, members: map[string]*Member{}}
 }
 
+// SetConfig replaces the group's configuration (its group configs
+// changed). It applies from the next heartbeat on: a member's session
+// deadline moves to the new timeout at its next heartbeat.
+func (g *Group) SetConfig(cfg GroupConfig) { g.cfg = cfg }
+
 // HeartbeatRequest is a ShareGroupHeartbeat.
 type HeartbeatRequest struct {
 	MemberID    string

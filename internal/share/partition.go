@@ -59,9 +59,11 @@ var (
 
 // Config is the share partition's part of the group's configuration.
 type Config struct {
-	// LockDuration is group.share.record.lock.duration.ms.
+	// LockDuration is the group's share.record.lock.duration.ms
+	// (group.share.record.lock.duration.ms by default).
 	LockDuration time.Duration
-	// DeliveryCountLimit is group.share.delivery.count.limit: a record
+	// DeliveryCountLimit is the group's share.delivery.count.limit
+	// (group.share.delivery.count.limit by default): a record
 	// released or whose lock expires after that many deliveries is
 	// archived.
 	DeliveryCountLimit int16
@@ -104,6 +106,12 @@ type Partition struct {
 func New(cfg Config, start int64) *Partition {
 	return &Partition{cfg: cfg, spso: start}
 }
+
+// SetConfig replaces the share-partition's configuration (its group's
+// configs changed). A new LockDuration applies to later acquisitions and
+// renewals, not to locks already held; a new DeliveryCountLimit to the
+// next release or expiry.
+func (p *Partition) SetConfig(cfg Config) { p.cfg = cfg }
 
 // StateBatch is a range of records with one delivery state and count, as
 // persisted (ReadShareGroupState/WriteShareGroupState StateBatches).
