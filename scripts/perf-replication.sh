@@ -58,9 +58,12 @@ trap cleanup EXIT
 
 log() { printf '%s %s\n' "$(date +%T)" "$*" >&2; }
 
-etcd_url() { # NAME: start an etcd member, print its client URL
+start_etcd() { # NAME: start an etcd member (not in a subshell: PIDS must keep it)
 	"$SAMSA_BIN" dev etcd --data-dir "$WORK/etcd-$1" >"$WORK/etcd-$1.url" 2>"$WORK/etcd-$1.log" &
 	PIDS+=($!)
+}
+
+etcd_url() { # NAME: print the client URL of a started member
 	local i
 	for ((i = 0; i < 200; i++)); do
 		[[ -s $WORK/etcd-$1.url ]] && { head -1 "$WORK/etcd-$1.url"; return; }
@@ -79,6 +82,8 @@ broker() { # ID PORT ETCD RF MINISR
 	BROKERS+=($!)
 }
 
+start_etcd one
+start_etcd three
 ONE_ETCD=$(etcd_url one)
 THREE_ETCD=$(etcd_url three)
 broker 1 "$PORT" "$ONE_ETCD" 1 1

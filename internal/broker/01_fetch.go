@@ -104,6 +104,9 @@ func (b *Broker) handleFetch(ctx context.Context, c *server.Conn, req *kmsg.Fetc
 		return q.reply(b, req, f)
 	}
 	deadline := b.now().Add(time.Duration(req.MaxWaitMillis) * time.Millisecond)
+	if soon := b.now().Add(newsWait); f.newsRecent && soon.Before(deadline) {
+		deadline = soon
+	}
 	return server.Reply{Wait: func(ctx context.Context) server.Reply {
 		// parked is the time spent waiting for data, which the slow
 		// request log leaves out (server/slow.go).
@@ -117,8 +120,9 @@ func (b *Broker) handleFetch(ctx context.Context, c *server.Conn, req *kmsg.Fetc
 				r.Parked = parked
 				return r
 			}
+			news := f.news.NewsReached()
 			f = q.fetch(b, req, c.Listener, allowed)
-			if enough || f.done || f.n >= int64(req.MinBytes) {
+			if enough || news || f.done || f.n >= int64(req.MinBytes) {
 				r := q.reply(b, req, f)
 				r.Parked = parked
 				return r
@@ -126,6 +130,10 @@ func (b *Broker) handleFetch(ctx context.Context, c *server.Conn, req *kmsg.Fetc
 		}
 	}}
 }
+
+// newsWait is the longest a follower's fetch parks for a second after news
+// (replica.Manager.RecentNews).
+const newsWait = 10 * time.Millisecond
 
 // waitFetch parks a Fetch as one delayed operation watched under each of
 // the partitions f read (replica.Manager.Watch), until the first of them
@@ -160,6 +168,10 @@ func (b *Broker) waitFetch(ctx context.Context, f *fetchResult, minBytes int64, 
 		case <-op.Fired():
 			for _, i := range op.TakeFired() {
 				w, fp := f.watches[i], &f.parts[i]
+				if fp.news {
+					op.Cancel()
+					return true, true
+				}
 				var sp kmsg.FetchResponseTopicPartition
 				res, end, err := readPartition(w.P, fp.offset, fp.maxBytes, true, fp.follower, fp.committed, &sp)
 				if err != nil {
@@ -322,6 +334,11 @@ type fetchResult struct {
 	served []servedPartition
 	// follower is set for a follower's fetch.
 	follower bool
+	// news is a follower's FollowerNews watch (also in watches), and
+	// newsRecent whether it had news within the last second: its wait is
+	// then short (newsWait).
+	news       replica.WatchSpec
+	newsRecent bool
 	// session, if not nil, is the request's fetch session (KIP-227,
 	// fetch_session.go); sessionDone is set once it saw the response.
 	session     *fetchSession
@@ -335,6 +352,10 @@ type fetchPart struct {
 	offset, maxBytes    int64
 	follower, committed bool
 	bytes               int64
+	// news marks a follower's FollowerNews watch, which reads nothing:
+	// once reached the fetch answers, and the follower fetches again with
+	// the partitions it has started to follow.
+	news bool
 }
 
 // servedPartition is what one Fetch read from one partition.
@@ -420,6 +441,15 @@ func (b *Broker) fetchOnce(req *kmsg.FetchRequest, listener string, allowed func
 	f := &fetchResult{resp: req.ResponseKind().(*kmsg.FetchResponse), listener: listener}
 	follower := fetchReplicaID(req)
 	f.follower = follower >= 0
+	if f.follower {
+		// NB: taken before any partition is read, so that an append to
+		// a partition the follower does not fetch yet, made while this
+		// one reads, still wakes it.
+		f.news = b.replicas.FollowerNews(follower)
+		f.watches = append(f.watches, f.news)
+		f.parts = append(f.parts, fetchPart{news: true})
+		f.newsRecent = b.replicas.RecentNews(follower, b.now().UnixMilli())
+	}
 	f.resp.SetVersion(req.Version)
 	img := b.cluster.Image()
 	f.img = img

@@ -78,6 +78,8 @@ type WatchSpec struct {
 	P    *Partition
 	Kind WaitKind
 	At   int64
+
+	news *followerNews // a FollowerNews watch: P is nil
 }
 
 // DelayedOp is an operation waiting in the delay queue: an acks=all

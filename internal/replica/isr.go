@@ -118,6 +118,18 @@ func NewLeaderState(self int32, replicas, isr []int32, leaderEpoch, partitionEpo
 	return s
 }
 
+// Unfetched appends to dst the in-sync followers that have not fetched
+// from this leader yet: until they do, the high watermark cannot pass the
+// leader epoch's start.
+func (s *LeaderState) Unfetched(dst []int32) []int32 {
+	for _, id := range s.isr {
+		if f := s.followers[id]; f != nil && f.fetchOffset < 0 {
+			dst = append(dst, id)
+		}
+	}
+	return dst
+}
+
 func sortedCopy(ids []int32) []int32 {
 	out := slices.Clone(ids)
 	slices.Sort(out)

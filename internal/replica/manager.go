@@ -36,6 +36,11 @@ type Partition struct {
 
 	leaderEpoch atomic.Int32
 	leader      atomic.Bool
+	// unfetched is set while this broker leads and some in-sync follower
+	// may not have fetched the partition since: its appends then wake
+	// that follower's parked fetches (followerNews). A hint, checked
+	// under roleMu.
+	unfetched atomic.Bool
 	// corruptAt is 1 + the offset a read found a corrupt stored batch at
 	// while this broker led, 0 when none: once it follows, the log is
 	// truncated there and fetched again (repair.go).
@@ -127,6 +132,11 @@ type Manager struct {
 	// delayed holds the operations waiting on the partitions' offsets;
 	// its timer goroutine is owned by the Manager.
 	delayed *delayQueue
+	// news holds, per follower broker, the count of appends to partitions
+	// it leads that the follower has not fetched yet, the key its parked
+	// fetches also watch (FollowerNews).
+	newsMu sync.Mutex
+	news   map[int32]*followerNews // guarded by newsMu
 
 	// isrShrinks and isrExpands count ISR changes written (metrics).
 	isrShrinks, isrExpands atomic.Int64
@@ -197,9 +207,89 @@ func (m *Manager) WatchEach(specs []WatchSpec, deadline time.Time) *DelayedOp {
 func (m *Manager) watchKeys(specs []WatchSpec) []watchKey {
 	keys := make([]watchKey, len(specs))
 	for i, s := range specs {
+		if s.news != nil {
+			keys[i] = watchKey{set: s.news.set, at: s.At}
+			continue
+		}
 		keys[i] = watchKey{set: s.P.waits[s.Kind], at: s.At}
 	}
 	return keys
+}
+
+// followerNews counts appends to partitions led here that follower has
+// not fetched since this broker became their leader.
+type followerNews struct {
+	n      atomic.Int64
+	lastMs atomic.Int64 // unix millis of the latest news
+	set    *watchSet
+}
+
+func (m *Manager) newsOf(follower int32) *followerNews {
+	m.newsMu.Lock()
+	defer m.newsMu.Unlock()
+	if m.news == nil {
+		m.news = make(map[int32]*followerNews)
+	}
+	fn := m.news[follower]
+	if fn == nil {
+		fn = &followerNews{}
+		fn.set = newWatchSet(fn.n.Load)
+		m.news[follower] = fn
+	}
+	return fn
+}
+
+// FollowerNews is a watch for a parked fetch of follower: it is reached
+// when a partition led here that the follower has not fetched yet (a new
+// partition, or one this broker just became leader of) takes an append.
+// A follower long-polls its leader over the partitions it already
+// fetches; without this, one it starts to follow meanwhile would wait for
+// that poll's max wait (replica.fetch.wait.max.ms) before its first
+// fetch, and every acks=all produce to it with it. Its P is nil.
+func (m *Manager) FollowerNews(follower int32) WatchSpec {
+	fn := m.newsOf(follower)
+	return WatchSpec{news: fn, At: fn.n.Load() + 1}
+}
+
+// NewsReached reports whether the FollowerNews watch w was reached: the
+// fetch it parked should answer, for the follower to fetch again with the
+// partitions it has started to follow.
+func (w WatchSpec) NewsReached() bool { return w.news != nil && w.news.n.Load() >= w.At }
+
+// RecentNews reports whether follower had news within the last second. A
+// partition it has not fetched yet took an append, and the follower may
+// not follow it yet (its own metadata lags the leader's by the time the
+// leader's first append took): its fetch parks for at most a few ms then,
+// so that it comes back soon with the partition, where an edge of news
+// would have been missed.
+func (m *Manager) RecentNews(follower int32, nowMs int64) bool {
+	m.newsMu.Lock()
+	fn := m.news[follower]
+	m.newsMu.Unlock()
+	return fn != nil && nowMs-fn.lastMs.Load() < 1000
+}
+
+// tellUnfetched wakes the parked fetches of the in-sync followers of p
+// that have not fetched it since this broker became its leader; it
+// clears p.unfetched once there are none. It takes roleMu.
+func (p *Partition) tellUnfetched() {
+	var buf [4]int32
+	p.roleMu.Lock()
+	var ids []int32
+	if ls := p.role.leader; ls != nil {
+		ids = ls.Unfetched(buf[:0])
+	}
+	if len(ids) == 0 {
+		p.unfetched.Store(false)
+	}
+	p.roleMu.Unlock()
+	nowMs := p.m.now().UnixMilli()
+	for _, id := range ids {
+		fn := p.m.newsOf(id)
+		fn.lastMs.Store(nowMs)
+		fn.n.Add(1)
+		p.m.delayed.publish(fn.set)
+	}
 }
 
 // goFunc runs f on a goroutine that Close waits for; after Close it runs

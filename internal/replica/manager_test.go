@@ -151,3 +151,55 @@ func TestEnsureReplacesALogOfAnotherTopicID(t *testing.T) {
 		t.Fatalf("log after Ensure: %v", l)
 	}
 }
+
+// TestAppendWakesFollowersThatHaveNotFetched: a follower's fetch parked
+// on the partitions it already follows (FollowerNews) completes when a
+// partition it has not fetched from this leader yet takes an append, so
+// the follower fetches it at once instead of after its long-poll; once it
+// has fetched, appends there no longer wake it, and a follower out of the
+// ISR is not woken at all.
+func TestAppendWakesFollowersThatHaveNotFetched(t *testing.T) {
+	m := openManager(t)
+	tp := storage.TopicPartition{Topic: "new", Partition: 0}
+	info := PartitionInfo{Replicas: []int32{1, 2, 3}, Leader: 1, LeaderEpoch: 1, ISR: []int32{1, 2}, PartitionEpoch: 1}
+	p, err := m.Ensure(tp, [16]byte{3}, storage.DefaultConfig(), info)
+	if err != nil {
+		t.Fatal(err)
+	}
+	far := time.Now().Add(time.Hour)
+	parked2 := m.Watch([]WatchSpec{m.FollowerNews(2)}, far)
+	parked3 := m.Watch([]WatchSpec{m.FollowerNews(3)}, far)
+	defer parked3.Cancel()
+	if _, err := p.Append(oneRecord(t), false, time.Now().UnixMilli()); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-parked2.Done():
+		if o := parked2.Outcome(); o != Satisfied {
+			t.Fatalf("follower 2's parked fetch completed %v, want Satisfied", o)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("an append to a partition follower 2 has not fetched left its parked fetch waiting")
+	}
+	select {
+	case <-parked3.Done():
+		t.Fatalf("follower 3, outside the ISR, was woken (%v)", parked3.Outcome())
+	default:
+	}
+
+	// Follower 2 fetches the partition: the next append is not news.
+	p.FollowerFetched(2, 0)
+	again := m.Watch([]WatchSpec{m.FollowerNews(2)}, far)
+	defer again.Cancel()
+	if _, err := p.Append(oneRecord(t), false, time.Now().UnixMilli()); err != nil {
+		t.Fatal(err)
+	}
+	if p.unfetched.Load() {
+		t.Fatal("unfetched still set after every in-sync follower fetched")
+	}
+	select {
+	case <-again.Done():
+		t.Fatalf("an append woke follower 2 after it fetched the partition (%v)", again.Outcome())
+	default:
+	}
+}

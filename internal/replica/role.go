@@ -115,6 +115,9 @@ func (p *Partition) refreshHWLocked(nowMs int64) {
 func (p *Partition) logChanged(durable bool) {
 	q := p.m.delayed
 	q.publish(p.waits[WaitLogEnd])
+	if p.unfetched.Load() {
+		p.tellUnfetched()
+	}
 	if start := p.lg().LogStartOffset(); p.logStart.Swap(start) < start {
 		// Records were deleted (DeleteRecords, retention): a Fetch
 		// waiting below the new log start answers OFFSET_OUT_OF_RANGE
@@ -354,6 +357,7 @@ func (p *Partition) applyInfo(info PartitionInfo) {
 				"isr", info.ISR, "replicas", info.Replicas, "log_end_offset", p.lg().LogEndOffset(), "high_watermark", hw)
 			p.role.leader = NewLeaderState(self, info.Replicas, info.ISR, info.LeaderEpoch, info.PartitionEpoch,
 				p.lg().LogEndOffset(), hw, nowMs, isrCfg)
+			p.unfetched.Store(len(info.ISR) > 1)
 			p.role.following = -1
 			p.role.truncate = false
 		} else {
