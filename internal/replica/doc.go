@@ -127,6 +127,16 @@
 //	                                        oldest open transaction
 //	WaitLogEnd          log end offset      an append (change hook)
 //
+// One key is per follower broker rather than per partition: a follower's
+// parked fetch also watches FollowerNews, a count bumped by each append
+// to a partition led here whose in-sync follower it is and which it has
+// not fetched since this broker became leader (a new topic, a moved
+// leadership). Such a fetch then answers at once, and for a second after
+// news the follower's fetches park at most 10 ms, since it may start to
+// follow the partition only after the append: otherwise the partition,
+// and every acks=all produce to it, would wait for the follower's long-
+// poll (replica.fetch.wait.max.ms, 500 ms) over the others.
+//
 // The log calls Partition.logChanged (storage.Log.SetChangeHook) after
 // each change; the high watermark is stored by refreshHWLocked whenever
 // its inputs move, so HighWatermark is a plain read.
