@@ -208,9 +208,10 @@ func (b *Broker) shareGroupAfterFailover(ctx context.Context, id string, parts m
 			if _, _, ok, err := (coordPersister{b}).read(ctx, sharePartKey{id, ti.ID, p}, -1); err == nil && ok {
 				// NB: a group of another type is not adopted:
 				// emptyShareGroup refuses it.
-				if b.emptyShareGroup(ctx, id, true) == nil {
-					b.setShareGroupTopic(id, topic, true)
-					return true
+				if unlock, err := b.emptyShareGroup(ctx, id, true); err == nil {
+					err := b.setShareGroupTopicLocked(ctx, id, topic, true)
+					unlock()
+					return err == nil
 				}
 				return false
 			}

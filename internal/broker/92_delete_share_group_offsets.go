@@ -39,7 +39,10 @@ func (b *Broker) handleDeleteShareGroupOffsets(ctx context.Context, c *server.Co
 		return resp
 	}
 	img := b.cluster.Image()
-	if err := b.emptyShareGroup(ctx, req.GroupID, false); err != nil {
+	unlock, err := b.emptyShareGroup(ctx, req.GroupID, false)
+	if err == nil {
+		defer unlock()
+	} else {
 		// After a coordinator failover, an empty share group is known
 		// by its state only (90_describe_share_group_offsets.go).
 		named := map[string][]int32{}
@@ -54,6 +57,12 @@ func (b *Broker) handleDeleteShareGroupOffsets(ctx context.Context, c *server.Co
 			resp.ErrorCode, resp.ErrorMessage = groupCode(err), errMessage(err)
 			return resp
 		}
+		unlock, err = b.emptyShareGroup(ctx, req.GroupID, false)
+		if err != nil {
+			resp.ErrorCode, resp.ErrorMessage = groupCode(err), errMessage(err)
+			return resp
+		}
+		defer unlock()
 	}
 	for _, t := range req.Topics {
 		rt := kmsg.NewDeleteShareGroupOffsetsResponseTopic()
@@ -78,7 +87,9 @@ func (b *Broker) handleDeleteShareGroupOffsets(ctx context.Context, c *server.Co
 				}
 			}
 			if rt.ErrorCode == 0 {
-				b.setShareGroupTopic(req.GroupID, t.Topic, false)
+				if err := b.setShareGroupTopicLocked(ctx, req.GroupID, t.Topic, false); err != nil {
+					b.log.Warn("forget share group topic", "group", req.GroupID, "topic", t.Topic, "err", err)
+				}
 			}
 			b.forgetShareParts(req.GroupID, ti.ID)
 		}

@@ -174,6 +174,7 @@ func New(cfg Config) (*Broker, error) {
 	gcfg.Logger, gcfg.Now = b.log.With("pkg", "group"), b.now
 	gcfg.OnRebalance = cfg.OnRebalance
 	gcfg.Topics = b.groupTopics
+	gcfg.ShareRecords = b.loadShareGroups
 	b.groups = group.NewCoordinator(gcfg)
 	b.groupsLoaded = make(map[int32]*replica.Partition)
 	b.shares = newShareGroups(b)
