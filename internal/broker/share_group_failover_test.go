@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -12,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"samsa/internal/share"
 	"samsa/internal/testutil"
 )
 
@@ -40,36 +43,7 @@ func TestShareGroupSurvivesGroupCoordinatorKill(t *testing.T) {
 	cl := c.Client(kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	id := shareTopicID(t, cl, topic)
 
-	// A probe group creates __consumer_offsets and __share_group_state.
-	attempt := 0
-	testutil.Eventually(t, 30*time.Second, func() error {
-		attempt++
-		probe := &rawShareMember{cl: cl, group: "sg-gfo-probe", member: fmt.Sprintf("p%d", attempt), maxWait: 10}
-		if r, err := probe.heartbeat(ctx, []string{topic}); err != nil || r.ErrorCode != 0 {
-			return fmt.Errorf("probe heartbeat: %v %v", err, r)
-		}
-		probe.direct, probe.node = true, c.Leader(topic, 0)
-		fr, err := probe.fetch(ctx, id, 0, nil)
-		if err != nil || fr.ErrorCode != 0 || fr.Topics[0].Partitions[0].ErrorCode != 0 {
-			return fmt.Errorf("probe fetch: %v %+v", err, fr)
-		}
-		return nil
-	})
-	var group string
-	var coord int32
-	testutil.Eventually(t, 30*time.Second, func() error {
-		leader := c.Leader(topic, 0)
-		for i := 0; i < 200; i++ {
-			g := fmt.Sprintf("sg-gfo-%d", i)
-			gc := c.Leader("__consumer_offsets", group_Partition(g, 4))
-			sc := c.Leader("__share_group_state", group_Partition(fmt.Sprintf("%s:%x:%d", g, id, 0), 4))
-			if leader >= 0 && gc >= 0 && sc >= 0 && gc != leader && gc != sc {
-				group, coord = g, gc
-				return nil
-			}
-		}
-		return errors.New("no group id with a coordinator apart from the leaders")
-	})
+	group, coord, _ := pickShareGroup(t, ctx, c, cl, topic, id, "sg-gfo", 4, func(gc, sc, leader int32) bool { return gc != leader && gc != sc })
 	testutil.Eventually(t, 30*time.Second, func() error {
 		if isr := c.ISR("__consumer_offsets", group_Partition(group, 4)); len(isr) < 5 {
 			return fmt.Errorf("isr %q", isr)
@@ -206,4 +180,226 @@ func TestShareGroupSurvivesGroupCoordinatorKill(t *testing.T) {
 	if len(l.delivered) != before+after {
 		t.Errorf("%d records delivered, want %d", len(l.delivered), before+after)
 	}
+}
+
+// pickShareGroup creates __consumer_offsets and __share_group_state
+// (with a probe group) and returns a group id whose group coordinator gc
+// and share coordinator sc (of partition 0 of the topic) make ok true
+// with the partition's leader.
+func pickShareGroup(t *testing.T, ctx context.Context, c *testutil.Cluster, cl *kgo.Client, topic string, id [16]byte, prefix string, offsetsPartitions int32,
+	ok func(gc, sc, leader int32) bool) (group string, gc, sc int32) {
+	t.Helper()
+	attempt := 0
+	testutil.Eventually(t, 30*time.Second, func() error {
+		attempt++
+		probe := &rawShareMember{cl: cl, group: prefix + "-probe", member: fmt.Sprintf("p%d", attempt), maxWait: 10}
+		if r, err := probe.heartbeat(ctx, []string{topic}); err != nil || r.ErrorCode != 0 {
+			return fmt.Errorf("probe heartbeat: %v %v", err, r)
+		}
+		probe.direct, probe.node = true, c.Leader(topic, 0)
+		fr, err := probe.fetch(ctx, id, 0, nil)
+		if err != nil || fr.ErrorCode != 0 || fr.Topics[0].Partitions[0].ErrorCode != 0 {
+			return fmt.Errorf("probe fetch: %v %+v", err, fr)
+		}
+		return nil
+	})
+	testutil.Eventually(t, 30*time.Second, func() error {
+		leader := c.Leader(topic, 0)
+		for i := 0; i < 200; i++ {
+			g := fmt.Sprintf("%s-%d", prefix, i)
+			gc = c.Leader("__consumer_offsets", group_Partition(g, offsetsPartitions))
+			sc = c.Leader("__share_group_state", group_Partition(fmt.Sprintf("%s:%x:%d", g, id, 0), 4))
+			if leader >= 0 && gc >= 0 && sc >= 0 && ok(gc, sc, leader) {
+				group = g
+				return nil
+			}
+		}
+		var ls []int32
+		for p := int32(0); p < 4; p++ {
+			ls = append(ls, c.Leader("__share_group_state", p))
+		}
+		return fmt.Errorf("no group id with the coordinators asked for: topic leader %d (isr %s), __share_group_state leaders %v", leader, c.ISR(topic, 0), ls)
+	})
+	return group, gc, sc
+}
+
+// TestShareStateDeleteFencesOldWritersAfterShareCoordinatorKill: a
+// member acquires records on the partition leader, accepts half and
+// leaves; the group's offsets are deleted (DeleteShareGroupOffsets) while
+// the leader, another broker than the group coordinator, still holds the
+// old state with records in flight; the share coordinator is killed.
+// When the leader's locks expire it writes the old state at the old
+// state epoch: the next share coordinator, which replayed the delete,
+// fences it, and a new member starts from the log start with every
+// record at delivery count 1 (the deleted state is not resurrected).
+// Reference: KIP-932, "Share group state epoch".
+func TestShareStateDeleteFencesOldWritersAfterShareCoordinatorKill(t *testing.T) {
+	t.Parallel()
+	const lock = 12 * time.Second
+	c := testutil.StartClusterLogged(t, 3, append(shareBrokerConfig,
+		"offsets.topic.replication.factor=3", "share.coordinator.state.topic.replication.factor=3",
+		fmt.Sprintf("group.share.record.lock.duration.ms=%d", lock.Milliseconds()), "group.share.session.timeout.ms=45000",
+		"replica.lag.time.max.ms=2000",
+		// Not the share coordinator's 4: with equal counts, a group's
+		// coordinators are tied to each other by the hash.
+		"offsets.topic.num.partitions=3")...)
+	const topic = "share-dfo"
+	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
+	defer cancel()
+	// Two replicas: the share coordinator to kill is not one of them,
+	// so that the kill leaves the partition and its leader epoch alone.
+	if r, err := c.Admin().CreateTopic(ctx, 1, 2, nil, topic); err != nil || r.Err != nil {
+		t.Fatalf("create topic: %v %v", err, r.Err)
+	}
+	cl := c.Client(kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	id := shareTopicID(t, cl, topic)
+	var replicas string
+	testutil.Eventually(t, 20*time.Second, func() error {
+		if replicas = c.ISR(topic, 0); len(replicas) < 3 {
+			return fmt.Errorf("isr %q", replicas)
+		}
+		return nil
+	})
+	group, _, sc := pickShareGroup(t, ctx, c, cl, topic, id, "sg-dfo", 3, func(gc, sc, leader int32) bool {
+		return gc != leader && !strings.Contains(replicas, strconv.Itoa(int(sc)))
+	})
+	produceValues(t, cl, topic, 1, 10)
+	leader := c.Leader(topic, 0)
+
+	a := &rawShareMember{cl: cl, group: group, member: "a", maxWait: 100}
+	var acquiredAt time.Time
+	testutil.Eventually(t, 20*time.Second, func() error {
+		if r, err := a.heartbeat(ctx, []string{topic}); err != nil || r.ErrorCode != 0 {
+			a.epoch = 0
+			return fmt.Errorf("heartbeat: %v %v", err, r)
+		}
+		a.direct, a.node, a.session = true, leader, 0
+		acquiredAt = time.Now()
+		fr, err := a.fetch(ctx, id, 0, nil)
+		if err != nil || fr.ErrorCode != 0 {
+			return fmt.Errorf("fetch: %v %+v", err, fr)
+		}
+		if n, first, last := acquiredCount(fr); n != 10 || first != 0 || last != 9 {
+			return fmt.Errorf("acquired %d (%d-%d)", n, first, last)
+		}
+		return nil
+	})
+	// Accept 0-4; 5-9 stay acquired by a.
+	areq := kmsg.NewPtrShareAcknowledgeRequest()
+	areq.Version = 1
+	areq.GroupID, areq.MemberID, areq.ShareSessionEpoch = &a.group, &a.member, a.session
+	rt := kmsg.NewShareAcknowledgeRequestTopic()
+	rt.TopicID = id
+	rp := kmsg.NewShareAcknowledgeRequestTopicPartition()
+	ab := kmsg.NewShareAcknowledgeRequestTopicPartitionAcknowledgementBatch()
+	ab.FirstOffset, ab.LastOffset, ab.AcknowledgeTypes = 0, 4, []int8{1}
+	rp.AcknowledgementBatches = append(rp.AcknowledgementBatches, ab)
+	rt.Partitions = append(rt.Partitions, rp)
+	areq.Topics = append(areq.Topics, rt)
+	r, err := cl.Broker(int(leader)).Request(ctx, areq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ar := r.(*kmsg.ShareAcknowledgeResponse); ar.ErrorCode != 0 || ar.Topics[0].Partitions[0].ErrorCode != 0 {
+		t.Fatalf("acknowledge: %+v", ar)
+	}
+	if start, _ := shareOffsets(t, ctx, cl, group, topic, 0); start != 5 {
+		t.Fatalf("start offset %d after accepting 0-4, want 5", start)
+	}
+	a.epoch = -1
+	if r, err := a.heartbeat(ctx, nil); err != nil || r.ErrorCode != 0 {
+		t.Fatalf("leave: %v %+v", err, r)
+	}
+	code, topics := deleteShareOffsets(t, ctx, cl, group, topic)
+	wantCode(t, "delete share group offsets", code, nil)
+	wantCode(t, "delete share group offsets of the topic", topics[topic], nil)
+	if start, _ := shareOffsets(t, ctx, cl, group, topic, 0); start != -1 {
+		t.Fatalf("start offset %d after the delete, want -1", start)
+	}
+
+	part := group_Partition(fmt.Sprintf("%s:%x:%d", group, id, 0), 4)
+	// The delete's record is the share-partition's last, so compaction,
+	// which keeps the last record of each key, keeps the fence too.
+	if v := lastStateRecord(t, ctx, c, part, share.EncodeKey(share.StateKey{Group: group, TopicID: id, Partition: 0})); len(v) != 6 || v[0] != 0 || v[1] != 1 {
+		t.Fatalf("the share-partition's last __share_group_state record after the delete is %x; want a version 1 (deleted) value", v)
+	}
+	testutil.Eventually(t, 30*time.Second, func() error {
+		if isr := c.ISR("__share_group_state", part); len(isr) < 5 {
+			return fmt.Errorf("isr %q", isr)
+		}
+		return nil
+	})
+	t.Logf("group %s: leader %d, killing share coordinator %d", group, leader, sc)
+	c.Kill(int(sc))
+	testutil.Eventually(t, 30*time.Second, func() error {
+		if l := c.Leader("__share_group_state", part); l < 0 || l == sc {
+			return fmt.Errorf("share coordinator %d", l)
+		}
+		return nil
+	})
+	cl = c.Client(kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	// Past a's locks: the leader writes the old state back.
+	time.Sleep(time.Until(acquiredAt.Add(lock + 2*time.Second)))
+	b := &rawShareMember{cl: cl, group: group, member: "b", maxWait: 100}
+	testutil.Eventually(t, 30*time.Second, func() error {
+		if r, err := b.heartbeat(ctx, []string{topic}); err != nil || r.ErrorCode != 0 {
+			b.epoch = 0
+			return fmt.Errorf("heartbeat: %v %v", err, r)
+		}
+		b.direct, b.node, b.session = true, leader, 0
+		fr, err := b.fetch(ctx, id, 0, nil)
+		if err != nil || fr.ErrorCode != 0 {
+			return fmt.Errorf("fetch: %v %+v", err, fr)
+		}
+		if p := fr.Topics[0].Partitions[0]; p.ErrorCode != 0 {
+			return fmt.Errorf("fetch: %v", kerr.ErrorForCode(p.ErrorCode))
+		}
+		for _, tp := range fr.Topics {
+			for _, p := range tp.Partitions {
+				for _, ar := range p.AcquiredRecords {
+					if ar.FirstOffset != 0 || ar.LastOffset != 9 || ar.DeliveryCount != 1 {
+						t.Fatalf("after the delete and the share coordinator kill, b acquired %d-%d at delivery count %d; want 0-9 at 1 (the old state came back)",
+							ar.FirstOffset, ar.LastOffset, ar.DeliveryCount)
+					}
+					return nil
+				}
+			}
+		}
+		return errors.New("nothing acquired yet")
+	})
+	if start, _ := shareOffsets(t, ctx, cl, group, topic, 0); start != 0 {
+		t.Fatalf("start offset %d after b acquired, want 0", start)
+	}
+}
+
+// lastStateRecord returns the value of the last record with key in
+// __share_group_state partition part (nil: a tombstone, or none).
+func lastStateRecord(t *testing.T, ctx context.Context, c *testutil.Cluster, part int32, key []byte) []byte {
+	t.Helper()
+	adm := c.Admin()
+	ends, err := adm.ListEndOffsets(ctx, "__share_group_state")
+	if err != nil {
+		t.Fatal(err)
+	}
+	end, _ := ends.Lookup("__share_group_state", part)
+	if end.Err != nil {
+		t.Fatal(end.Err)
+	}
+	cl := c.Client(kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{"__share_group_state": {part: kgo.NewOffset().AtStart()}}),
+		kgo.FetchMaxWait(100*time.Millisecond))
+	defer cl.Close()
+	var last []byte
+	for next := int64(0); next < end.Offset; {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("read __share_group_state-%d: at %d of %d", part, next, end.Offset)
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			next = r.Offset + 1
+			if string(r.Key) == string(key) {
+				last = r.Value
+			}
+		})
+	}
+	return last
 }
