@@ -582,8 +582,9 @@ func (b *Broker) expireShareSessions() []shareSessionKey {
 // next request loads them again. A member opening a share session calls
 // it: the offsets may have been altered or deleted (which needs an empty
 // group) since this broker loaded them. A share-partition that holds no
-// acquired record and nothing unpersisted is dropped (it writes nothing,
-// so the state epoch would not fence it); one with records in flight
+// acquired record (NextDeadline zero) and nothing unpersisted is dropped
+// (it writes nothing, so the state epoch would not fence it); one that
+// may have records in flight
 // (acquired by members that left) is dropped if the share coordinator's
 // state epoch moved past the one it was loaded from, so that the new
 // member is not given records of the old state, whose acknowledgements
