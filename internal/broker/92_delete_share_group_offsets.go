@@ -43,8 +43,8 @@ func (b *Broker) handleDeleteShareGroupOffsets(ctx context.Context, c *server.Co
 	if err == nil {
 		defer unlock()
 	} else {
-		// After a coordinator failover, an empty share group is known
-		// by its state only (90_describe_share_group_offsets.go).
+		// An empty share group without records may be known by its
+		// state only (90_describe_share_group_offsets.go).
 		named := map[string][]int32{}
 		for _, t := range req.Topics {
 			if ti := img.Topics[t.Topic]; ti != nil && z.topic(opRead, t.Topic) {
@@ -100,9 +100,9 @@ func (b *Broker) handleDeleteShareGroupOffsets(ctx context.Context, c *server.Co
 
 // shareGroupHasOffsets reports whether the share group keeps offsets for
 // the topic: one its members subscribed to or whose offsets were altered
-// here, or one with state for some partition at its share coordinator
-// (membership, and so the first, is not kept across a coordinator
-// failover).
+// (kept in ShareGroupStatePartitionMetadata), or one with state for
+// some partition at its share coordinator (a group whose records do not
+// name it).
 func (b *Broker) shareGroupHasOffsets(ctx context.Context, id, topic string, topicID [16]byte, partitions int) bool {
 	if b.shareGroupHasTopic(id, topic) {
 		return true
