@@ -193,9 +193,8 @@ func (b *Broker) shareEndOffset(ctx context.Context, topic string, partition int
 // state the share coordinators hold for one of the partitions named; if
 // so, it is adopted as an empty share group. Share groups are rebuilt
 // from __consumer_offsets on a coordinator failover; this finds those
-// whose records are not there (written by a version that kept
-// membership in memory, or compacted away with the group's tombstones
-// while its state stayed).
+// whose records are not there (a log written by a version that kept
+// share group membership in memory).
 func (b *Broker) shareGroupAfterFailover(ctx context.Context, id string, parts map[string][]int32, img *cluster.Image, err error) bool {
 	if !errors.Is(err, share.ErrGroupIDNotFound) {
 		return false
