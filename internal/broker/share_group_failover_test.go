@@ -4,12 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -33,7 +32,7 @@ func TestShareGroupSurvivesGroupCoordinatorKill(t *testing.T) {
 	t.Parallel()
 	c := testutil.StartClusterLogged(t, 3, append(shareBrokerConfig,
 		"offsets.topic.replication.factor=3", "share.coordinator.state.topic.replication.factor=3",
-		"group.share.session.timeout.ms=45000", "replica.lag.time.max.ms=2000")...)
+		"group.share.session.timeout.ms=45000", "replica.lag.time.max.ms=2000", "offsets.topic.num.partitions=3")...)
 	const topic, before, after = "share-gfo", 200, 200
 	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
 	defer cancel()
@@ -43,9 +42,10 @@ func TestShareGroupSurvivesGroupCoordinatorKill(t *testing.T) {
 	cl := c.Client(kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	id := shareTopicID(t, cl, topic)
 
-	group, coord, _ := pickShareGroup(t, ctx, c, cl, topic, id, "sg-gfo", 4, func(gc, sc, leader int32) bool { return gc != leader && gc != sc })
+	createShareInternalTopics(t, ctx, c, cl, topic)
+	group, coord, _ := pickShareGroup(t, c, topic, id, "sg-gfo", 3, func(gc, sc, leader int32) bool { return gc != leader && gc != sc })
 	testutil.Eventually(t, 30*time.Second, func() error {
-		if isr := c.ISR("__consumer_offsets", group_Partition(group, 4)); len(isr) < 5 {
+		if isr := c.ISR("__consumer_offsets", group_Partition(group, 3)); len(isr) < 5 {
 			return fmt.Errorf("isr %q", isr)
 		}
 		return nil
@@ -125,7 +125,7 @@ func TestShareGroupSurvivesGroupCoordinatorKill(t *testing.T) {
 	t.Logf("group %s: killing group coordinator %d (partition leader %d)", group, coord, c.Leader(topic, 0))
 	c.Kill(int(coord))
 	testutil.Eventually(t, 30*time.Second, func() error {
-		if l := c.Leader("__consumer_offsets", group_Partition(group, 4)); l < 0 || l == coord {
+		if l := c.Leader("__consumer_offsets", group_Partition(group, 3)); l < 0 || l == coord {
 			return fmt.Errorf("coordinator %d", l)
 		}
 		return nil
@@ -182,17 +182,15 @@ func TestShareGroupSurvivesGroupCoordinatorKill(t *testing.T) {
 	}
 }
 
-// pickShareGroup creates __consumer_offsets and __share_group_state
-// (with a probe group) and returns a group id whose group coordinator gc
-// and share coordinator sc (of partition 0 of the topic) make ok true
-// with the partition's leader.
-func pickShareGroup(t *testing.T, ctx context.Context, c *testutil.Cluster, cl *kgo.Client, topic string, id [16]byte, prefix string, offsetsPartitions int32,
-	ok func(gc, sc, leader int32) bool) (group string, gc, sc int32) {
+// createShareInternalTopics makes a probe group join and fetch topic, so
+// that __consumer_offsets and __share_group_state exist.
+func createShareInternalTopics(t *testing.T, ctx context.Context, c *testutil.Cluster, cl *kgo.Client, topic string) {
 	t.Helper()
+	id := shareTopicID(t, cl, topic)
 	attempt := 0
 	testutil.Eventually(t, 30*time.Second, func() error {
 		attempt++
-		probe := &rawShareMember{cl: cl, group: prefix + "-probe", member: fmt.Sprintf("p%d", attempt), maxWait: 10}
+		probe := &rawShareMember{cl: cl, group: "sg-probe-" + topic, member: fmt.Sprintf("p%d", attempt), maxWait: 10}
 		if r, err := probe.heartbeat(ctx, []string{topic}); err != nil || r.ErrorCode != 0 {
 			return fmt.Errorf("probe heartbeat: %v %v", err, r)
 		}
@@ -203,9 +201,19 @@ func pickShareGroup(t *testing.T, ctx context.Context, c *testutil.Cluster, cl *
 		}
 		return nil
 	})
+}
+
+// pickShareGroup returns a group id whose group coordinator gc and share
+// coordinator sc (of partition 0 of the topic) make ok true with the
+// partition's leader. __consumer_offsets must have offsetsPartitions
+// partitions, a count other than __share_group_state's 4: with equal
+// counts a group's two coordinators are tied to each other by the hash.
+func pickShareGroup(t *testing.T, c *testutil.Cluster, topic string, id [16]byte, prefix string, offsetsPartitions int32,
+	ok func(gc, sc, leader int32) bool) (group string, gc, sc int32) {
+	t.Helper()
 	testutil.Eventually(t, 30*time.Second, func() error {
 		leader := c.Leader(topic, 0)
-		for i := 0; i < 200; i++ {
+		for i := 0; i < 500; i++ {
 			g := fmt.Sprintf("%s-%d", prefix, i)
 			gc = c.Leader("__consumer_offsets", group_Partition(g, offsetsPartitions))
 			sc = c.Leader("__share_group_state", group_Partition(fmt.Sprintf("%s:%x:%d", g, id, 0), 4))
@@ -214,11 +222,7 @@ func pickShareGroup(t *testing.T, ctx context.Context, c *testutil.Cluster, cl *
 				return nil
 			}
 		}
-		var ls []int32
-		for p := int32(0); p < 4; p++ {
-			ls = append(ls, c.Leader("__share_group_state", p))
-		}
-		return fmt.Errorf("no group id with the coordinators asked for: topic leader %d (isr %s), __share_group_state leaders %v", leader, c.ISR(topic, 0), ls)
+		return fmt.Errorf("no group id with the coordinators asked for (partition leader %d)", leader)
 	})
 	return group, gc, sc
 }
@@ -246,23 +250,45 @@ func TestShareStateDeleteFencesOldWritersAfterShareCoordinatorKill(t *testing.T)
 	const topic = "share-dfo"
 	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
 	defer cancel()
-	// Two replicas: the share coordinator to kill is not one of them,
-	// so that the kill leaves the partition and its leader epoch alone.
-	if r, err := c.Admin().CreateTopic(ctx, 1, 2, nil, topic); err != nil || r.Err != nil {
+	cl := c.Client(kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if r, err := c.Admin().CreateTopic(ctx, 1, 3, nil, topic+"-probe"); err != nil || r.Err != nil {
 		t.Fatalf("create topic: %v %v", err, r.Err)
 	}
-	cl := c.Client(kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	id := shareTopicID(t, cl, topic)
-	var replicas string
+	createShareInternalTopics(t, ctx, c, cl, topic+"-probe")
+	// The topic's two replicas leave out a broker leading a
+	// __share_group_state partition: the share coordinator to kill, whose
+	// kill then leaves the partition and its leader epoch alone.
+	var sc int32 = -1
 	testutil.Eventually(t, 20*time.Second, func() error {
-		if replicas = c.ISR(topic, 0); len(replicas) < 3 {
-			return fmt.Errorf("isr %q", replicas)
+		if sc = c.Leader("__share_group_state", 0); sc < 0 {
+			return errors.New("no __share_group_state leader")
 		}
 		return nil
 	})
-	group, _, sc := pickShareGroup(t, ctx, c, cl, topic, id, "sg-dfo", 3, func(gc, sc, leader int32) bool {
-		return gc != leader && !strings.Contains(replicas, strconv.Itoa(int(sc)))
+	var replicas []int32
+	for i := range c.Brokers {
+		if int32(i) != sc {
+			replicas = append(replicas, int32(i))
+		}
+	}
+	if r, err := c.Admin().CreateTopic(ctx, 1, 2, nil, topic); err != nil || r.Err != nil {
+		t.Fatalf("create topic: %v %v", err, r.Err)
+	}
+	var req kadm.AlterPartitionAssignmentsReq
+	req.Assign(topic, 0, replicas)
+	want := fmt.Sprint(replicas[0], " ", replicas[1])
+	testutil.Eventually(t, 30*time.Second, func() error {
+		if isr := c.ISR(topic, 0); isr != want || c.Leader(topic, 0) < 0 {
+			// Moved until the replicas are those.
+			if _, err := c.Admin().AlterPartitionAssignments(ctx, req); err != nil {
+				return err
+			}
+			return fmt.Errorf("isr %q, want %q", isr, want)
+		}
+		return nil
 	})
+	id := shareTopicID(t, cl, topic)
+	group, _, _ := pickShareGroup(t, c, topic, id, "sg-dfo", 3, func(gc, s, leader int32) bool { return gc != leader && s == sc })
 	produceValues(t, cl, topic, 1, 10)
 	leader := c.Leader(topic, 0)
 
