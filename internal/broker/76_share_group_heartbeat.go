@@ -8,9 +8,10 @@ package broker
 // READ on the group and DESCRIBE on every subscribed topic, as Kafka
 // checks them. The coordinator is the group coordinator
 // (FindCoordinator key type 0). A group id used by a classic or consumer
-// group is GROUP_ID_NOT_FOUND. Differences from Kafka: membership is not
-// persisted (see shareGroups); the assignor is the simple one, without
-// rack awareness.
+// group is GROUP_ID_NOT_FOUND. Membership is written to __consumer_offsets
+// before the answer (see shareGroups), so a member continues at its epoch
+// with the next coordinator. Differences from Kafka: the assignor is the
+// simple one, without rack awareness.
 
 import (
 	"context"

@@ -126,7 +126,11 @@ func (b *Broker) handleShareFetch(c *server.Conn, req *kmsg.ShareFetchRequest) s
 				keys = append(keys, sharePartKey{group, t.TopicID, p.Partition})
 			}
 		}
-		b.forgetIdleShareParts(keys)
+		// Bounded: a share coordinator that does not answer leaves the
+		// state as it is (its next write meets the fence).
+		fctx, cancel := context.WithTimeout(b.ctx, 5*time.Second)
+		b.forgetStaleShareParts(fctx, keys)
+		cancel()
 	}
 
 	// The response lists every partition of the request, in order, plus

@@ -191,7 +191,10 @@ func (b *Broker) shareEndOffset(ctx context.Context, group, topic string, partit
 // shareGroupAfterFailover reports whether id, which this coordinator
 // does not know as a share group (err), is an empty share group whose
 // state the share coordinators hold for one of the partitions named; if
-// so, it is adopted as an empty share group.
+// so, it is adopted as an empty share group. Share groups are rebuilt
+// from __consumer_offsets on a coordinator failover; this finds those
+// whose records are not there (a log written by a version that kept
+// share group membership in memory).
 func (b *Broker) shareGroupAfterFailover(ctx context.Context, id string, parts map[string][]int32, img *cluster.Image, err error) bool {
 	if !errors.Is(err, share.ErrGroupIDNotFound) {
 		return false
@@ -208,9 +211,10 @@ func (b *Broker) shareGroupAfterFailover(ctx context.Context, id string, parts m
 			if _, _, ok, err := (coordPersister{b}).read(ctx, sharePartKey{id, ti.ID, p}, -1); err == nil && ok {
 				// NB: a group of another type is not adopted:
 				// emptyShareGroup refuses it.
-				if b.emptyShareGroup(ctx, id, true) == nil {
-					b.setShareGroupTopic(id, topic, true)
-					return true
+				if unlock, err := b.emptyShareGroup(ctx, id, true); err == nil {
+					err := b.setShareGroupTopicLocked(ctx, id, topic, true)
+					unlock()
+					return err == nil
 				}
 				return false
 			}

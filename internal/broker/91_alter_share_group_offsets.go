@@ -23,7 +23,9 @@ package broker
 //
 // Differences from Kafka: a negative StartOffset is INVALID_REQUEST for
 // its partition (Kafka stores it as given); the group epoch is not
-// bumped (samsa keeps share group membership in memory).
+// bumped (the group is empty: no member holds an epoch to fence). A
+// member that heartbeats to join while the offsets are altered waits
+// for the alteration to end (the group's change lock).
 
 import (
 	"context"
@@ -41,10 +43,13 @@ func (b *Broker) handleAlterShareGroupOffsets(ctx context.Context, c *server.Con
 		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
 		return resp
 	}
-	if err := b.emptyShareGroup(ctx, req.GroupID, true); err != nil {
+	unlock, err := b.emptyShareGroup(ctx, req.GroupID, true)
+	if err != nil {
 		resp.ErrorCode, resp.ErrorMessage = groupCode(err), errMessage(err)
 		return resp
 	}
+	// Joins wait until the new start offsets are written.
+	defer unlock()
 	img := b.cluster.Image()
 	for _, t := range req.Topics {
 		rt := kmsg.NewAlterShareGroupOffsetsResponseTopic()
@@ -78,7 +83,9 @@ func (b *Broker) handleAlterShareGroupOffsets(ctx context.Context, c *server.Con
 			rt.Partitions = append(rt.Partitions, rp)
 		}
 		if altered {
-			b.setShareGroupTopic(req.GroupID, t.Topic, true)
+			if err := b.setShareGroupTopicLocked(ctx, req.GroupID, t.Topic, true); err != nil {
+				b.log.Warn("record share group topic", "group", req.GroupID, "topic", t.Topic, "err", err)
+			}
 			b.forgetShareParts(req.GroupID, ti.ID)
 		}
 		resp.Topics = append(resp.Topics, rt)

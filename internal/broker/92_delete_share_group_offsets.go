@@ -39,9 +39,12 @@ func (b *Broker) handleDeleteShareGroupOffsets(ctx context.Context, c *server.Co
 		return resp
 	}
 	img := b.cluster.Image()
-	if err := b.emptyShareGroup(ctx, req.GroupID, false); err != nil {
-		// After a coordinator failover, an empty share group is known
-		// by its state only (90_describe_share_group_offsets.go).
+	unlock, err := b.emptyShareGroup(ctx, req.GroupID, false)
+	if err == nil {
+		defer unlock()
+	} else {
+		// An empty share group without records may be known by its
+		// state only (90_describe_share_group_offsets.go).
 		named := map[string][]int32{}
 		for _, t := range req.Topics {
 			if ti := img.Topics[t.Topic]; ti != nil && z.topic(opRead, t.Topic) {
@@ -54,6 +57,12 @@ func (b *Broker) handleDeleteShareGroupOffsets(ctx context.Context, c *server.Co
 			resp.ErrorCode, resp.ErrorMessage = groupCode(err), errMessage(err)
 			return resp
 		}
+		unlock, err = b.emptyShareGroup(ctx, req.GroupID, false)
+		if err != nil {
+			resp.ErrorCode, resp.ErrorMessage = groupCode(err), errMessage(err)
+			return resp
+		}
+		defer unlock()
 	}
 	for _, t := range req.Topics {
 		rt := kmsg.NewDeleteShareGroupOffsetsResponseTopic()
@@ -78,7 +87,9 @@ func (b *Broker) handleDeleteShareGroupOffsets(ctx context.Context, c *server.Co
 				}
 			}
 			if rt.ErrorCode == 0 {
-				b.setShareGroupTopic(req.GroupID, t.Topic, false)
+				if err := b.setShareGroupTopicLocked(ctx, req.GroupID, t.Topic, false); err != nil {
+					b.log.Warn("forget share group topic", "group", req.GroupID, "topic", t.Topic, "err", err)
+				}
 			}
 			b.forgetShareParts(req.GroupID, ti.ID)
 		}
@@ -89,9 +100,9 @@ func (b *Broker) handleDeleteShareGroupOffsets(ctx context.Context, c *server.Co
 
 // shareGroupHasOffsets reports whether the share group keeps offsets for
 // the topic: one its members subscribed to or whose offsets were altered
-// here, or one with state for some partition at its share coordinator
-// (membership, and so the first, is not kept across a coordinator
-// failover).
+// (kept in ShareGroupStatePartitionMetadata), or one with state for
+// some partition at its share coordinator (a group whose records do not
+// name it).
 func (b *Broker) shareGroupHasOffsets(ctx context.Context, id, topic string, topicID [16]byte, partitions int) bool {
 	if b.shareGroupHasTopic(id, topic) {
 		return true

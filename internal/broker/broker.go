@@ -175,6 +175,7 @@ func New(cfg Config) (*Broker, error) {
 	gcfg.OnRebalance = cfg.OnRebalance
 	gcfg.Topics = b.groupTopics
 	gcfg.GroupTimeouts = b.consumerGroupTimeouts
+	gcfg.ShareRecords = b.loadShareGroups
 	b.groups = group.NewCoordinator(gcfg)
 	b.groupsLoaded = make(map[int32]*replica.Partition)
 	b.shares = newShareGroups(b)

@@ -8,3 +8,13 @@ func SetTxnOffsetsVerifiedHook(f func(group string)) (restore func()) {
 	txnOffsetsVerifiedHook.Store(&f)
 	return func() { txnOffsetsVerifiedHook.Store(nil) }
 }
+
+// SetShareGroupEmptyHook makes AlterShareGroupOffsets and
+// DeleteShareGroupOffsets call f with their group once it is found
+// empty, with the group's change lock held and before its state is
+// written, until the returned function is called. Tests that set it must
+// act only on their own group.
+func SetShareGroupEmptyHook(f func(group string)) (restore func()) {
+	shareGroupEmptyHook.Store(&f)
+	return func() { shareGroupEmptyHook.Store(nil) }
+}

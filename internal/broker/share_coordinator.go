@@ -191,17 +191,20 @@ func (b *Broker) shareCoordWrite(ctx context.Context, k share.StateKey, leaderEp
 	return nil
 }
 
-// shareCoordDelete is DeleteShareGroupState on this broker (a tombstone).
+// shareCoordDelete is DeleteShareGroupState on this broker: a record
+// that keeps the next state epoch (share.States.DeleteRecord), so that
+// the writers of the deleted state stay fenced after a failover.
 func (b *Broker) shareCoordDelete(ctx context.Context, k share.StateKey) error {
 	sp, err := b.shareStateLocked(ctx, k)
 	if err != nil {
 		return err
 	}
 	defer sp.mu.Unlock()
-	if _, ok := sp.states.Get(k); !ok {
+	value, ok := sp.states.DeleteRecord(k)
+	if !ok {
 		return nil
 	}
-	if err := (txnLog{b: b, p: sp.p}).Append(ctx, share.EncodeKey(k), nil); err != nil {
+	if err := (txnLog{b: b, p: sp.p}).Append(ctx, share.EncodeKey(k), value); err != nil {
 		return fmt.Errorf("%w: %w", errShareNotCoordinator, err)
 	}
 	sp.states.Delete(k)

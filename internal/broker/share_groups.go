@@ -2,9 +2,13 @@ package broker
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"samsa/internal/group"
@@ -15,22 +19,31 @@ import (
 // is: the leader of the group's __consumer_offsets partition, as for
 // classic and consumer groups (group.Coordinator.Owns decides).
 //
-// NB: membership is kept in memory only; Kafka also writes it to
-// __consumer_offsets (ShareGroupMemberMetadata and friends). After a
-// coordinator failover the members' next heartbeat gets
-// UNKNOWN_MEMBER_ID and they join again with their own member ids (the
-// client makes them), which costs one reassignment; the delivery state of
-// the records is kept by the share-partitions, not here. Sessions are
-// expired when any member of the group heartbeats, or the group is
-// described or listed, so no timer goroutine is needed.
+// Membership is persisted in __consumer_offsets with Kafka's share group
+// records (share.GroupRecord): every change is made on a clone of the
+// group (changeShareGroup), its records are appended, and only then is
+// the clone installed, so memory never runs ahead of the log. A
+// coordinator that loads the partition rebuilds the groups from the
+// records (loadShareGroups) with fresh sessions, and a member that
+// heartbeats it at its epoch continues. Sessions are expired (and the
+// expiry written) when a member of the group heartbeats, so no timer
+// goroutine is needed; DescribeGroups and ListGroups show the group as
+// if expired without writing.
 type shareGroups struct {
 	cfg share.GroupConfig
-	mu  sync.Mutex // guards groups and every Group in it
-	// groups by id.
+	mu  sync.Mutex // guards groups, topics, locks and every Group in them
+	// groups by id. A Group here is never changed in place: a change
+	// replaces it.
 	groups map[string]*share.Group
-	// topics is, by group, every topic its members subscribed to: the
-	// share-partitions whose state DeleteGroups deletes.
+	// topics is, by group, every topic its members subscribed to or whose
+	// offsets were altered: the share-partitions whose state DeleteGroups
+	// deletes (ShareGroupStatePartitionMetadata's initialized topics).
 	topics map[string]map[string]bool
+	// locks serialise the changes of each group, from reading it to
+	// installing the change once its records are durable; an
+	// AlterShareGroupOffsets holds the group's until its new state is
+	// written, so a member cannot join in between.
+	locks map[string]*sync.Mutex
 }
 
 func newShareGroups(b *Broker) *shareGroups {
@@ -42,6 +55,159 @@ func newShareGroups(b *Broker) *shareGroups {
 		},
 		groups: map[string]*share.Group{},
 		topics: map[string]map[string]bool{},
+		locks:  map[string]*sync.Mutex{},
+	}
+}
+
+// lock takes the change lock of group id and returns its release.
+func (sg *shareGroups) lock(id string) (unlock func()) {
+	sg.mu.Lock()
+	l := sg.locks[id]
+	if l == nil {
+		l = &sync.Mutex{}
+		sg.locks[id] = l
+	}
+	sg.mu.Unlock()
+	l.Lock()
+	return l.Unlock
+}
+
+// changeShareGroup runs fn on a clone of share group id (a new empty
+// group if unknown and create; fn gets nil if unknown and !create) and
+// the group's topics, appends the records of what fn changed to the
+// group's __consumer_offsets partition, and installs the clone once they
+// are durable. The changes fn made are written even when it returns an
+// error (sessions it expired), which changeShareGroup then returns. The
+// caller holds the group's change lock (shareGroups.lock).
+func (b *Broker) changeShareGroupLocked(ctx context.Context, id string, create bool, fn func(g *share.Group, topics map[string]bool) error) error {
+	sg := b.shares
+	sg.mu.Lock()
+	base := sg.groups[id]
+	before := maps.Clone(sg.topics[id])
+	sg.mu.Unlock()
+	var g *share.Group
+	switch {
+	case base != nil:
+		g = base.Clone()
+	case create:
+		g = share.NewGroup(id, sg.cfg)
+	default:
+		return fn(nil, nil)
+	}
+	topics := maps.Clone(before)
+	if topics == nil {
+		topics = map[string]bool{}
+	}
+	ferr := fn(g, topics)
+	var recs []share.GroupRecord
+	if base == nil {
+		recs = g.Records()
+	} else {
+		recs = g.RecordsSince(base)
+	}
+	if !maps.Equal(before, topics) {
+		recs = append(recs, b.shareStateTopicsRecord(id, topics))
+	}
+	if err := b.appendShareRecords(ctx, id, recs); err != nil {
+		return err
+	}
+	sg.mu.Lock()
+	sg.groups[id] = g
+	sg.topics[id] = topics
+	sg.mu.Unlock()
+	return ferr
+}
+
+// shareStateTopicsRecord is the ShareGroupStatePartitionMetadata of a
+// group's topics: each with its id and partitions as the image has them
+// (a topic the image no longer has is left out: it has no state left).
+func (b *Broker) shareStateTopicsRecord(id string, topics map[string]bool) share.GroupRecord {
+	img := b.cluster.Image()
+	r := share.GroupRecord{Kind: share.RecordStatePartitionMetadata, Group: id}
+	for _, n := range slices.Sorted(maps.Keys(topics)) {
+		t := img.Topics[n]
+		if t == nil {
+			continue
+		}
+		tp := share.TopicPartitions{TopicID: t.ID, Topic: n}
+		for p := range t.Replicas {
+			tp.Partitions = append(tp.Partitions, int32(p))
+		}
+		r.Initialized = append(r.Initialized, tp)
+	}
+	return r
+}
+
+// appendShareRecords writes share group records to the group's
+// __consumer_offsets partition.
+func (b *Broker) appendShareRecords(ctx context.Context, id string, recs []share.GroupRecord) error {
+	if len(recs) == 0 {
+		return nil
+	}
+	kvs := make([]group.KV, len(recs))
+	for i, r := range recs {
+		kvs[i].Key, kvs[i].Value = r.KV()
+	}
+	return b.groups.AppendShareRecords(ctx, id, kvs)
+}
+
+// loadShareGroups rebuilds the share groups of a __consumer_offsets
+// partition from its share group records (group.Config.ShareRecords),
+// replacing what this broker held of that partition's share groups. A
+// group whose last ShareGroupMetadata record is a tombstone is gone.
+func (b *Broker) loadShareGroups(partition int32, recs map[string][]group.KV) {
+	sg := b.shares
+	topics := b.shareTopics()
+	now := b.now()
+	loaded := map[string]*share.Group{}
+	stateTopics := map[string]map[string]bool{}
+	for id, kvs := range recs {
+		g := share.NewGroup(id, sg.cfg)
+		alive := false
+		for _, kv := range kvs {
+			r, err := share.DecodeGroupRecord(kv.Key, kv.Value)
+			if err != nil {
+				b.log.Warn("skip share group record", "group", id, "err", err)
+				continue
+			}
+			switch r.Kind {
+			case share.RecordGroupEpoch:
+				alive = !r.Tombstone
+			case share.RecordStatePartitionMetadata:
+				ts := map[string]bool{}
+				for _, tp := range r.Initialized {
+					ts[tp.Topic] = true
+				}
+				// A deletion the previous coordinator did not finish is
+				// retried by the next one.
+				for _, tp := range r.Deleting {
+					ts[tp.Topic] = true
+				}
+				stateTopics[id] = ts
+			}
+			g.ApplyRecord(r)
+		}
+		if alive {
+			g.Loaded(now, topics)
+			loaded[id] = g
+		}
+	}
+	sg.mu.Lock()
+	defer sg.mu.Unlock()
+	for id := range sg.groups {
+		if group.Partition(id, b.cfg.OffsetsTopicNumPartitions) == partition {
+			delete(sg.groups, id)
+			delete(sg.topics, id)
+		}
+	}
+	for id, g := range loaded {
+		sg.groups[id] = g
+		if ts := stateTopics[id]; ts != nil {
+			sg.topics[id] = ts
+		}
+	}
+	if len(loaded) > 0 {
+		b.log.Info("share: loaded share groups", "partition", partition, "groups", len(loaded))
 	}
 }
 
@@ -92,27 +258,29 @@ func (b *Broker) shareHeartbeat(ctx context.Context, id string, req share.Heartb
 	}
 	topics := b.shareTopics()
 	now := b.now()
-	sg.mu.Lock()
-	defer sg.mu.Unlock()
-	g = sg.groups[id]
-	if g == nil {
-		g = share.NewGroup(id, sg.cfg)
-		sg.groups[id] = g
+	unlock := sg.lock(id)
+	defer unlock()
+	var res share.HeartbeatResult
+	var expired []string
+	err := b.changeShareGroupLocked(ctx, id, true, func(g *share.Group, ts map[string]bool) error {
+		// The group's own configs (heartbeat interval, session timeout)
+		// as they are now: a change applies from the next heartbeat.
+		g.SetConfig(b.shareGroupConfig(id))
+		expired = g.Expire(now, topics)
+		g.Refresh(topics)
+		for _, t := range req.Topics {
+			ts[t] = true
+		}
+		var err error
+		res, err = g.Heartbeat(req, now, topics)
+		return err
+	})
+	if errors.Is(err, group.ErrNotCoordinator) || errors.Is(err, group.ErrCoordinatorNotAvailable) || errors.Is(err, group.ErrCoordinatorLoadInProgress) {
+		return share.HeartbeatResult{}, err
 	}
-	g.SetConfig(b.shareGroupConfig(id))
-	for _, m := range g.Expire(now, topics) {
+	for _, m := range expired {
 		b.releaseShareMember(id, m)
 	}
-	g.Refresh(topics)
-	if req.Topics != nil {
-		if sg.topics[id] == nil {
-			sg.topics[id] = map[string]bool{}
-		}
-		for _, t := range req.Topics {
-			sg.topics[id][t] = true
-		}
-	}
-	res, err := g.Heartbeat(req, now, topics)
 	if err == nil && req.MemberEpoch == -1 {
 		b.releaseShareMember(id, req.MemberID)
 	}
@@ -140,6 +308,8 @@ func (b *Broker) describeShareGroup(id string) (members []share.Member, epoch in
 	if g == nil {
 		return nil, 0, "", fmt.Errorf("%w: %s", share.ErrGroupIDNotFound, id)
 	}
+	// A view as if expired: the expiry is written by the next heartbeat.
+	g = g.Clone()
 	g.Expire(b.now(), b.shareTopics())
 	return g.Members(), g.Epoch(), g.State(), nil
 }
@@ -162,6 +332,7 @@ func (b *Broker) listShareGroups() []group.ListedGroup {
 		}
 		sg.mu.Lock()
 		if g := sg.groups[id]; g != nil {
+			g = g.Clone()
 			g.Expire(b.now(), b.shareTopics())
 			out = append(out, group.ListedGroup{Group: id, ProtocolType: "share", State: g.State(), Type: "share"})
 		}
@@ -174,26 +345,52 @@ func (b *Broker) listShareGroups() []group.ListedGroup {
 // state of its share-partitions at their share coordinators. isShare is
 // false when id is not a share group served here.
 //
+// As Kafka does, the topics whose state is deleted are first written as
+// the group's deleting topics (ShareGroupStatePartitionMetadata), then
+// the state is deleted, then the group's tombstones are written: a
+// coordinator that takes over in between still knows the group and
+// which state to delete.
+//
 // NB: partition leaders other than this broker keep the share-partitions
-// they serve in memory until their leadership changes; a group created
-// again under the same id before that continues from their state.
+// they serve in memory until their leadership changes or a member opens
+// a share session; their next write is fenced by the deletion's state
+// epoch (share.States).
 func (b *Broker) deleteShareGroup(ctx context.Context, id string) (isShare bool, err error) {
 	sg := b.shares
-	sg.mu.Lock()
-	g := sg.groups[id]
-	if g == nil {
-		sg.mu.Unlock()
+	if !b.isShareGroup(id) {
 		return false, nil
 	}
-	g.Expire(b.now(), b.shareTopics())
-	if !g.Empty() {
-		sg.mu.Unlock()
-		return true, group.ErrNonEmptyGroup
+	unlock := sg.lock(id)
+	defer unlock()
+	var expired []string
+	err = b.changeShareGroupLocked(ctx, id, false, func(g *share.Group, _ map[string]bool) error {
+		if g == nil {
+			return errShareGroupGone
+		}
+		expired = g.Expire(b.now(), b.shareTopics())
+		if !g.Empty() {
+			return group.ErrNonEmptyGroup
+		}
+		return nil
+	})
+	for _, m := range expired {
+		b.releaseShareMember(id, m)
 	}
-	delete(sg.groups, id)
-	topics := sg.topics[id]
-	delete(sg.topics, id)
+	if errors.Is(err, errShareGroupGone) {
+		return false, nil
+	}
+	if err != nil {
+		return true, err
+	}
+	sg.mu.Lock()
+	g := sg.groups[id]
+	topics := maps.Clone(sg.topics[id])
 	sg.mu.Unlock()
+	deleting := b.shareStateTopicsRecord(id, topics)
+	deleting.Deleting, deleting.Initialized = deleting.Initialized, nil
+	if err := b.appendShareRecords(ctx, id, []share.GroupRecord{deleting}); err != nil {
+		return true, err
+	}
 	sps := b.sharePartitions
 	sps.mu.Lock()
 	for k := range sps.parts {
@@ -202,20 +399,26 @@ func (b *Broker) deleteShareGroup(ctx context.Context, id string) (isShare bool,
 		}
 	}
 	sps.mu.Unlock()
-	img := b.cluster.Image()
-	for name := range topics {
-		t := img.Topics[name]
-		if t == nil {
-			continue
-		}
-		for p := range t.Replicas {
-			if err := (coordPersister{b}).delete(ctx, sharePartKey{id, t.ID, int32(p)}); err != nil {
+	for _, tp := range deleting.Deleting {
+		for _, p := range tp.Partitions {
+			if err := (coordPersister{b}).delete(ctx, sharePartKey{id, tp.TopicID, p}); err != nil {
 				return true, fmt.Errorf("%w: delete share-partition state: %w", group.ErrCoordinatorNotAvailable, err)
 			}
 		}
 	}
+	if err := b.appendShareRecords(ctx, id, g.Tombstones()); err != nil {
+		return true, err
+	}
+	sg.mu.Lock()
+	delete(sg.groups, id)
+	delete(sg.topics, id)
+	sg.mu.Unlock()
 	return true, nil
 }
+
+// errShareGroupGone: the share group went while a change waited for its
+// lock.
+var errShareGroupGone = errors.New("share group gone")
 
 // emptyShareGroup checks that id is a share group coordinated here
 // without members, for AlterShareGroupOffsets (create: an unknown id
@@ -224,50 +427,61 @@ func (b *Broker) deleteShareGroup(ctx context.Context, id string) (isShare bool,
 // coordinator's, share.ErrGroupIDNotFound (not a share group, or unknown
 // and !create), group.ErrNonEmptyGroup.
 //
-// NB: the group is not locked against joins while the caller writes the
-// new state (Kafka runs the check and the write as one coordinator
-// operation). A member that joins and fetches before the write is done
-// may be given records from the old state; its acknowledgement of them
-// is then fenced by the new state epoch (FENCED_STATE_EPOCH) and the
-// partition leader loads the new state.
-func (b *Broker) emptyShareGroup(ctx context.Context, id string, create bool) error {
+// On success the group's change lock is held until the caller calls
+// unlock: the caller writes the new state of its share-partitions
+// before, so a member that heartbeats to join meanwhile waits, and is
+// only given records once the new state is there (Kafka runs the check
+// and the write as one coordinator operation).
+func (b *Broker) emptyShareGroup(ctx context.Context, id string, create bool) (unlock func(), err error) {
 	if id == "" {
-		return fmt.Errorf("%w: the group id is empty", group.ErrInvalidGroupID)
+		return nil, fmt.Errorf("%w: the group id is empty", group.ErrInvalidGroupID)
 	}
 	if err := b.groups.Owns(id); err != nil {
 		b.forgetShareGroup(id)
-		return err
+		return nil, err
 	}
 	if !b.isShareGroup(id) {
 		listed, err := b.groups.ListGroups(ctx, group.ListGroupsRequest{})
 		if err != nil {
-			return err
+			return nil, err
 		}
 		for _, lg := range listed {
 			if lg.Group == id {
-				return fmt.Errorf("%w: group %s is a %s group, not a share group", share.ErrGroupIDNotFound, id, lg.Type)
+				return nil, fmt.Errorf("%w: group %s is a %s group, not a share group", share.ErrGroupIDNotFound, id, lg.Type)
 			}
 		}
 		if !create {
-			return fmt.Errorf("%w: %s", share.ErrGroupIDNotFound, id)
+			return nil, fmt.Errorf("%w: %s", share.ErrGroupIDNotFound, id)
 		}
 	}
-	sg := b.shares
-	sg.mu.Lock()
-	defer sg.mu.Unlock()
-	g := sg.groups[id]
-	if g == nil {
-		g = share.NewGroup(id, sg.cfg)
-		sg.groups[id] = g
-	}
-	for _, m := range g.Expire(b.now(), b.shareTopics()) {
+	unlock = b.shares.lock(id)
+	var expired []string
+	err = b.changeShareGroupLocked(ctx, id, create, func(g *share.Group, _ map[string]bool) error {
+		if g == nil {
+			return fmt.Errorf("%w: %s", share.ErrGroupIDNotFound, id)
+		}
+		expired = g.Expire(b.now(), b.shareTopics())
+		if !g.Empty() {
+			return fmt.Errorf("%w: share group %s has members", group.ErrNonEmptyGroup, id)
+		}
+		return nil
+	})
+	for _, m := range expired {
 		b.releaseShareMember(id, m)
 	}
-	if !g.Empty() {
-		return fmt.Errorf("%w: share group %s has members", group.ErrNonEmptyGroup, id)
+	if err != nil {
+		unlock()
+		return nil, err
 	}
-	return nil
+	if h := shareGroupEmptyHook.Load(); h != nil {
+		(*h)(id)
+	}
+	return unlock, nil
 }
+
+// shareGroupEmptyHook, when set, is called by emptyShareGroup with the
+// group's change lock held (tests).
+var shareGroupEmptyHook atomic.Pointer[func(group string)]
 
 // shareGroupHasTopic reports whether topic is one the share group's
 // offsets are kept for (subscribed, or altered).
@@ -277,18 +491,19 @@ func (b *Broker) shareGroupHasTopic(id, topic string) bool {
 	return b.shares.topics[id][topic]
 }
 
-// setShareGroupTopic records (on) or forgets topic as one of the share
-// group's.
-func (b *Broker) setShareGroupTopic(id, topic string, on bool) {
-	sg := b.shares
-	sg.mu.Lock()
-	defer sg.mu.Unlock()
-	if !on {
-		delete(sg.topics[id], topic)
-		return
-	}
-	if sg.topics[id] == nil {
-		sg.topics[id] = map[string]bool{}
-	}
-	sg.topics[id][topic] = true
+// setShareGroupTopicLocked records (on) or forgets topic as one of the
+// share group's, durably. The caller holds the group's change lock (from
+// emptyShareGroup).
+func (b *Broker) setShareGroupTopicLocked(ctx context.Context, id, topic string, on bool) error {
+	return b.changeShareGroupLocked(ctx, id, false, func(g *share.Group, ts map[string]bool) error {
+		if g == nil {
+			return nil
+		}
+		if on {
+			ts[topic] = true
+		} else {
+			delete(ts, topic)
+		}
+		return nil
+	})
 }

@@ -583,14 +583,20 @@ func (b *Broker) expireShareSessions() []shareSessionKey {
 	return idle
 }
 
-// forgetIdleShareParts drops the loaded state of the share-partitions of
-// keys that hold no acquired record and nothing unpersisted, so that the
-// next request loads them from the share coordinator again. A member
-// opening a share session calls it: the offsets may have been altered or
-// deleted (which needs an empty group) since this broker loaded them,
-// and a share-partition that acquires nothing writes nothing, so the
-// state epoch would not fence it.
-func (b *Broker) forgetIdleShareParts(keys []sharePartKey) {
+// forgetStaleShareParts drops the loaded state of the share-partitions
+// of keys that may be older than their share coordinator's, so that the
+// next request loads them again. A member opening a share session calls
+// it: the offsets may have been altered or deleted (which needs an empty
+// group) since this broker loaded them. A share-partition that holds no
+// acquired record (NextDeadline zero) and nothing unpersisted is dropped
+// (it writes nothing, so the state epoch would not fence it); one that
+// may have records in flight
+// (acquired by members that left) is dropped if the share coordinator's
+// state epoch moved past the one it was loaded from, so that the new
+// member is not given records of the old state, whose acknowledgements
+// would be fenced (FENCED_STATE_EPOCH). A failed read keeps it: its
+// next write meets the fence.
+func (b *Broker) forgetStaleShareParts(ctx context.Context, keys []sharePartKey) {
 	sps := b.sharePartitions
 	for _, k := range keys {
 		sps.mu.Lock()
@@ -600,7 +606,20 @@ func (b *Broker) forgetIdleShareParts(keys []sharePartKey) {
 			continue
 		}
 		sp.mu.Lock()
-		if sp.p != nil && !sp.writing && sp.p.NextDeadline().IsZero() && sp.p.Version() == sp.persisted {
+		p, loadedEpoch := sp.p, sp.stateEpoch
+		if p != nil && !sp.writing && p.NextDeadline().IsZero() && p.Version() == sp.persisted {
+			sp.p, p = nil, nil
+		}
+		sp.mu.Unlock()
+		if p == nil {
+			continue
+		}
+		_, cur, _, err := b.sharePersister.read(ctx, k, sp.epoch)
+		if err != nil || cur <= loadedEpoch {
+			continue
+		}
+		sp.mu.Lock()
+		if sp.p == p {
 			sp.p = nil
 		}
 		sp.mu.Unlock()

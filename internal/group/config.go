@@ -47,6 +47,13 @@ type Config struct {
 	// subscriptions; nil means none.
 	Topics func() Topics
 
+	// ShareRecords, if not nil, receives the share group (KIP-932)
+	// records of a __consumer_offsets partition when it is loaded, by
+	// group in log order, before its groups are served (Owns answers
+	// ErrCoordinatorLoadInProgress until it returns). The coordinator
+	// keeps share groups' records but not their state: the broker does.
+	ShareRecords func(partition int32, groups map[string][]KV)
+
 	// newMemberID, when set, makes the member ids of JoinGroup and of
 	// ConsumerGroupHeartbeat v0 (tests); nil makes random UUIDs.
 	newMemberID func() string

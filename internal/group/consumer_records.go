@@ -330,6 +330,12 @@ func isConsumerGroupKey(version int16) bool {
 	return version >= cgMetadataKeyVersion && version <= cgCurrentAssignmentKeyVersion
 }
 
+// isShareGroupKey reports whether a __consumer_offsets key version is a
+// share group record's (ShareGroupPartitionMetadataKey, 9, to
+// ShareGroupStatePartitionMetadataKey, 15). The coordinator keeps them
+// for Config.ShareRecords; it does not decode their values.
+func isShareGroupKey(version int16) bool { return version >= 9 && version <= 15 }
+
 // reader decodes the fields of a record.
 type reader struct {
 	b   []byte

@@ -1087,7 +1087,10 @@ func (c *Coordinator) Load(ctx context.Context, partition int32, log Log) error 
 	c.mu.Unlock()
 	defer close(ps.loaded)
 
-	groups, cgs, err := c.replay(ctx, log)
+	groups, cgs, shares, err := c.replay(ctx, log)
+	if err == nil && c.cfg.ShareRecords != nil {
+		c.cfg.ShareRecords(partition, shares)
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.mu.parts[partition] != ps {
@@ -1126,7 +1129,7 @@ func (c *Coordinator) Load(ctx context.Context, partition int32, log Log) error 
 //
 // Reference: Kafka OffsetMetadataManager.replay and
 // replayEndTransactionMarker.
-func (c *Coordinator) replay(ctx context.Context, log Log) (map[string]*Group, map[string]*ConsumerGroup, error) {
+func (c *Coordinator) replay(ctx context.Context, log Log) (map[string]*Group, map[string]*ConsumerGroup, map[string][]KV, error) {
 	now := c.cfg.Now()
 	groups := map[string]*Group{}
 	meta := map[string][]byte{}
@@ -1137,6 +1140,8 @@ func (c *Coordinator) replay(ctx context.Context, log Log) (map[string]*Group, m
 	consumerLast := map[string]bool{}
 	// open holds, by producer id, the groups it has pending offsets in.
 	open := map[int64]map[string]bool{}
+	// shares holds the share group records, by group, in log order.
+	shares := map[string][]KV{}
 	get := func(id string) *Group {
 		g := groups[id]
 		if g == nil {
@@ -1183,6 +1188,8 @@ func (c *Coordinator) replay(ctx context.Context, log Log) (map[string]*Group, m
 			if r.Value != nil {
 				consumerLast[k.group] = false
 			}
+		case kindShare:
+			shares[k.group] = append(shares[k.group], KV{Key: r.Key, Value: r.Value})
 		case kindConsumer:
 			rec, err := parseCGRecord(r.Key, r.Value)
 			if err != nil {
@@ -1207,7 +1214,7 @@ func (c *Coordinator) replay(ctx context.Context, log Log) (map[string]*Group, m
 		return nil
 	})
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	for id := range cgs {
 		if !consumerLast[id] {
@@ -1225,13 +1232,44 @@ func (c *Coordinator) replay(ctx context.Context, log Log) (map[string]*Group, m
 		if m != nil {
 			v, err := parseGroupValue(m)
 			if err != nil {
-				return nil, nil, err
+				return nil, nil, nil, err
 			}
 			g.restore(v, now)
 		}
 		out[id] = g
 	}
-	return out, cgs, nil
+	return out, cgs, shares, nil
+}
+
+// AppendShareRecords writes a share group's records (KIP-932, encoded by
+// the broker) to the group's __consumer_offsets partition, within
+// offsets.commit.timeout.ms. It fails with the coordinator's errors when
+// the partition is not served here.
+func (c *Coordinator) AppendShareRecords(ctx context.Context, group string, recs []KV) error {
+	if len(recs) == 0 {
+		return nil
+	}
+	c.mu.Lock()
+	if c.mu.closed {
+		c.mu.Unlock()
+		return ErrNotCoordinator
+	}
+	ps := c.mu.parts[Partition(group, c.cfg.OffsetsTopicPartitions)]
+	var log Log
+	err := ErrNotCoordinator
+	if ps != nil && ps.loading {
+		err = ErrCoordinatorLoadInProgress
+	} else if ps != nil {
+		log, err = ps.log, nil
+	}
+	c.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	if _, err = c.appendRecords(ctx, log, recs); err != nil {
+		return storeErr(err)
+	}
+	return nil
 }
 
 // Unload stops serving the partition's groups: waiting calls fail with

@@ -89,6 +89,7 @@ const (
 	kindOffset
 	kindGroup
 	kindConsumer // a KIP-848 consumer group record (key versions 3-8)
+	kindShare    // a KIP-932 share group record (key versions 9-15)
 )
 
 // parsedKey is a decoded __consumer_offsets key.
@@ -125,7 +126,14 @@ func parseKey(b []byte) (parsedKey, error) {
 			}
 			return parsedKey{kind: kindConsumer, group: g}, nil
 		}
-		// Other record types (share groups) are not ours.
+		if isShareGroupKey(ver) {
+			r := reader{b: b[2:]}
+			g := r.str16()
+			if r.err != nil {
+				return parsedKey{}, fmt.Errorf("group: share group record key: %w", r.err)
+			}
+			return parsedKey{kind: kindShare, group: g}, nil
+		}
 		return parsedKey{kind: kindOther}, nil
 	}
 }

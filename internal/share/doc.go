@@ -37,11 +37,17 @@
 // (SimpleAssign: every partition of a subscribed topic to at least one
 // member, shared when members outnumber partitions). A change of members,
 // subscriptions or partition counts bumps the epoch and reassigns at once:
-// share groups do not revoke.
+// share groups do not revoke. Its __consumer_offsets records
+// (GroupRecord, Kafka's ShareGroup* key versions 10-15) are what a change
+// made: the caller changes a Clone, writes RecordsSince(the original),
+// and keeps the clone once they are durable; a loader rebuilds the group
+// with ApplyRecord and then Loaded.
 //
 // # Persisted state
 //
 // States is the share coordinator's map of share-partition snapshots,
 // replayed from __share_group_state records (EncodeKey, EncodeValue; see
-// records.go for the format), with leader-epoch fencing (CheckLeader).
+// records.go for the format), with leader-epoch fencing (CheckLeader) and
+// state-epoch fencing (CheckStateEpoch) that a delete's record
+// (DeleteRecord) keeps across a replay.
 package share

@@ -53,6 +53,8 @@ type Member struct {
 	deadline   time.Time
 	// sent is false until a heartbeat answer carried the assignment.
 	sent bool
+	// previousEpoch is the member's epoch before its last one.
+	previousEpoch int32
 }
 
 // Group is one share group's membership: a deterministic state machine
@@ -191,6 +193,35 @@ func (g *Group) Refresh(topics Topics) { g.maybeAssign(topics) }
 // maybeAssign recomputes the assignment when the group epoch moved or the
 // subscribed topics changed, giving every member the new epoch.
 func (g *Group) maybeAssign(topics Topics) {
+	sig, infos := g.signature(topics)
+	if sig != g.sig {
+		// The subscribed topics or their partitions changed.
+		if g.assigned == g.epoch {
+			g.epoch++
+		}
+		g.sig = sig
+	}
+	if g.assigned == g.epoch {
+		return
+	}
+	g.assigned = g.epoch
+	assign := SimpleAssign(g.memberIDs(), func(id string) []string { return g.members[id].Topics }, infos)
+	for id, m := range g.members {
+		a := assign[id]
+		if !equalAssignment(a, m.Assignment) {
+			m.sent = false
+		}
+		m.Assignment = a
+		if m.Epoch != g.epoch {
+			m.previousEpoch = m.Epoch
+		}
+		m.Epoch = g.epoch
+	}
+}
+
+// signature returns the subscribed topics and their partition counts as
+// a string, and the topics that exist.
+func (g *Group) signature(topics Topics) (string, map[string]TopicInfo) {
 	subscribed := map[string]bool{}
 	for _, m := range g.members {
 		for _, t := range m.Topics {
@@ -210,26 +241,7 @@ func (g *Group) maybeAssign(topics Topics) {
 			sig += fmt.Sprintf("|%s:%x:%d", n, ti.ID, ti.Partitions)
 		}
 	}
-	if sig != g.sig {
-		// The subscribed topics or their partitions changed.
-		if g.assigned == g.epoch {
-			g.epoch++
-		}
-		g.sig = sig
-	}
-	if g.assigned == g.epoch {
-		return
-	}
-	g.assigned = g.epoch
-	assign := SimpleAssign(g.memberIDs(), func(id string) []string { return g.members[id].Topics }, infos)
-	for id, m := range g.members {
-		a := assign[id]
-		if !equalAssignment(a, m.Assignment) {
-			m.sent = false
-		}
-		m.Assignment = a
-		m.Epoch = g.epoch
-	}
+	return sig, infos
 }
 
 func equalAssignment(a, b []TopicPartitions) bool {

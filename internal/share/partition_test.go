@@ -198,3 +198,34 @@ func TestUnacquireRestoresDeliveryCounts(t *testing.T) {
 		t.Fatalf("b acquired %s after the unacquire, want 0-4(1)", fmtAcquired(got))
 	}
 }
+
+// TestNextDeadlineIsALowerBoundThatExpireLocksTightens: NextDeadline may
+// stay at the deadline of records acknowledged since, never later than
+// a live lock; ExpireLocks past it finds the live locks' earliest.
+func TestNextDeadlineIsALowerBoundThatExpireLocksTightens(t *testing.T) {
+	p := New(Config{LockDuration: 10 * time.Second, DeliveryCountLimit: 5, MaxRecordLocks: 100}, 0)
+	t0 := time.UnixMilli(0)
+	if got := p.Acquire("a", t0, []Batch{{First: 0, Last: 4}}, 0, false); len(got) != 1 {
+		t.Fatalf("a acquired %+v", got)
+	}
+	if err := p.Acknowledge("a", t0, []AckBatch{{First: 0, Last: 4, Types: []AckType{AckAccept}}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := p.NextDeadline(); !got.Equal(t0.Add(10 * time.Second)) {
+		t.Fatalf("next deadline %v after the accept, want the old lock's (a lower bound)", got)
+	}
+	t5 := t0.Add(5 * time.Second)
+	p.Acquire("b", t5, []Batch{{First: 5, Last: 9}}, 0, false)
+	if n := p.ExpireLocks(t0.Add(10 * time.Second)); n != 0 {
+		t.Fatalf("expired %d at the accepted records' deadline", n)
+	}
+	if got := p.NextDeadline(); !got.Equal(t5.Add(10 * time.Second)) {
+		t.Fatalf("next deadline %v, want b's lock %v", got, t5.Add(10*time.Second))
+	}
+	if n := p.ExpireLocks(t5.Add(10 * time.Second)); n != 5 {
+		t.Fatalf("expired %d of b's 5", n)
+	}
+	if got := p.NextDeadline(); !got.IsZero() {
+		t.Fatalf("next deadline %v with nothing acquired", got)
+	}
+}

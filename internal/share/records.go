@@ -60,7 +60,23 @@ type Snapshot struct {
 //	|       | epoch    | epoch | epoch  | offset |       |                                       |
 //	+-------+----------+-------+--------+--------+-------+---------------------------------------+
 //
-// A nil value is a tombstone (DeleteShareGroupState).
+//	value (version 1: deleted)
+//	+-------+-------------+
+//	| int16 | int32       |
+//	| 1     | next state  |
+//	|       | epoch       |
+//	+-------+-------------+
+//
+// DeleteShareGroupState writes a version 1 value, not a tombstone: the
+// share-partition has no state, but a state made later starts at the
+// state epoch it names, so a partition leader that read the state before
+// the delete stays fenced (FENCED_STATE_EPOCH) after the share
+// coordinator moves. Kafka writes a tombstone and relies on its group
+// coordinator initializing share-partitions before they are written; samsa's
+// leaders make a share-partition's first state themselves, so the fence
+// must outlive the state. The record stays until the share-partition has
+// state again (one small record per deleted share-partition). A nil
+// value (a tombstone) is still read as a delete.
 
 // EncodeKey returns the record key of k.
 func EncodeKey(k StateKey) []byte {
@@ -108,6 +124,25 @@ func EncodeValue(s Snapshot) []byte {
 	return b
 }
 
+// encodeDeleted returns the value of a deleted share-partition's record
+// whose next state starts at stateEpoch.
+func encodeDeleted(stateEpoch int32) []byte {
+	b := binary.BigEndian.AppendUint16(make([]byte, 0, 6), 1)
+	return binary.BigEndian.AppendUint32(b, uint32(stateEpoch))
+}
+
+// decodeDeleted decodes a version 1 value: ok is false for another
+// version.
+func decodeDeleted(b []byte) (stateEpoch int32, ok bool, err error) {
+	if len(b) < 2 || binary.BigEndian.Uint16(b) != 1 {
+		return 0, false, nil
+	}
+	if len(b) != 6 {
+		return 0, true, errBadRecord
+	}
+	return int32(binary.BigEndian.Uint32(b[2:])), true, nil
+}
+
 // DecodeValue decodes a record value.
 func DecodeValue(b []byte) (Snapshot, error) {
 	var s Snapshot
@@ -143,7 +178,7 @@ type States struct {
 	m map[StateKey]Snapshot
 	// gone is the state epoch a deleted share-partition's state would
 	// have next: a writer that read the state before the delete is
-	// fenced by it. Kept in memory only.
+	// fenced by it. Persisted by the delete's record (DeleteRecord).
 	gone map[StateKey]int32
 }
 
@@ -158,6 +193,14 @@ func (s *States) Replay(key, value []byte) error {
 	}
 	if value == nil {
 		s.Delete(k)
+		return nil
+	}
+	if epoch, ok, err := decodeDeleted(value); ok {
+		if err != nil {
+			return err
+		}
+		delete(s.m, k)
+		s.gone[k] = epoch
 		return nil
 	}
 	v, err := DecodeValue(value)
@@ -237,6 +280,17 @@ func (s *States) Next(k StateKey, leaderEpoch int32, st State) Snapshot {
 func (s *States) Put(k StateKey, v Snapshot) {
 	s.m[k] = v
 	delete(s.gone, k)
+}
+
+// DeleteRecord returns the record value that deletes k's state (the
+// caller appends it, then calls Delete once durable); ok is false when k
+// has no state to delete.
+func (s *States) DeleteRecord(k StateKey) (value []byte, ok bool) {
+	v, ok := s.m[k]
+	if !ok {
+		return nil, false
+	}
+	return encodeDeleted(v.StateEpoch + 1), true
 }
 
 // Delete removes k's state; a later state of k starts at the next state

@@ -95,3 +95,40 @@ func TestInitializeAndDeleteFenceWritersOfTheOlderState(t *testing.T) {
 		t.Fatalf("first initialization at state epoch %d, want 1", v.StateEpoch)
 	}
 }
+
+// TestDeleteRecordKeepsTheFenceAcrossAReplay: the record a delete writes
+// makes a share coordinator that replays the log fence the writers of
+// the deleted state, and start the next state at the next state epoch.
+func TestDeleteRecordKeepsTheFenceAcrossAReplay(t *testing.T) {
+	k := StateKey{Group: "g", TopicID: [16]byte{7}, Partition: 2}
+	s := NewStates()
+	if _, ok := s.DeleteRecord(k); ok {
+		t.Fatal("a delete record for a share-partition without state")
+	}
+	v := s.Initialize(k, -1, 4) // state epoch 1
+	s.Put(k, v)
+	del, ok := s.DeleteRecord(k)
+	if !ok {
+		t.Fatal("no delete record")
+	}
+	s.Delete(k)
+	// Another coordinator replays the snapshot and then the delete.
+	r := NewStates()
+	for _, val := range [][]byte{EncodeValue(v), del} {
+		if err := r.Replay(EncodeKey(k), val); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, ok := r.Get(k); ok {
+		t.Fatal("the replayed delete kept the state")
+	}
+	if err := r.CheckStateEpoch(k, 1); !errors.Is(err, ErrFencedStateEpoch) {
+		t.Fatalf("a writer of epoch 1 after the replayed delete: %v", err)
+	}
+	if got := r.Next(k, 0, State{StartOffset: 0}).StateEpoch; got != 2 {
+		t.Fatalf("a state after the replayed delete starts at epoch %d, want 2", got)
+	}
+	if err := r.Replay(EncodeKey(k), del[:4]); err == nil {
+		t.Fatal("a short delete record replayed")
+	}
+}
