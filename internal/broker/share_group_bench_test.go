@@ -19,9 +19,25 @@ import (
 // against a classic consumer group with one partition each. The records
 // are produced before the timer starts; the timer stops when the last
 // record has been received (and, for the share group, accepted).
+//
+// The producer makes franz-go's batches (up to 1 MiB, thousands of
+// records) or, with batch=16KiB, the Java client's (batch.size 16384, 150
+// records of 100 bytes). A share-partition acquires whole batches, so the
+// batch size decides how many of the four members can hold records within
+// group.share.partition.max.record.locks at once.
 func BenchmarkShareGroupConsume(b *testing.B) {
-	for _, mode := range []string{"share/1partition", "classic/4partitions"} {
-		b.Run(fmt.Sprintf("%s/consumers=4", mode), func(b *testing.B) {
+	for _, run := range []struct{ mode, batch string }{
+		{"share/1partition", ""}, {"classic/4partitions", ""},
+		{"share/1partition", "16KiB"}, {"classic/4partitions", "16KiB"},
+	} {
+		mode := run.mode
+		name := fmt.Sprintf("%s/consumers=4", mode)
+		popts := []kgo.Opt{kgo.RecordPartitioner(kgo.RoundRobinPartitioner()), kgo.ProducerLinger(5 * time.Millisecond)}
+		if run.batch != "" {
+			name += "/batch=" + run.batch
+			popts = append(popts, kgo.ProducerBatchMaxBytes(16384))
+		}
+		b.Run(name, func(b *testing.B) {
 			br := testutil.StartBroker(b, append(shareBrokerConfig, "group.initial.rebalance.delay.ms=0")...)
 			parts := int32(1)
 			if mode != "share/1partition" {
@@ -29,7 +45,7 @@ func BenchmarkShareGroupConsume(b *testing.B) {
 			}
 			topic := "bench-share"
 			testutil.CreateTopic(b, br.Admin(), topic, parts)
-			cl := br.Client(kgo.RecordPartitioner(kgo.RoundRobinPartitioner()), kgo.ProducerLinger(5*time.Millisecond))
+			cl := br.Client(popts...)
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 			defer cancel()
 			val := make([]byte, 100)
