@@ -7,6 +7,8 @@ import (
 	"slices"
 	"sort"
 	"time"
+
+	"samsa/internal/coordrec"
 )
 
 // Record key versions of the consumer group records in
@@ -214,10 +216,10 @@ func (g *ConsumerGroup) releaseOwned(m *ConsumerMember) {
 // KV encodes a record for __consumer_offsets.
 func (r CGRecord) KV() KV {
 	key := binary.BigEndian.AppendUint16(nil, uint16(r.Kind))
-	key = appendStr16(key, r.Group)
+	key = coordrec.AppendStr16(key, r.Group)
 	switch r.Kind {
 	case CGMemberMetadata, CGTargetMember, CGCurrentAssignment:
-		key = appendStr16(key, r.Member)
+		key = coordrec.AppendStr16(key, r.Member)
 	}
 	if r.Tombstone {
 		return KV{Key: key}
@@ -232,26 +234,26 @@ func (r CGRecord) KV() KV {
 		for _, n := range names {
 			t := r.Topics[n]
 			v = append(v, t.ID[:]...)
-			v = appendCompactStr(v, n)
+			v = coordrec.AppendCompactStr(v, n)
 			v = binary.BigEndian.AppendUint32(v, uint32(t.Partitions))
 			v = binary.AppendUvarint(v, 1) // PartitionMetadata: empty (unused since Kafka 4.0)
 			v = append(v, 0)               // tags
 		}
 	case CGMemberMetadata:
 		m := r.Metadata
-		v = appendCompactNullStr(v, m.InstanceID)
-		v = appendCompactNullStr(v, m.RackID)
-		v = appendCompactStr(v, m.ClientID)
-		v = appendCompactStr(v, m.ClientHost)
+		v = coordrec.AppendCompactNullStr(v, m.InstanceID)
+		v = coordrec.AppendCompactNullStr(v, m.RackID)
+		v = coordrec.AppendCompactStr(v, m.ClientID)
+		v = coordrec.AppendCompactStr(v, m.ClientHost)
 		v = binary.AppendUvarint(v, uint64(len(m.SubscribedTopicNames)+1))
 		for _, n := range m.SubscribedTopicNames {
-			v = appendCompactStr(v, n)
+			v = coordrec.AppendCompactStr(v, n)
 		}
 		var re *string
 		if m.SubscribedTopicRegex != "" {
 			re = &m.SubscribedTopicRegex
 		}
-		v = appendCompactNullStr(v, re)
+		v = coordrec.AppendCompactNullStr(v, re)
 		rt := int32(-1)
 		if m.RebalanceTimeout >= 0 {
 			rt = int32(m.RebalanceTimeout.Milliseconds())
@@ -261,14 +263,14 @@ func (r CGRecord) KV() KV {
 		if m.ServerAssignor != "" {
 			sa = &m.ServerAssignor
 		}
-		v = appendCompactNullStr(v, sa)
+		v = coordrec.AppendCompactNullStr(v, sa)
 		if m.Classic != nil {
 			// Tagged field 0, ClassicMemberMetadata: a nullable struct,
 			// so a presence byte before it.
 			st := binary.BigEndian.AppendUint32(nil, uint32(int32(m.Classic.SessionTimeout.Milliseconds())))
 			st = binary.AppendUvarint(st, uint64(len(m.Classic.Protocols)+1))
 			for _, p := range m.Classic.Protocols {
-				st = appendCompactStr(st, p.Name)
+				st = coordrec.AppendCompactStr(st, p.Name)
 				st = binary.AppendUvarint(st, uint64(len(p.Metadata)+1))
 				st = append(st, p.Metadata...)
 				st = append(st, 0) // tags
@@ -291,23 +293,6 @@ func (r CGRecord) KV() KV {
 	}
 	v = append(v, 0) // tags
 	return KV{Key: key, Value: v}
-}
-
-func appendStr16(b []byte, s string) []byte {
-	b = binary.BigEndian.AppendUint16(b, uint16(len(s)))
-	return append(b, s...)
-}
-
-func appendCompactStr(b []byte, s string) []byte {
-	b = binary.AppendUvarint(b, uint64(len(s)+1))
-	return append(b, s...)
-}
-
-func appendCompactNullStr(b []byte, s *string) []byte {
-	if s == nil {
-		return append(b, 0)
-	}
-	return appendCompactStr(b, *s)
 }
 
 func appendAssignment(b []byte, a PartitionSet) []byte {
@@ -337,131 +322,46 @@ func isConsumerGroupKey(version int16) bool {
 func isShareGroupKey(version int16) bool { return version >= 9 && version <= 15 }
 
 // reader decodes the fields of a record.
-type reader struct {
-	b   []byte
-	err error
-}
+type reader struct{ coordrec.Reader }
 
-func (r *reader) fail() {
-	if r.err == nil {
-		r.err = errBadRecord
-	}
-}
-
-func (r *reader) n(k int) []byte {
-	if r.err != nil || len(r.b) < k {
-		r.fail()
-		return make([]byte, k)
-	}
-	out := r.b[:k]
-	r.b = r.b[k:]
-	return out
-}
-
-func (r *reader) i16() int16 { return int16(binary.BigEndian.Uint16(r.n(2))) }
-func (r *reader) i32() int32 { return int32(binary.BigEndian.Uint32(r.n(4))) }
-func (r *reader) i8() int8   { return int8(r.n(1)[0]) }
-
-func (r *reader) uvarint() uint64 {
-	if r.err != nil {
-		return 0
-	}
-	v, k := binary.Uvarint(r.b)
-	if k <= 0 {
-		r.fail()
-		return 0
-	}
-	r.b = r.b[k:]
-	return v
-}
-
-func (r *reader) str16() string {
-	l := int(r.i16())
-	if l < 0 {
-		r.fail()
-		return ""
-	}
-	return string(r.n(l))
-}
-
-// compactLen reads a compact length: -1 for null.
-func (r *reader) compactLen() int {
-	v := r.uvarint()
-	if v > uint64(len(r.b))+1 {
-		r.fail()
-		return -1
-	}
-	return int(v) - 1
-}
-
-func (r *reader) compactNullStr() *string {
-	l := r.compactLen()
-	if l < 0 {
-		return nil
-	}
-	s := string(r.n(l))
-	return &s
-}
-
-func (r *reader) compactStr() string {
-	s := r.compactNullStr()
-	if s == nil {
-		r.fail()
-		return ""
-	}
-	return *s
-}
-
-// tags skips a tag buffer.
-func (r *reader) tags() {
-	n := r.uvarint()
-	for range n {
-		r.uvarint()
-		l := r.uvarint()
-		if l > uint64(len(r.b)) {
-			r.fail()
-			return
-		}
-		r.n(int(l))
-	}
-}
+func newReader(b []byte) *reader { return &reader{coordrec.Reader{B: b, Bad: errBadRecord}} }
 
 // memberTags reads the tag buffer of a member metadata value: tag 0 is
 // the classic member metadata, others are skipped.
 func (r *reader) memberTags() *ClassicMemberMetadata {
 	var out *ClassicMemberMetadata
-	n := r.uvarint()
+	n := r.Uvarint()
 	for range n {
-		tag := r.uvarint()
-		l := r.uvarint()
-		if r.err != nil || l > uint64(len(r.b)) {
-			r.fail()
+		tag := r.Uvarint()
+		l := r.Uvarint()
+		if r.Err != nil || l > uint64(len(r.B)) {
+			r.Fail()
 			return nil
 		}
-		body := reader{b: r.n(int(l))}
+		body := newReader(r.N(int(l)))
 		if tag != 0 {
 			continue
 		}
-		if body.uvarint() == 0 {
+		if body.Uvarint() == 0 {
 			continue // null
 		}
-		c := &ClassicMemberMetadata{SessionTimeout: time.Duration(body.i32()) * time.Millisecond}
-		k := body.compactLen()
-		if k > len(body.b)/2 {
-			body.fail()
+		c := &ClassicMemberMetadata{SessionTimeout: time.Duration(body.I32()) * time.Millisecond}
+		k := body.CompactLen()
+		if k > len(body.B)/2 {
+			body.Fail()
 		}
 		for range max(k, 0) {
-			p := Protocol{Name: body.compactStr()}
-			ml := body.compactLen()
+			p := Protocol{Name: body.CompactStr()}
+			ml := body.CompactLen()
 			if ml >= 0 {
-				p.Metadata = slices.Clone(body.n(ml))
+				p.Metadata = slices.Clone(body.N(ml))
 			}
-			body.tags()
+			body.Tags()
 			c.Protocols = append(c.Protocols, p)
 		}
-		body.tags()
-		if body.err != nil {
-			r.fail()
+		body.Tags()
+		if body.Err != nil {
+			r.Fail()
 			return nil
 		}
 		out = c
@@ -471,20 +371,20 @@ func (r *reader) memberTags() *ClassicMemberMetadata {
 
 func (r *reader) assignment() PartitionSet {
 	a := PartitionSet{}
-	n := r.compactLen()
+	n := r.CompactLen()
 	for range max(n, 0) {
 		var t TopicID
-		copy(t[:], r.n(16))
-		k := r.compactLen()
-		if k > len(r.b)/4 {
-			r.fail()
+		copy(t[:], r.N(16))
+		k := r.CompactLen()
+		if k > len(r.B)/4 {
+			r.Fail()
 			return a
 		}
 		ps := make([]int32, 0, max(k, 0))
 		for range max(k, 0) {
-			ps = append(ps, r.i32())
+			ps = append(ps, r.I32())
 		}
-		r.tags()
+		r.Tags()
 		if len(ps) > 0 {
 			slices.Sort(ps)
 			a[t] = slices.Compact(ps)
@@ -496,85 +396,85 @@ func (r *reader) assignment() PartitionSet {
 // parseCGRecord decodes a consumer group record's key and value (nil: a
 // tombstone).
 func parseCGRecord(key, value []byte) (CGRecord, error) {
-	k := reader{b: key}
-	rec := CGRecord{Kind: CGRecordKind(k.i16())}
-	rec.Group = k.str16()
+	k := newReader(key)
+	rec := CGRecord{Kind: CGRecordKind(k.I16())}
+	rec.Group = k.Str16()
 	switch rec.Kind {
 	case CGMemberMetadata, CGTargetMember, CGCurrentAssignment:
-		rec.Member = k.str16()
+		rec.Member = k.Str16()
 	}
-	if k.err != nil {
-		return rec, fmt.Errorf("group: consumer group record key: %w", k.err)
+	if k.Err != nil {
+		return rec, fmt.Errorf("group: consumer group record key: %w", k.Err)
 	}
 	if value == nil {
 		rec.Tombstone = true
 		return rec, nil
 	}
-	v := reader{b: value}
-	if ver := v.i16(); ver < 0 {
+	v := newReader(value)
+	if ver := v.I16(); ver < 0 {
 		return rec, fmt.Errorf("group: consumer group record value version %d: %w", ver, errBadRecord)
 	}
 	switch rec.Kind {
 	case CGGroupEpoch, CGTargetEpoch:
-		rec.Epoch = v.i32()
+		rec.Epoch = v.I32()
 	case CGPartitionMetadata:
 		rec.Topics = map[string]TopicInfo{}
-		n := v.compactLen()
+		n := v.CompactLen()
 		for range max(n, 0) {
 			var t TopicInfo
-			copy(t.ID[:], v.n(16))
-			t.Name = v.compactStr()
-			t.Partitions = v.i32()
-			pm := v.compactLen()
+			copy(t.ID[:], v.N(16))
+			t.Name = v.CompactStr()
+			t.Partitions = v.I32()
+			pm := v.CompactLen()
 			for range max(pm, 0) {
-				v.i32()
-				racks := v.compactLen()
+				v.I32()
+				racks := v.CompactLen()
 				for range max(racks, 0) {
-					v.compactStr()
+					v.CompactStr()
 				}
-				v.tags()
+				v.Tags()
 			}
-			v.tags()
+			v.Tags()
 			rec.Topics[t.Name] = t
 		}
 	case CGMemberMetadata:
 		m := &ConsumerMember{ID: rec.Member}
-		m.InstanceID = v.compactNullStr()
-		m.RackID = v.compactNullStr()
-		m.ClientID = v.compactStr()
-		m.ClientHost = v.compactStr()
-		n := v.compactLen()
+		m.InstanceID = v.CompactNullStr()
+		m.RackID = v.CompactNullStr()
+		m.ClientID = v.CompactStr()
+		m.ClientHost = v.CompactStr()
+		n := v.CompactLen()
 		for range max(n, 0) {
-			m.SubscribedTopicNames = append(m.SubscribedTopicNames, v.compactStr())
+			m.SubscribedTopicNames = append(m.SubscribedTopicNames, v.CompactStr())
 		}
 		sort.Strings(m.SubscribedTopicNames)
-		if re := v.compactNullStr(); re != nil {
+		if re := v.CompactNullStr(); re != nil {
 			m.SubscribedTopicRegex = *re
 		}
-		m.RebalanceTimeout = time.Duration(v.i32()) * time.Millisecond
-		if sa := v.compactNullStr(); sa != nil {
+		m.RebalanceTimeout = time.Duration(v.I32()) * time.Millisecond
+		if sa := v.CompactNullStr(); sa != nil {
 			m.ServerAssignor = *sa
 		}
 		m.Classic = v.memberTags()
 		rec.Metadata = m
-		if v.err != nil {
-			return rec, fmt.Errorf("group: consumer group record value (type %d): %w", rec.Kind, v.err)
+		if v.Err != nil {
+			return rec, fmt.Errorf("group: consumer group record value (type %d): %w", rec.Kind, v.Err)
 		}
 		return rec, nil
 	case CGTargetMember:
 		rec.Assignment = v.assignment()
 	case CGCurrentAssignment:
-		rec.Epoch = v.i32()
-		rec.PreviousEpoch = v.i32()
-		rec.State = MemberState(v.i8())
+		rec.Epoch = v.I32()
+		rec.PreviousEpoch = v.I32()
+		rec.State = MemberState(v.I8())
 		rec.Assigned = v.assignment()
 		rec.PendingRevocation = v.assignment()
 	default:
 		return rec, errors.New("group: not a consumer group record")
 	}
-	v.tags()
-	if v.err != nil {
-		return rec, fmt.Errorf("group: consumer group record value (type %d): %w", rec.Kind, v.err)
+	v.Tags()
+	if v.Err != nil {
+		return rec, fmt.Errorf("group: consumer group record value (type %d): %w", rec.Kind, v.Err)
 	}
 	return rec, nil
 }

@@ -119,18 +119,18 @@ func parseKey(b []byte) (parsedKey, error) {
 		return parsedKey{kind: kindGroup, group: k.Group}, nil
 	default:
 		if isConsumerGroupKey(ver) {
-			r := reader{b: b[2:]}
-			g := r.str16()
-			if r.err != nil {
-				return parsedKey{}, fmt.Errorf("group: consumer group record key: %w", r.err)
+			r := newReader(b[2:])
+			g := r.Str16()
+			if r.Err != nil {
+				return parsedKey{}, fmt.Errorf("group: consumer group record key: %w", r.Err)
 			}
 			return parsedKey{kind: kindConsumer, group: g}, nil
 		}
 		if isShareGroupKey(ver) {
-			r := reader{b: b[2:]}
-			g := r.str16()
-			if r.err != nil {
-				return parsedKey{}, fmt.Errorf("group: share group record key: %w", r.err)
+			r := newReader(b[2:])
+			g := r.Str16()
+			if r.Err != nil {
+				return parsedKey{}, fmt.Errorf("group: share group record key: %w", r.Err)
 			}
 			return parsedKey{kind: kindShare, group: g}, nil
 		}

@@ -6,15 +6,17 @@ import (
 	"errors"
 	"slices"
 	"testing"
+
+	"samsa/internal/coordrec"
 )
 
 // shareKey is a share group record key of type version for group and
 // (for member records) member, as the broker encodes them.
 func shareKey(version int16, group, member string) []byte {
 	b := binary.BigEndian.AppendUint16(nil, uint16(version))
-	b = appendStr16(b, group)
+	b = coordrec.AppendStr16(b, group)
 	if member != "" {
-		b = appendStr16(b, member)
+		b = coordrec.AppendStr16(b, member)
 	}
 	return b
 }

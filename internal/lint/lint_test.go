@@ -22,7 +22,7 @@ var allowed = map[string][]string{
 	"internal/node":      {"server", "broker", "fetchsession", "cluster", "replica", "admin", "config", "storage", "vfs", "sasl", "tlsconfig", "quota", "console"},
 	"internal/server":    {},
 	"internal/broker":    {"cluster", "replica", "group", "txn", "record", "config", "server", "storage", "sasl", "acl", "quota", "fetchsession", "share"},
-	"internal/group":     {"config"},
+	"internal/group":     {"config", "coordrec"},
 	"internal/txn":       {"record", "vfs"},
 	"internal/replica":   {"storage", "record", "txn", "vfs"},
 	"internal/cluster":   {},
@@ -42,7 +42,9 @@ var allowed = map[string][]string{
 	// KIP-227 fetch sessions: the broker's cache and the follower's handler.
 	"internal/fetchsession": {},
 	// KIP-932 share groups: share-partition and membership state machines.
-	"internal/share": {},
+	"internal/share": {"coordrec"},
+	// The field encoding of Kafka's coordinator records.
+	"internal/coordrec": {},
 }
 
 // samsaImports returns, for each samsa package outside test/, the samsa

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"sort"
 	"time"
+
+	"samsa/internal/coordrec"
 )
 
 // GroupRecordKind is the type of a share group record in
@@ -69,9 +71,9 @@ type GroupRecord struct {
 // uvarint length+1, uuids as 16 bytes, a tag buffer per struct).
 func (r GroupRecord) KV() (key, value []byte) {
 	key = binary.BigEndian.AppendUint16(nil, uint16(r.Kind))
-	key = appendStr16(key, r.Group)
+	key = coordrec.AppendStr16(key, r.Group)
 	if r.Kind.hasMember() {
-		key = appendStr16(key, r.Member)
+		key = coordrec.AppendStr16(key, r.Member)
 	}
 	if r.Tombstone {
 		return key, nil
@@ -81,12 +83,12 @@ func (r GroupRecord) KV() (key, value []byte) {
 	case RecordGroupEpoch, RecordTargetEpoch:
 		v = binary.BigEndian.AppendUint32(v, uint32(r.Epoch))
 	case RecordMemberMetadata:
-		v = appendCompactNullStr(v, r.RackID)
-		v = appendCompactStr(v, r.ClientID)
-		v = appendCompactStr(v, r.ClientHost)
+		v = coordrec.AppendCompactNullStr(v, r.RackID)
+		v = coordrec.AppendCompactStr(v, r.ClientID)
+		v = coordrec.AppendCompactStr(v, r.ClientHost)
 		v = binary.AppendUvarint(v, uint64(len(r.Topics)+1))
 		for _, t := range r.Topics {
-			v = appendCompactStr(v, t)
+			v = coordrec.AppendCompactStr(v, t)
 		}
 	case RecordTargetMember:
 		v = appendTopicPartitions(v, r.Assignment, false)
@@ -100,7 +102,7 @@ func (r GroupRecord) KV() (key, value []byte) {
 		v = binary.AppendUvarint(v, uint64(len(r.Deleting)+1))
 		for _, tp := range r.Deleting {
 			v = append(v, tp.TopicID[:]...)
-			v = appendCompactStr(v, tp.Topic)
+			v = coordrec.AppendCompactStr(v, tp.Topic)
 			v = append(v, 0) // tags
 		}
 	}
@@ -118,7 +120,7 @@ func appendTopicPartitions(b []byte, tps []TopicPartitions, named bool) []byte {
 	for _, tp := range tps {
 		b = append(b, tp.TopicID[:]...)
 		if named {
-			b = appendCompactStr(b, tp.Topic)
+			b = coordrec.AppendCompactStr(b, tp.Topic)
 		}
 		b = binary.AppendUvarint(b, uint64(len(tp.Partitions)+1))
 		for _, p := range tp.Partitions {
@@ -129,119 +131,32 @@ func appendTopicPartitions(b []byte, tps []TopicPartitions, named bool) []byte {
 	return b
 }
 
-func appendStr16(b []byte, s string) []byte {
-	b = binary.BigEndian.AppendUint16(b, uint16(len(s)))
-	return append(b, s...)
-}
+// recReader decodes the fields of a share group record.
+type recReader struct{ coordrec.Reader }
 
-func appendCompactStr(b []byte, s string) []byte {
-	b = binary.AppendUvarint(b, uint64(len(s)+1))
-	return append(b, s...)
-}
-
-func appendCompactNullStr(b []byte, s *string) []byte {
-	if s == nil {
-		return append(b, 0)
-	}
-	return appendCompactStr(b, *s)
-}
-
-// recReader decodes the fields of a record; the first failure sticks.
-type recReader struct {
-	b   []byte
-	err error
-}
-
-func (r *recReader) n(k int) []byte {
-	if r.err != nil || k < 0 || len(r.b) < k {
-		r.err = errBadGroupRecord
-		return make([]byte, max(k, 0))
-	}
-	out := r.b[:k]
-	r.b = r.b[k:]
-	return out
-}
-
-func (r *recReader) i32() int32 { return int32(binary.BigEndian.Uint32(r.n(4))) }
-
-func (r *recReader) uvarint() uint64 {
-	if r.err != nil {
-		return 0
-	}
-	v, k := binary.Uvarint(r.b)
-	if k <= 0 {
-		r.err = errBadGroupRecord
-		return 0
-	}
-	r.b = r.b[k:]
-	return v
-}
-
-func (r *recReader) str16() string {
-	l := int(int16(binary.BigEndian.Uint16(r.n(2))))
-	return string(r.n(l))
-}
-
-// compactLen reads a compact length: -1 for null.
-func (r *recReader) compactLen() int {
-	v := r.uvarint()
-	if v > uint64(len(r.b))+1 {
-		r.err = errBadGroupRecord
-		return -1
-	}
-	return int(v) - 1
-}
-
-func (r *recReader) compactNullStr() *string {
-	l := r.compactLen()
-	if l < 0 {
-		return nil
-	}
-	s := string(r.n(l))
-	return &s
-}
-
-func (r *recReader) compactStr() string {
-	s := r.compactNullStr()
-	if s == nil {
-		r.err = errBadGroupRecord
-		return ""
-	}
-	return *s
-}
-
-func (r *recReader) tags() {
-	n := r.uvarint()
-	for range n {
-		r.uvarint()
-		l := r.uvarint()
-		if l > uint64(len(r.b)) {
-			r.err = errBadGroupRecord
-			return
-		}
-		r.n(int(l))
-	}
+func newRecReader(b []byte) *recReader {
+	return &recReader{coordrec.Reader{B: b, Bad: errBadGroupRecord}}
 }
 
 func (r *recReader) topicPartitions(named bool) []TopicPartitions {
-	n := r.compactLen()
+	n := r.CompactLen()
 	var out []TopicPartitions
 	for range max(n, 0) {
 		var tp TopicPartitions
-		copy(tp.TopicID[:], r.n(16))
+		copy(tp.TopicID[:], r.N(16))
 		if named {
-			tp.Topic = r.compactStr()
+			tp.Topic = r.CompactStr()
 		}
-		k := r.compactLen()
-		if k > len(r.b)/4 {
-			r.err = errBadGroupRecord
+		k := r.CompactLen()
+		if k > len(r.B)/4 {
+			r.Fail()
 			return out
 		}
 		for range max(k, 0) {
-			tp.Partitions = append(tp.Partitions, r.i32())
+			tp.Partitions = append(tp.Partitions, r.I32())
 		}
-		r.tags()
-		if r.err != nil {
+		r.Tags()
+		if r.Err != nil {
 			return out
 		}
 		out = append(out, tp)
@@ -252,61 +167,61 @@ func (r *recReader) topicPartitions(named bool) []TopicPartitions {
 // DecodeGroupRecord decodes a share group record's key and value (nil: a
 // tombstone).
 func DecodeGroupRecord(key, value []byte) (GroupRecord, error) {
-	k := recReader{b: key}
-	rec := GroupRecord{Kind: GroupRecordKind(int16(binary.BigEndian.Uint16(k.n(2))))}
+	k := newRecReader(key)
+	rec := GroupRecord{Kind: GroupRecordKind(int16(binary.BigEndian.Uint16(k.N(2))))}
 	if !IsGroupRecordKey(int16(rec.Kind)) {
 		return rec, fmt.Errorf("share: key version %d is not a share group record", rec.Kind)
 	}
-	rec.Group = k.str16()
+	rec.Group = k.Str16()
 	if rec.Kind.hasMember() {
-		rec.Member = k.str16()
+		rec.Member = k.Str16()
 	}
-	if k.err != nil {
-		return rec, fmt.Errorf("share: share group record key: %w", k.err)
+	if k.Err != nil {
+		return rec, fmt.Errorf("share: share group record key: %w", k.Err)
 	}
 	if value == nil {
 		rec.Tombstone = true
 		return rec, nil
 	}
-	v := recReader{b: value}
-	if ver := int16(binary.BigEndian.Uint16(v.n(2))); ver < 0 {
+	v := newRecReader(value)
+	if ver := int16(binary.BigEndian.Uint16(v.N(2))); ver < 0 {
 		return rec, fmt.Errorf("share: share group record value version %d: %w", ver, errBadGroupRecord)
 	}
 	switch rec.Kind {
 	case RecordPartitionMetadata:
 		return rec, nil // obsolete; not read
 	case RecordGroupEpoch, RecordTargetEpoch:
-		rec.Epoch = v.i32()
+		rec.Epoch = v.I32()
 	case RecordMemberMetadata:
-		rec.RackID = v.compactNullStr()
-		rec.ClientID = v.compactStr()
-		rec.ClientHost = v.compactStr()
-		n := v.compactLen()
+		rec.RackID = v.CompactNullStr()
+		rec.ClientID = v.CompactStr()
+		rec.ClientHost = v.CompactStr()
+		n := v.CompactLen()
 		for range max(n, 0) {
-			rec.Topics = append(rec.Topics, v.compactStr())
+			rec.Topics = append(rec.Topics, v.CompactStr())
 		}
 		sort.Strings(rec.Topics)
 	case RecordTargetMember:
 		rec.Assignment = v.topicPartitions(false)
 	case RecordCurrentAssignment:
-		rec.Epoch = v.i32()
-		rec.PreviousEpoch = v.i32()
-		v.n(1) // State
+		rec.Epoch = v.I32()
+		rec.PreviousEpoch = v.I32()
+		v.N(1) // State
 		rec.Assignment = v.topicPartitions(false)
 	case RecordStatePartitionMetadata:
 		rec.Initialized = v.topicPartitions(true)
-		n := v.compactLen()
+		n := v.CompactLen()
 		for range max(n, 0) {
 			var tp TopicPartitions
-			copy(tp.TopicID[:], v.n(16))
-			tp.Topic = v.compactStr()
-			v.tags()
+			copy(tp.TopicID[:], v.N(16))
+			tp.Topic = v.CompactStr()
+			v.Tags()
 			rec.Deleting = append(rec.Deleting, tp)
 		}
 	}
-	v.tags()
-	if v.err != nil {
-		return rec, fmt.Errorf("share: share group record value (type %d): %w", rec.Kind, v.err)
+	v.Tags()
+	if v.Err != nil {
+		return rec, fmt.Errorf("share: share group record value (type %d): %w", rec.Kind, v.Err)
 	}
 	return rec, nil
 }
