@@ -134,24 +134,33 @@ func resolveBroker(ctx context.Context, adm *kadm.Client, broker int32) (int32, 
 // describeBrokerConfigs asks broker for its configs (names nil: all), with
 // synonyms and documentation.
 func describeBrokerConfigs(ctx context.Context, cl *kgo.Client, broker int32, names []string) ([]brokerConfig, error) {
+	return describeConfigs(ctx, cl, kmsg.ConfigResourceTypeBroker, strconv.Itoa(int(broker)), "broker "+strconv.Itoa(int(broker)), names,
+		func(s kmsg.ConfigSource) bool { return s == kmsg.ConfigSourceDefaultConfig })
+}
+
+// describeConfigs asks for the configs of one resource (names nil: all),
+// with synonyms and documentation. A config's Default is the value of its
+// first synonym whose source isDefault says is the fallback. what names
+// the resource in errors.
+func describeConfigs(ctx context.Context, cl *kgo.Client, typ kmsg.ConfigResourceType, name, what string, names []string, isDefault func(kmsg.ConfigSource) bool) ([]brokerConfig, error) {
 	req := kmsg.NewPtrDescribeConfigsRequest()
 	req.IncludeSynonyms = true
 	req.IncludeDocumentation = true
 	rr := kmsg.NewDescribeConfigsRequestResource()
-	rr.ResourceType = kmsg.ConfigResourceTypeBroker
-	rr.ResourceName = strconv.Itoa(int(broker))
+	rr.ResourceType = typ
+	rr.ResourceName = name
 	rr.ConfigNames = names
 	req.Resources = append(req.Resources, rr)
 	resp, err := req.RequestWith(ctx, cl)
 	if err != nil {
-		return nil, fmt.Errorf("describe configs of broker %d: %w", broker, err)
+		return nil, fmt.Errorf("describe configs of %s: %w", what, err)
 	}
 	if len(resp.Resources) != 1 {
-		return nil, fmt.Errorf("describe configs of broker %d: %d resources in the response", broker, len(resp.Resources))
+		return nil, fmt.Errorf("describe configs of %s: %d resources in the response", what, len(resp.Resources))
 	}
 	r := resp.Resources[0]
 	if err := kerr.ErrorForCode(r.ErrorCode); err != nil {
-		return nil, fmt.Errorf("describe configs of broker %d: %w", broker, withMessage(err, deref(r.ErrorMessage)))
+		return nil, fmt.Errorf("describe configs of %s: %w", what, withMessage(err, deref(r.ErrorMessage)))
 	}
 	out := make([]brokerConfig, 0, len(r.Configs))
 	for _, c := range r.Configs {
@@ -169,7 +178,7 @@ func describeBrokerConfigs(ctx context.Context, cl *kgo.Client, broker int32, na
 		}
 		for _, s := range c.ConfigSynonyms {
 			bc.Synonyms = append(bc.Synonyms, configSynonym{s.Name, s.Value, configSourceName(s.Source)})
-			if s.Source == kmsg.ConfigSourceDefaultConfig && bc.Default == nil {
+			if isDefault(s.Source) && bc.Default == nil {
 				bc.Default = s.Value
 			}
 		}

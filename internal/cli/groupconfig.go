@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"fmt"
-	"sort"
 	"strings"
 	"text/tabwriter"
 
@@ -51,49 +50,8 @@ type groupConfigs struct {
 // with synonyms and documentation. Default is the broker's value the
 // group falls back to.
 func describeGroupConfigs(ctx context.Context, cl *kgo.Client, group string, names []string) ([]brokerConfig, error) {
-	req := kmsg.NewPtrDescribeConfigsRequest()
-	req.IncludeSynonyms = true
-	req.IncludeDocumentation = true
-	rr := kmsg.NewDescribeConfigsRequestResource()
-	rr.ResourceType = kmsg.ConfigResourceTypeGroupConfig
-	rr.ResourceName = group
-	rr.ConfigNames = names
-	req.Resources = append(req.Resources, rr)
-	resp, err := req.RequestWith(ctx, cl)
-	if err != nil {
-		return nil, fmt.Errorf("describe configs of group %s: %w", group, err)
-	}
-	if len(resp.Resources) != 1 {
-		return nil, fmt.Errorf("describe configs of group %s: %d resources in the response", group, len(resp.Resources))
-	}
-	r := resp.Resources[0]
-	if err := kerr.ErrorForCode(r.ErrorCode); err != nil {
-		return nil, fmt.Errorf("describe configs of group %s: %w", group, withMessage(err, deref(r.ErrorMessage)))
-	}
-	out := make([]brokerConfig, 0, len(r.Configs))
-	for _, c := range r.Configs {
-		gc := brokerConfig{
-			Name:      c.Name,
-			Value:     c.Value,
-			Source:    configSourceName(c.Source),
-			ReadOnly:  c.ReadOnly,
-			Sensitive: c.IsSensitive,
-			Type:      configTypeName(c.ConfigType),
-			Synonyms:  []configSynonym{},
-		}
-		if c.Documentation != nil {
-			gc.Documentation = *c.Documentation
-		}
-		for _, s := range c.ConfigSynonyms {
-			gc.Synonyms = append(gc.Synonyms, configSynonym{s.Name, s.Value, configSourceName(s.Source)})
-			if s.Source != kmsg.ConfigSourceGroupConfig && gc.Default == nil {
-				gc.Default = s.Value
-			}
-		}
-		out = append(out, gc)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out, nil
+	return describeConfigs(ctx, cl, kmsg.ConfigResourceTypeGroupConfig, group, "group "+group, names,
+		func(s kmsg.ConfigSource) bool { return s != kmsg.ConfigSourceGroupConfig })
 }
 
 // writeGroupConfigs prints configs as a table (NAME VALUE SOURCE
