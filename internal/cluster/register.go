@@ -150,7 +150,13 @@ func (c *Cluster) clearUncleanShutdown() {
 	waited := false
 	for {
 		st := c.state.Load()
-		if !UncleanPending(st.img, c.cfg.NodeID) {
+		// NB: only an image that holds this process's own registration
+		// tells: an older one still shows the registration from before
+		// the restart, without the flags and with the old incarnation,
+		// where nothing is pending yet.
+		br, ok := st.img.Brokers[c.cfg.NodeID]
+		current := ok && br.Incarnation == c.incarnation
+		if current && !UncleanPending(st.img, c.cfg.NodeID) {
 			c.regMu.Lock()
 			c.reg.unclean = false
 			c.regMu.Unlock()
@@ -179,7 +185,7 @@ func (c *Cluster) clearUncleanShutdown() {
 			}
 			continue
 		}
-		waited = true
+		waited = waited || current
 		select {
 		case <-c.ctx.Done():
 			return
