@@ -305,13 +305,17 @@ func fillScale(t *testing.T, addr string, names []string, mib int) {
 	if per == 0 {
 		return
 	}
+	// NB: a producer whose broker died would retry until killed; the
+	// context bounds the whole fill.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+	defer cancel()
 	sem := make(chan struct{}, 2)
 	errs := make(chan error, len(names))
 	for _, topic := range names {
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem }()
-			out, err := exec.Command(samsaBin, "-b", addr, "perf", "produce", "--topic", topic,
+			out, err := exec.CommandContext(ctx, samsaBin, "-b", addr, "perf", "produce", "--topic", topic,
 				"--records", strconv.FormatInt(per, 10), "--record-size", "1024", "--acks", "all", "--json").Output()
 			if err != nil {
 				errs <- fmt.Errorf("fill %s: %v\n%s", topic, err, out)
