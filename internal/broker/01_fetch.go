@@ -132,7 +132,7 @@ func (b *Broker) handleFetch(ctx context.Context, c *server.Conn, req *kmsg.Fetc
 }
 
 // newsWait is the longest a follower's fetch parks for a second after news
-// (replica.Manager.RecentNews).
+// (replica.WatchSpec.RecentNews).
 const newsWait = 10 * time.Millisecond
 
 // waitFetch parks a Fetch as one delayed operation watched under each of
@@ -448,7 +448,7 @@ func (b *Broker) fetchOnce(req *kmsg.FetchRequest, listener string, allowed func
 		f.news = b.replicas.FollowerNews(follower)
 		f.watches = append(f.watches, f.news)
 		f.parts = append(f.parts, fetchPart{news: true})
-		f.newsRecent = b.replicas.RecentNews(follower, b.now().UnixMilli())
+		f.newsRecent = f.news.RecentNews(b.now().UnixMilli())
 	}
 	f.resp.SetVersion(req.Version)
 	img := b.cluster.Image()

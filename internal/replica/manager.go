@@ -256,17 +256,14 @@ func (m *Manager) FollowerNews(follower int32) WatchSpec {
 // partitions it has started to follow.
 func (w WatchSpec) NewsReached() bool { return w.news != nil && w.news.n.Load() >= w.At }
 
-// RecentNews reports whether follower had news within the last second. A
-// partition it has not fetched yet took an append, and the follower may
-// not follow it yet (its own metadata lags the leader's by the time the
-// leader's first append took): its fetch parks for at most a few ms then,
-// so that it comes back soon with the partition, where an edge of news
-// would have been missed.
-func (m *Manager) RecentNews(follower int32, nowMs int64) bool {
-	m.newsMu.Lock()
-	fn := m.news[follower]
-	m.newsMu.Unlock()
-	return fn != nil && nowMs-fn.lastMs.Load() < 1000
+// RecentNews reports whether the follower of the FollowerNews watch w had
+// news within the last second. A partition it has not fetched yet took an
+// append, and the follower may not follow it yet (its own metadata lags the
+// leader's by the time the leader's first append took): its fetch parks for
+// at most a few ms then, so that it comes back soon with the partition,
+// where an edge of news would have been missed.
+func (w WatchSpec) RecentNews(nowMs int64) bool {
+	return w.news != nil && nowMs-w.news.lastMs.Load() < 1000
 }
 
 // tellUnfetched wakes the parked fetches of the in-sync followers of p
