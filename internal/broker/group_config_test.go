@@ -592,3 +592,64 @@ func TestGroupConfigShareDeliveryCountLimitArchives(t *testing.T) {
 		acks = release()
 	}
 }
+
+// TestGroupConfigSharePartitionMaxRecordLocks: with the group's
+// share.partition.max.record.locks at 100 (the broker's is 2,000), a
+// member asking for 500 records of single-record batches acquires 100,
+// and a second member none until they are acknowledged; a value past the
+// broker's group.share.max.partition.max.record.locks is refused.
+// Reference: KIP-1240.
+func TestGroupConfigSharePartitionMaxRecordLocks(t *testing.T) {
+	t.Parallel()
+	b := testutil.StartBroker(t, shareBrokerConfig...)
+	const topic, group = "gc-locks", "gc-locks-g"
+	testutil.CreateTopic(t, b.Admin(), topic, 1)
+	cl := b.Client(kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.MaxBufferedRecords(1))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for i := 0; i < 250; i++ { // one batch each
+		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: []byte{byte(i)}}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if code := alterGroupConfigs(t, cl, group, false, setGroupConfig("share.partition.max.record.locks", "4001")); code != kerr.InvalidConfig.Code {
+		t.Fatalf("share.partition.max.record.locks=4001: %v, want INVALID_CONFIG", kerr.ErrorForCode(code))
+	}
+	if code := alterGroupConfigs(t, cl, group, false, setGroupConfig("share.partition.max.record.locks", "100")); code != 0 {
+		t.Fatalf("set share.partition.max.record.locks: %v", kerr.ErrorForCode(code))
+	}
+	id := shareTopicID(t, cl, topic)
+	join := func(name string) *rawShareMember {
+		m := &rawShareMember{cl: cl, group: group, member: name, maxWait: 100}
+		testutil.Eventually(t, 15*time.Second, func() error {
+			if resp, err := m.heartbeat(ctx, []string{topic}); err != nil || resp.ErrorCode != 0 {
+				return fmt.Errorf("heartbeat: %v %v", err, resp)
+			}
+			return nil
+		})
+		return m
+	}
+	m1, m2 := join("m1"), join("m2")
+	fr, err := m1.fetch(ctx, id, 0, nil)
+	if err != nil || fr.ErrorCode != 0 {
+		t.Fatalf("fetch: %v %+v", err, fr)
+	}
+	if n, first, last := acquiredCount(fr); n != 100 || first != 0 || last != 99 {
+		t.Fatalf("m1 acquired %d records, %d-%d; want 100, 0-99", n, first, last)
+	}
+	fr, err = m2.fetch(ctx, id, 0, nil)
+	if err != nil || fr.ErrorCode != 0 {
+		t.Fatalf("fetch: %v %+v", err, fr)
+	}
+	if n, _, _ := acquiredCount(fr); n != 0 {
+		t.Fatalf("m2 acquired %d records past the group's limit of 100", n)
+	}
+	accept := kmsg.NewShareFetchRequestTopicPartitionAcknowledgementBatch()
+	accept.FirstOffset, accept.LastOffset, accept.AcknowledgeTypes = 0, 99, []int8{1}
+	if fr, err = m1.fetch(ctx, id, 0, []kmsg.ShareFetchRequestTopicPartitionAcknowledgementBatch{accept}); err != nil || fr.ErrorCode != 0 {
+		t.Fatalf("fetch: %v %+v", err, fr)
+	}
+	if n, first, _ := acquiredCount(fr); n != 100 || first != 100 || fr.Topics[0].Partitions[0].AcknowledgeErrorCode != 0 {
+		t.Fatalf("after accepting 100: acquired %d from %d: %+v", n, first, fr.Topics)
+	}
+}

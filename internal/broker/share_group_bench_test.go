@@ -32,7 +32,7 @@ func BenchmarkShareGroupConsume(b *testing.B) {
 	}{
 		{"share/1partition", "", false}, {"classic/4partitions", "", false},
 		{"share/1partition", "16KiB", false}, {"classic/4partitions", "16KiB", false},
-		{"share/1partition", "", true},
+		{"share/1partition", "", true}, {"share/1partition", "16KiB", true},
 	} {
 		mode := run.mode
 		name := fmt.Sprintf("%s/consumers=4", mode)

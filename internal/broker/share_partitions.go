@@ -114,6 +114,10 @@ type shareSessionKey struct{ group, member string }
 type shareSession struct {
 	epoch    int32
 	lastUsed time.Time
+	// heldWait is how long the session's last fetch that acquired
+	// nothing while its member held records may park (handleShareFetch);
+	// zero after a fetch that acquired or acknowledged something.
+	heldWait time.Duration
 	parts    map[sharePartKey]int32 // partition max bytes
 	order    []sharePartKey         // in the order added
 }
@@ -137,13 +141,15 @@ func newSharePartitions() *sharePartitions {
 }
 
 // shareConfig is the share-partition configuration of a group: its group
-// configs (share.record.lock.duration.ms, share.delivery.count.limit),
-// else the broker's.
+// configs (share.record.lock.duration.ms, share.delivery.count.limit,
+// share.partition.max.record.locks), else the broker's. A smaller
+// share.partition.max.record.locks leaves the records already in flight
+// there; no more are acquired until fewer are.
 func (b *Broker) shareConfig(gc config.Group) share.Config {
 	return share.Config{
 		LockDuration:       time.Duration(gc.ShareRecordLockDurationMs) * time.Millisecond,
 		DeliveryCountLimit: int16(gc.ShareDeliveryCountLimit),
-		MaxRecordLocks:     int(b.cfg.GroupSharePartitionMaxRecordLocks),
+		MaxRecordLocks:     int(gc.SharePartitionMaxRecordLocks),
 	}
 }
 
@@ -265,14 +271,48 @@ func (b *Broker) persistLocked(ctx context.Context, sp *sharePart) error {
 		sp.mu.Unlock()
 		err := b.sharePersister.write(ctx, sp.key, sp.epoch, stateEpoch, snap)
 		sp.mu.Lock()
-		sp.writing = false
-		close(sp.written)
-		if err != nil {
-			if errors.Is(err, share.ErrFencedStateEpoch) {
-				sp.p = nil
-			}
+		if err := sp.wroteLocked(p, v, err); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// startWriteLocked starts a write of the share-partition's state in the
+// background unless one is in flight or nothing is unpersisted, so that
+// an acknowledgement's write runs while the request that carried it
+// acquires; persistLocked then waits for it (or, if it failed, writes
+// again and meets the error itself). sp.mu must be held.
+func (b *Broker) startWriteLocked(sp *sharePart) {
+	p := sp.p
+	if p == nil || sp.writing || sp.persisted >= p.Version() {
+		return
+	}
+	v, snap, stateEpoch := p.Version(), p.Snapshot(), sp.stateEpoch
+	sp.writing, sp.written = true, make(chan struct{})
+	go func() {
+		err := b.sharePersister.write(b.ctx, sp.key, sp.epoch, stateEpoch, snap)
+		sp.mu.Lock()
+		if err := sp.wroteLocked(p, v, err); err != nil && !errors.Is(err, share.ErrFencedStateEpoch) {
+			b.log.Debug("write share-partition state", "group", sp.key.group, "partition", sp.key.partition, "err", err)
+		}
+		sp.mu.Unlock()
+	}()
+}
+
+// wroteLocked ends a write of state p at version v that returned err.
+// A write fenced by the state epoch drops p (see persistLocked). sp.mu
+// must be held.
+func (sp *sharePart) wroteLocked(p *share.Partition, v int64, err error) error {
+	sp.writing = false
+	close(sp.written)
+	if err != nil {
+		if errors.Is(err, share.ErrFencedStateEpoch) && sp.p == p {
+			sp.p = nil
+		}
+		return err
+	}
+	if sp.p == p {
 		sp.persisted = max(sp.persisted, v)
 		sp.synced = true
 	}
@@ -420,9 +460,10 @@ func abortedBatch(aborted []storage.AbortedTxn, bt record.Batch) bool {
 	return false
 }
 
-// shareAckOne applies member's acknowledgements to one share-partition and
-// persists them before it answers.
-func (b *Broker) shareAckOne(ctx context.Context, sp *sharePart, member string, batches []share.AckBatch) error {
+// shareAckOne applies member's acknowledgements to one share-partition
+// in memory; the caller waits for their write (shareAckWrite) before it
+// answers them. sp.mu must be held.
+func (b *Broker) shareAckOne(sp *sharePart, member string, batches []share.AckBatch) error {
 	if err := sp.p.Acknowledge(member, b.now(), batches); err != nil {
 		return err
 	}
@@ -431,10 +472,12 @@ func (b *Broker) shareAckOne(ctx context.Context, sp *sharePart, member string, 
 		n += x.Last - x.First + 1
 	}
 	b.sharePartitions.acked.Add(n)
-	if err := b.persistLocked(ctx, sp); err != nil {
-		return err
-	}
+	// The records freed are offered to the parked fetches now, while
+	// the write runs: an acquisition is not persisted before it is
+	// answered anyway (shareFetchOne), and the acknowledgement itself is
+	// answered only once written.
 	sp.wakeLocked()
+	b.startWriteLocked(sp)
 	return nil
 }
 

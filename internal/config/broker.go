@@ -154,6 +154,8 @@ type Broker struct {
 	GroupShareMaxSessionTimeoutMs               int32             // group.share.max.session.timeout.ms
 	GroupShareMaxSize                           int32             // group.share.max.size
 	GroupSharePartitionMaxRecordLocks           int32             // group.share.partition.max.record.locks
+	GroupShareMinPartitionMaxRecordLocks        int32             // group.share.min.partition.max.record.locks
+	GroupShareMaxPartitionMaxRecordLocks        int32             // group.share.max.partition.max.record.locks
 	GroupShareRecordLockDurationMs              int32             // group.share.record.lock.duration.ms
 	GroupShareSessionTimeoutMs                  int32             // group.share.session.timeout.ms
 	ShareAutoOffsetReset                        string            // share.auto.offset.reset
@@ -397,6 +399,8 @@ func FromRaw(set map[string]string) (*Broker, error) {
 	b.GroupShareMaxSessionTimeoutMs = r.int32("group.share.max.session.timeout.ms")
 	b.GroupShareMaxSize = r.int32("group.share.max.size")
 	b.GroupSharePartitionMaxRecordLocks = r.int32("group.share.partition.max.record.locks")
+	b.GroupShareMinPartitionMaxRecordLocks = r.int32("group.share.min.partition.max.record.locks")
+	b.GroupShareMaxPartitionMaxRecordLocks = r.int32("group.share.max.partition.max.record.locks")
 	b.GroupShareRecordLockDurationMs = r.int32("group.share.record.lock.duration.ms")
 	b.GroupShareSessionTimeoutMs = r.int32("group.share.session.timeout.ms")
 	b.ShareAutoOffsetReset = strings.TrimSpace(r.str("share.auto.offset.reset"))

@@ -14,9 +14,9 @@ import (
 // (Min, Max: group.consumer.min/max.*, group.share.min/max.*).
 //
 // samsa serves the group configs of Kafka 4.2 whose feature it has.
-// Kafka's share.partition.max.record.locks, share.renew.acknowledge.enable
-// and streams.* group configs are unknown names here (INVALID_CONFIG), and
-// share.auto.offset.reset takes latest and earliest but not by_duration.
+// Kafka's share.renew.acknowledge.enable and streams.* group configs are
+// unknown names here (INVALID_CONFIG), and share.auto.offset.reset takes
+// latest and earliest but not by_duration.
 var groupDefs = []groupDef{
 	{Def: Def{Name: "consumer.heartbeat.interval.ms", Type: TypeInt, Default: "5000", Validate: atLeast(1),
 		Doc: "How often the members of this consumer group (KIP-848) heartbeat."},
@@ -40,6 +40,10 @@ var groupDefs = []groupDef{
 	{Def: Def{Name: "share.isolation.level", Type: TypeString, Default: "read_uncommitted", Validate: oneOf("read_uncommitted", "read_committed"),
 		Doc: "Which records this share group delivers: read_uncommitted (every record up to the high watermark) or read_committed (committed records up to the last stable offset)."},
 		Fallback: "share.isolation.level"},
+	{Def: Def{Name: "share.partition.max.record.locks", Type: TypeInt, Default: "2000", Validate: atLeast(100),
+		Doc: "Most records of one of this share group's share-partitions in flight (acquired or waiting for redelivery) at once."},
+		Fallback: "group.share.partition.max.record.locks",
+		Min:      "group.share.min.partition.max.record.locks", Max: "group.share.max.partition.max.record.locks"},
 	{Def: Def{Name: "share.record.lock.duration.ms", Type: TypeInt, Default: "30000", Validate: atLeast(1000),
 		Doc: "How long a member of this share group holds the records it acquired before they become available to other members again."},
 		Fallback: "group.share.record.lock.duration.ms",
@@ -98,14 +102,15 @@ func GroupFallback(name string) (fallback, lo, hi string, ok bool) {
 // Group is the effective configuration of one group: its overrides, else
 // the broker's configs.
 type Group struct {
-	ConsumerHeartbeatIntervalMs int32  // consumer.heartbeat.interval.ms
-	ConsumerSessionTimeoutMs    int32  // consumer.session.timeout.ms
-	ShareAutoOffsetReset        string // share.auto.offset.reset
-	ShareDeliveryCountLimit     int32  // share.delivery.count.limit
-	ShareHeartbeatIntervalMs    int32  // share.heartbeat.interval.ms
-	ShareIsolationLevel         string // share.isolation.level
-	ShareRecordLockDurationMs   int32  // share.record.lock.duration.ms
-	ShareSessionTimeoutMs       int32  // share.session.timeout.ms
+	ConsumerHeartbeatIntervalMs  int32  // consumer.heartbeat.interval.ms
+	ConsumerSessionTimeoutMs     int32  // consumer.session.timeout.ms
+	ShareAutoOffsetReset         string // share.auto.offset.reset
+	ShareDeliveryCountLimit      int32  // share.delivery.count.limit
+	ShareHeartbeatIntervalMs     int32  // share.heartbeat.interval.ms
+	ShareIsolationLevel          string // share.isolation.level
+	SharePartitionMaxRecordLocks int32  // share.partition.max.record.locks
+	ShareRecordLockDurationMs    int32  // share.record.lock.duration.ms
+	ShareSessionTimeoutMs        int32  // share.session.timeout.ms
 }
 
 // GroupDefaults returns the value every group config takes in a group
@@ -115,27 +120,29 @@ func (b *Broker) GroupDefaults() map[string]string {
 	g := b.groupDefaults()
 	i := func(n int32) string { return strconv.Itoa(int(n)) }
 	return map[string]string{
-		"consumer.heartbeat.interval.ms": i(g.ConsumerHeartbeatIntervalMs),
-		"consumer.session.timeout.ms":    i(g.ConsumerSessionTimeoutMs),
-		"share.auto.offset.reset":        g.ShareAutoOffsetReset,
-		"share.delivery.count.limit":     i(g.ShareDeliveryCountLimit),
-		"share.heartbeat.interval.ms":    i(g.ShareHeartbeatIntervalMs),
-		"share.isolation.level":          g.ShareIsolationLevel,
-		"share.record.lock.duration.ms":  i(g.ShareRecordLockDurationMs),
-		"share.session.timeout.ms":       i(g.ShareSessionTimeoutMs),
+		"consumer.heartbeat.interval.ms":   i(g.ConsumerHeartbeatIntervalMs),
+		"consumer.session.timeout.ms":      i(g.ConsumerSessionTimeoutMs),
+		"share.auto.offset.reset":          g.ShareAutoOffsetReset,
+		"share.delivery.count.limit":       i(g.ShareDeliveryCountLimit),
+		"share.heartbeat.interval.ms":      i(g.ShareHeartbeatIntervalMs),
+		"share.isolation.level":            g.ShareIsolationLevel,
+		"share.partition.max.record.locks": i(g.SharePartitionMaxRecordLocks),
+		"share.record.lock.duration.ms":    i(g.ShareRecordLockDurationMs),
+		"share.session.timeout.ms":         i(g.ShareSessionTimeoutMs),
 	}
 }
 
 func (b *Broker) groupDefaults() Group {
 	return Group{
-		ConsumerHeartbeatIntervalMs: b.GroupConsumerHeartbeatIntervalMs,
-		ConsumerSessionTimeoutMs:    b.GroupConsumerSessionTimeoutMs,
-		ShareAutoOffsetReset:        b.ShareAutoOffsetReset,
-		ShareDeliveryCountLimit:     b.GroupShareDeliveryCountLimit,
-		ShareHeartbeatIntervalMs:    b.GroupShareHeartbeatIntervalMs,
-		ShareIsolationLevel:         b.ShareIsolationLevel,
-		ShareRecordLockDurationMs:   b.GroupShareRecordLockDurationMs,
-		ShareSessionTimeoutMs:       b.GroupShareSessionTimeoutMs,
+		ConsumerHeartbeatIntervalMs:  b.GroupConsumerHeartbeatIntervalMs,
+		ConsumerSessionTimeoutMs:     b.GroupConsumerSessionTimeoutMs,
+		ShareAutoOffsetReset:         b.ShareAutoOffsetReset,
+		ShareDeliveryCountLimit:      b.GroupShareDeliveryCountLimit,
+		ShareHeartbeatIntervalMs:     b.GroupShareHeartbeatIntervalMs,
+		ShareIsolationLevel:          b.ShareIsolationLevel,
+		SharePartitionMaxRecordLocks: b.GroupSharePartitionMaxRecordLocks,
+		ShareRecordLockDurationMs:    b.GroupShareRecordLockDurationMs,
+		ShareSessionTimeoutMs:        b.GroupShareSessionTimeoutMs,
 	}
 }
 
@@ -150,6 +157,8 @@ func (b *Broker) groupBounds(name string) (min, max int32, ok bool) {
 		return b.GroupShareMinDeliveryCountLimit, b.GroupShareMaxDeliveryCountLimit, true
 	case "share.heartbeat.interval.ms":
 		return b.GroupShareMinHeartbeatIntervalMs, b.GroupShareMaxHeartbeatIntervalMs, true
+	case "share.partition.max.record.locks":
+		return b.GroupShareMinPartitionMaxRecordLocks, b.GroupShareMaxPartitionMaxRecordLocks, true
 	case "share.record.lock.duration.ms":
 		return b.GroupShareMinRecordLockDurationMs, b.GroupShareMaxRecordLockDurationMs, true
 	case "share.session.timeout.ms":
@@ -243,6 +252,7 @@ func (b *Broker) resolveGroup(overrides map[string]string, clamp bool) Group {
 	num("share.delivery.count.limit", &g.ShareDeliveryCountLimit)
 	num("share.heartbeat.interval.ms", &g.ShareHeartbeatIntervalMs)
 	str("share.isolation.level", &g.ShareIsolationLevel)
+	num("share.partition.max.record.locks", &g.SharePartitionMaxRecordLocks)
 	num("share.record.lock.duration.ms", &g.ShareRecordLockDurationMs)
 	num("share.session.timeout.ms", &g.ShareSessionTimeoutMs)
 	return g

@@ -37,6 +37,8 @@ func TestValidateGroup(t *testing.T) {
 		{"lock duration below its own floor", map[string]string{"share.record.lock.duration.ms": "999"}, ErrInvalidConfig, "share.record.lock.duration.ms"},
 		{"delivery count above max", map[string]string{"share.delivery.count.limit": "11"}, ErrInvalidConfig, "group.share.max.delivery.count.limit"},
 		{"delivery count below its floor", map[string]string{"share.delivery.count.limit": "1"}, ErrInvalidConfig, "share.delivery.count.limit"},
+		{"record locks above max", map[string]string{"share.partition.max.record.locks": "4001"}, ErrInvalidConfig, "group.share.max.partition.max.record.locks"},
+		{"record locks below its floor", map[string]string{"share.partition.max.record.locks": "99"}, ErrInvalidConfig, "share.partition.max.record.locks"},
 		{"not a number", map[string]string{"consumer.session.timeout.ms": "45s"}, ErrInvalidConfig, "consumer.session.timeout.ms"},
 		{"not an int32", map[string]string{"consumer.session.timeout.ms": "4294967296"}, ErrInvalidConfig, "consumer.session.timeout.ms"},
 		{"reset by_duration", map[string]string{"share.auto.offset.reset": "by_duration:PT1H"}, ErrInvalidConfig, "share.auto.offset.reset"},

@@ -69,8 +69,8 @@ func Reference() string {
 		}
 		fmt.Fprintf(&b, "| `%s` | %s | `%s` | %s | %s |\n", d.Name, d.Type, d.Fallback, bounds, escapeCell(d.Doc))
 	}
-	b.WriteString("\nKafka's `share.partition.max.record.locks`, `share.renew.acknowledge.enable`\n")
-	b.WriteString("and `streams.*` group configs are unknown names in samsa (INVALID_CONFIG), and\n")
+	b.WriteString("\nKafka's `share.renew.acknowledge.enable` and `streams.*` group configs are\n")
+	b.WriteString("unknown names in samsa (INVALID_CONFIG), and\n")
 	b.WriteString("`share.auto.offset.reset` takes `latest` and `earliest`, not `by_duration:`.\n")
 	b.WriteString("\n## Kafka server.properties\n\n")
 	b.WriteString("A Kafka `server.properties`, from a KRaft or a ZooKeeper cluster, loads:\n\n")

@@ -49,8 +49,13 @@ type Member struct {
 	ClientID   string
 	ClientHost string
 	Topics     []string // subscribed topic names, sorted
+	// Epoch and Assignment are the member's current assignment: the
+	// target it was given at its last heartbeat.
 	Assignment []TopicPartitions
-	deadline   time.Time
+	// target is the member's part of the group's target assignment
+	// (computed at the group's assignment epoch).
+	target   []TopicPartitions
+	deadline time.Time
 	// sent is false until a heartbeat answer carried the assignment.
 	sent bool
 	// previousEpoch is the member's epoch before its last one.
@@ -62,10 +67,12 @@ type Member struct {
 //
 // Every change of the members, their subscriptions or the subscribed
 // topics' partition counts bumps the group epoch and recomputes the
-// assignment with the simple assignor; a member's epoch is the group epoch
-// of the assignment it was last given. Share groups have no revocation:
-// a partition may be assigned to several members at once, and the new
-// assignment applies at once.
+// target assignment with the simple assignor. A member moves to the
+// target, and to its epoch, at its own next heartbeat, as in Kafka: the
+// other members' epochs do not move under them, so a heartbeat that was
+// on its way when another member joined is not fenced. Share groups have
+// no revocation: a partition may be assigned to several members at once,
+// and a member's new assignment applies as soon as it is answered.
 type Group struct {
 	ID      string
 	cfg     GroupConfig
@@ -109,7 +116,7 @@ type HeartbeatResult struct {
 
 // Heartbeat handles a ShareGroupHeartbeat at now. Epoch 0 joins (or
 // rejoins with the same member id), -1 leaves, anything else must be the
-// member's current epoch (else ErrFencedMemberEpoch); an unknown member id
+// member's current or previous epoch (else ErrFencedMemberEpoch); an unknown member id
 // with an epoch other than 0 is ErrUnknownMemberID.
 func (g *Group) Heartbeat(req HeartbeatRequest, now time.Time, topics Topics) (HeartbeatResult, error) {
 	m := g.members[req.MemberID]
@@ -133,8 +140,14 @@ func (g *Group) Heartbeat(req HeartbeatRequest, now time.Time, topics Topics) (H
 		m.sent = false
 	case m == nil:
 		return HeartbeatResult{}, fmt.Errorf("%w: %s", ErrUnknownMemberID, req.MemberID)
-	case req.MemberEpoch != m.Epoch:
+	case req.MemberEpoch > m.Epoch || (req.MemberEpoch < m.Epoch && req.MemberEpoch != m.previousEpoch):
 		return HeartbeatResult{}, fmt.Errorf("%w: member %s is at epoch %d, not %d", ErrFencedMemberEpoch, req.MemberID, m.Epoch, req.MemberEpoch)
+	case req.MemberEpoch != m.Epoch:
+		// Reference: GroupMetadataManager.throwIfShareGroupMemberEpochIsInvalid:
+		// the previous epoch is accepted (the member's heartbeat
+		// crossed the answer that bumped it, or that answer was lost)
+		// and is answered with the current epoch and assignment.
+		m.sent = false
 	}
 	m.deadline = now.Add(g.cfg.SessionTimeout)
 	m.ClientID, m.ClientHost = req.ClientID, req.ClientHost
@@ -155,6 +168,13 @@ func (g *Group) Heartbeat(req HeartbeatRequest, now time.Time, topics Topics) (H
 		g.epoch++
 	}
 	g.maybeAssign(topics)
+	if m.Epoch != g.assigned {
+		m.previousEpoch, m.Epoch = m.Epoch, g.assigned
+		if !equalAssignment(m.target, m.Assignment) {
+			m.Assignment = cloneAssignment(m.target)
+			m.sent = false
+		}
+	}
 	res := HeartbeatResult{MemberEpoch: m.Epoch, HeartbeatInterval: g.cfg.HeartbeatInterval}
 	if !m.sent {
 		res.Assignment, res.HasAssignment = m.Assignment, true
@@ -190,8 +210,9 @@ func (g *Group) Expire(now time.Time, topics Topics) []string {
 // changed (the metadata image moved).
 func (g *Group) Refresh(topics Topics) { g.maybeAssign(topics) }
 
-// maybeAssign recomputes the assignment when the group epoch moved or the
-// subscribed topics changed, giving every member the new epoch.
+// maybeAssign recomputes the target assignment when the group epoch
+// moved or the subscribed topics changed. The members move to it at
+// their heartbeats (Heartbeat).
 func (g *Group) maybeAssign(topics Topics) {
 	sig, infos := g.signature(topics)
 	if sig != g.sig {
@@ -207,15 +228,7 @@ func (g *Group) maybeAssign(topics Topics) {
 	g.assigned = g.epoch
 	assign := SimpleAssign(g.memberIDs(), func(id string) []string { return g.members[id].Topics }, infos)
 	for id, m := range g.members {
-		a := assign[id]
-		if !equalAssignment(a, m.Assignment) {
-			m.sent = false
-		}
-		m.Assignment = a
-		if m.Epoch != g.epoch {
-			m.previousEpoch = m.Epoch
-		}
-		m.Epoch = g.epoch
+		m.target = assign[id]
 	}
 }
 

@@ -228,10 +228,8 @@ func DecodeGroupRecord(key, value []byte) (GroupRecord, error) {
 
 // ApplyRecord applies one record to the group, as the loader does when
 // replaying __consumer_offsets (the runtime's changes are made by
-// Heartbeat and the records describe them). Records of other groups, the
-// target assignment members (the assignment of a share group member is
-// its target at once: there is no revocation) and the state partition
-// metadata (kept by the broker) change nothing here.
+// Heartbeat and the records describe them). Records of other groups and
+// the state partition metadata (kept by the broker) change nothing here.
 //
 // Reference: Kafka GroupMetadataManager.replay for the share group
 // record types.
@@ -265,6 +263,18 @@ func (g *Group) ApplyRecord(r GroupRecord) {
 		}
 		m.ClientID, m.ClientHost = r.ClientID, r.ClientHost
 		m.Topics = slices.Compact(slices.Sorted(slices.Values(r.Topics)))
+	case RecordTargetMember:
+		m := g.members[r.Member]
+		if m == nil {
+			if r.Tombstone {
+				return
+			}
+			m = g.member(r.Member)
+		}
+		m.target = nil
+		if !r.Tombstone {
+			m.target = cloneAssignment(r.Assignment)
+		}
 	case RecordCurrentAssignment:
 		m := g.members[r.Member]
 		if m == nil {
@@ -312,20 +322,24 @@ func (g *Group) Loaded(now time.Time, topics Topics) {
 		}
 	}
 	fresh := true
-	for _, m := range g.members {
-		for i := range m.Assignment {
-			n, ok := names[m.Assignment[i].TopicID]
+	resolve := func(a []TopicPartitions) {
+		for i := range a {
+			n, ok := names[a[i].TopicID]
 			if !ok {
 				fresh = false // a topic deleted or no longer subscribed
 			}
-			m.Assignment[i].Topic = n
+			a[i].Topic = n
 		}
-		sort.Slice(m.Assignment, func(i, j int) bool { return m.Assignment[i].Topic < m.Assignment[j].Topic })
+		sort.Slice(a, func(i, j int) bool { return a[i].Topic < a[j].Topic })
+	}
+	for _, m := range g.members {
+		resolve(m.Assignment)
+		resolve(m.target)
 	}
 	sig, infos := g.signature(topics)
 	assign := SimpleAssign(g.memberIDs(), func(id string) []string { return g.members[id].Topics }, infos)
 	for id, m := range g.members {
-		if m.Epoch != g.assigned || !equalAssignment(assign[id], m.Assignment) {
+		if !equalAssignment(assign[id], m.target) {
 			fresh = false
 		}
 	}
@@ -347,6 +361,7 @@ func (g *Group) Clone() *Group {
 		mc := *m
 		mc.Topics = slices.Clone(m.Topics)
 		mc.Assignment = cloneAssignment(m.Assignment)
+		mc.target = cloneAssignment(m.target)
 		c.members[id] = &mc
 	}
 	return &c
@@ -393,8 +408,8 @@ func (g *Group) RecordsSince(prev *Group) []GroupRecord {
 	if g.assigned != prev.assigned {
 		for _, id := range ids {
 			m, p := g.members[id], prev.members[id]
-			if p == nil || !equalAssignment(p.Assignment, m.Assignment) {
-				out = append(out, GroupRecord{Kind: RecordTargetMember, Group: g.ID, Member: id, Assignment: cloneAssignment(m.Assignment)})
+			if p == nil || !equalAssignment(p.target, m.target) {
+				out = append(out, GroupRecord{Kind: RecordTargetMember, Group: g.ID, Member: id, Assignment: cloneAssignment(m.target)})
 			}
 		}
 		out = append(out, GroupRecord{Kind: RecordTargetEpoch, Group: g.ID, Epoch: g.assigned})

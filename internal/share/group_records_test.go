@@ -26,7 +26,7 @@ func persisted(ms []Member) []Member {
 	out := make([]Member, len(ms))
 	for i, m := range ms {
 		out[i] = Member{ID: m.ID, Epoch: m.Epoch, RackID: m.RackID, ClientID: m.ClientID, ClientHost: m.ClientHost,
-			Topics: m.Topics, Assignment: m.Assignment, previousEpoch: m.previousEpoch}
+			Topics: m.Topics, Assignment: m.Assignment, previousEpoch: m.previousEpoch, target: m.target}
 	}
 	return out
 }
@@ -47,8 +47,12 @@ func TestShareGroupRecordsRebuildTheGroup(t *testing.T) {
 		{MemberID: "a", MemberEpoch: 0, Topics: []string{"t"}, ClientID: "ca", ClientHost: "/h1", RackID: &rack},
 		{MemberID: "b", MemberEpoch: 0, Topics: []string{"t", "u"}, ClientID: "cb", ClientHost: "/h2"},
 		{MemberID: "c", MemberEpoch: 0, Topics: []string{"u"}},
-		{MemberID: "b", MemberEpoch: 3, Topics: []string{"t"}},
+		// b is still at its join epoch: the joins after it did not
+		// move it.
+		{MemberID: "b", MemberEpoch: 2, Topics: []string{"t"}},
 		{MemberID: "c", MemberEpoch: -1},
+		// a catches up with the target assignment, from epoch 1.
+		{MemberID: "a", MemberEpoch: 1, ClientID: "ca", ClientHost: "/h1", RackID: &rack},
 	}
 	for i, req := range steps {
 		prev := g.Clone()
@@ -61,9 +65,19 @@ func TestShareGroupRecordsRebuildTheGroup(t *testing.T) {
 		}
 		replayInto(t, replica, recs)
 	}
-	// A steady heartbeat writes nothing.
+	// b is behind the target (its step came before c left): it is
+	// replayed so, and moves at its next heartbeat.
+	if m := g.Members()[1]; m.ID != "b" || m.Epoch == g.Epoch() {
+		t.Fatalf("b: %+v at group epoch %d", m, g.Epoch())
+	}
 	prev := g.Clone()
-	if _, err := g.Heartbeat(HeartbeatRequest{MemberID: "a", MemberEpoch: g.Epoch(), ClientID: "ca", ClientHost: "/h1"}, now, topics); err != nil {
+	if _, err := g.Heartbeat(HeartbeatRequest{MemberID: "b", MemberEpoch: g.Members()[1].Epoch, ClientID: "cb", ClientHost: "/h2"}, now, topics); err != nil {
+		t.Fatal(err)
+	}
+	replayInto(t, replica, g.RecordsSince(prev))
+	// A steady heartbeat writes nothing.
+	prev = g.Clone()
+	if _, err := g.Heartbeat(HeartbeatRequest{MemberID: "a", MemberEpoch: g.Epoch(), ClientID: "ca", ClientHost: "/h1", RackID: &rack}, now, topics); err != nil {
 		t.Fatal(err)
 	}
 	if recs := g.RecordsSince(prev); len(recs) != 0 {
@@ -96,8 +110,8 @@ func TestShareGroupRecordsRebuildTheGroup(t *testing.T) {
 	if gone := replica.Expire(now.Add(9*time.Second), topics); len(gone) != 0 {
 		t.Fatalf("expired %v before the session timeout", gone)
 	}
-	// An old epoch is still fenced.
-	if _, err := replica.Heartbeat(HeartbeatRequest{MemberID: "a", MemberEpoch: 1}, now, topics); !errors.Is(err, ErrFencedMemberEpoch) {
+	// An epoch the member never had is still fenced.
+	if _, err := replica.Heartbeat(HeartbeatRequest{MemberID: "a", MemberEpoch: replica.Epoch() + 1}, now, topics); !errors.Is(err, ErrFencedMemberEpoch) {
 		t.Fatalf("stale epoch after the load: %v", err)
 	}
 	// Tombstones delete the group.

@@ -47,9 +47,14 @@ func TestShareGroupMembership(t *testing.T) {
 	if err != nil || b.MemberEpoch != 2 || fmtAssign(b.Assignment) != "t[1]" {
 		t.Fatalf("join b: %+v %v", b, err)
 	}
-	// a learns the new epoch and its smaller assignment.
-	if _, err := hb("a", 1, nil); !errors.Is(err, ErrFencedMemberEpoch) {
-		t.Fatalf("a at stale epoch: %v", err)
+	// a, still at its previous epoch, learns the new one and its
+	// smaller assignment.
+	if r, err := hb("a", 1, nil); err != nil || r.MemberEpoch != 2 || !r.HasAssignment || fmtAssign(r.Assignment) != "t[0]" {
+		t.Fatalf("a at its previous epoch: %+v %v", r, err)
+	}
+	// An epoch ahead of the member's is fenced.
+	if _, err := hb("a", 3, nil); !errors.Is(err, ErrFencedMemberEpoch) {
+		t.Fatalf("a ahead of its epoch: %v", err)
 	}
 	// A heartbeat at epoch 0 rejoins with the same id.
 	if r, err := hb("a", 0, []string{"t"}); err != nil || r.MemberEpoch != 2 || fmtAssign(r.Assignment) != "t[0]" {
@@ -62,17 +67,44 @@ func TestShareGroupMembership(t *testing.T) {
 	if _, err := hb("zz", 5, nil); !errors.Is(err, ErrUnknownMemberID) {
 		t.Fatalf("unknown member: %v", err)
 	}
+	// The joins after b did not move it: it is still at 2, and moves to
+	// the group's epoch at its own heartbeat.
+	if r, err := hb("b", 2, nil); err != nil || r.MemberEpoch != 3 || r.HasAssignment {
+		t.Fatalf("b behind the target: %+v %v", r, err)
+	}
+	if r, err := hb("d", 0, []string{"t"}); err != nil || r.MemberEpoch != 4 {
+		t.Fatalf("join d: %+v %v", r, err)
+	}
+	if r, err := hb("b", 3, nil); err != nil || r.MemberEpoch != 4 {
+		t.Fatalf("b at its epoch: %+v %v", r, err)
+	}
+	// The answer was lost: b comes again with its previous epoch.
+	if r, err := hb("b", 3, nil); err != nil || r.MemberEpoch != 4 || !r.HasAssignment {
+		t.Fatalf("b at its previous epoch: %+v %v", r, err)
+	}
+	// a moves from 2 to 4; 1 is then neither its epoch nor its
+	// previous one.
+	if r, err := hb("a", 2, nil); err != nil || r.MemberEpoch != 4 {
+		t.Fatalf("a from 2: %+v %v", r, err)
+	}
+	if _, err := hb("a", 1, nil); !errors.Is(err, ErrFencedMemberEpoch) {
+		t.Fatalf("a two epochs behind: %v", err)
+	}
+	if _, err := hb("d", -1, nil); err != nil {
+		t.Fatal(err)
+	}
 	if r, err := hb("c", -1, nil); err != nil || r.MemberEpoch != -1 {
 		t.Fatalf("leave: %+v %v", r, err)
 	}
 	// More partitions: a new epoch and assignment.
 	parts["t"] = 4
 	g.Refresh(topics)
-	if r, err := hb("a", g.Epoch(), nil); err != nil || fmtAssign(r.Assignment) != "t[0 2]" {
+	r, err := hb("a", 4, nil)
+	if err != nil || r.MemberEpoch != g.Epoch() || fmtAssign(r.Assignment) != "t[0 2]" {
 		t.Fatalf("after partitions added: %+v %v (epoch %d)", r, err, g.Epoch())
 	}
 	now = now.Add(40 * time.Second)
-	if _, err := hb("a", g.Epoch(), nil); err != nil {
+	if _, err := hb("a", r.MemberEpoch, nil); err != nil {
 		t.Fatal(err)
 	}
 	now = now.Add(10 * time.Second)

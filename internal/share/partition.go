@@ -248,6 +248,16 @@ func (p *Partition) NextFetchOffset() int64 {
 	return p.end()
 }
 
+// Holds reports whether member holds an acquired record here.
+func (p *Partition) Holds(member string) bool {
+	for i := range p.recs {
+		if p.recs[i].state == Acquired && p.recs[i].member == member {
+			return true
+		}
+	}
+	return false
+}
+
 // Batch is the offset range of one record batch read from the log. Skip
 // marks a batch that is never delivered (an aborted transaction's, or a
 // control batch, under share.isolation.level read_committed): Acquire
