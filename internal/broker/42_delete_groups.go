@@ -8,6 +8,11 @@ package broker
 // with them (tombstones in __consumer_offsets). An empty share group is
 // deleted with the state of its share-partitions
 // (DeleteShareGroupState at their share coordinators).
+//
+// A group's configs (the GROUP config resource, group_configs.go) stay:
+// as in Kafka, they are a config resource of their own, set and deleted
+// with the config APIs (kafka-configs --entity-type groups), and a group
+// made again under the same id takes them.
 
 import (
 	"context"

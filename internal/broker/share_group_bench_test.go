@@ -3,6 +3,7 @@ package broker_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -49,7 +50,11 @@ func BenchmarkShareGroupConsume(b *testing.B) {
 			popts = append(popts, kgo.ProducerBatchMaxBytes(16384))
 		}
 		b.Run(name, func(b *testing.B) {
-			br := testutil.StartBroker(b, append(shareBrokerConfig, "group.initial.rebalance.delay.ms=0")...)
+			cfg := append(shareBrokerConfig, "group.initial.rebalance.delay.ms=0")
+			if v := os.Getenv("SAMSA_BENCH_SHARE_LOCKS"); v != "" {
+				cfg = append(cfg, "group.share.partition.max.record.locks="+v, "group.share.max.partition.max.record.locks="+v)
+			}
+			br := testutil.StartBroker(b, cfg...)
 			parts := int32(1)
 			if mode != "share/1partition" {
 				parts = 4

@@ -42,8 +42,17 @@ type shareGroups struct {
 	// locks serialise the changes of each group, from reading it to
 	// installing the change once its records are durable; an
 	// AlterShareGroupOffsets holds the group's until its new state is
-	// written, so a member cannot join in between.
-	locks map[string]*sync.Mutex
+	// written, so a member cannot join in between. A lock is dropped
+	// when no caller holds or waits for it, so the map holds only the
+	// groups being changed.
+	locks map[string]*changeLock
+}
+
+// changeLock is a group's change lock and how many callers hold or wait
+// for it (guarded by shareGroups.mu).
+type changeLock struct {
+	mu   sync.Mutex
+	refs int
 }
 
 func newShareGroups(b *Broker) *shareGroups {
@@ -55,7 +64,7 @@ func newShareGroups(b *Broker) *shareGroups {
 		},
 		groups: map[string]*share.Group{},
 		topics: map[string]map[string]bool{},
-		locks:  map[string]*sync.Mutex{},
+		locks:  map[string]*changeLock{},
 	}
 }
 
@@ -64,12 +73,27 @@ func (sg *shareGroups) lock(id string) (unlock func()) {
 	sg.mu.Lock()
 	l := sg.locks[id]
 	if l == nil {
-		l = &sync.Mutex{}
+		l = &changeLock{}
 		sg.locks[id] = l
 	}
+	l.refs++
 	sg.mu.Unlock()
-	l.Lock()
-	return l.Unlock
+	l.mu.Lock()
+	return func() {
+		l.mu.Unlock()
+		sg.mu.Lock()
+		if l.refs--; l.refs == 0 {
+			delete(sg.locks, id)
+		}
+		sg.mu.Unlock()
+	}
+}
+
+// changeLocks returns how many groups have a change lock (tests).
+func (sg *shareGroups) changeLocks() int {
+	sg.mu.Lock()
+	defer sg.mu.Unlock()
+	return len(sg.locks)
 }
 
 // changeShareGroup runs fn on a clone of share group id (a new empty
