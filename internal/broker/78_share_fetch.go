@@ -87,6 +87,12 @@ func (b *Broker) shareAckApply(z authz, group, member string, key sharePartKey, 
 	if err := share.ValidateAcks(batches, renew); err != nil {
 		return kerr.InvalidRequest.Code, shareAckWrite{}
 	}
+	// Reference: KIP-1240, share.renew.acknowledge.enable: a group that
+	// disables renewals gets INVALID_RECORD_STATE for a partition whose
+	// acknowledgements renew, and nothing of them is applied.
+	if renew && !b.groupConfig(group).ShareRenewAcknowledgeEnable && renews(batches) {
+		return kerr.InvalidRecordState.Code, shareAckWrite{}
+	}
 	sp, topic, err := b.sharePart(b.ctx, key)
 	if err == nil && !z.topic(opRead, topic) {
 		sp.mu.Unlock()
@@ -100,6 +106,18 @@ func (b *Broker) shareAckApply(z authz, group, member string, key sharePartKey, 
 		return errorCode(errCode(err)), shareAckWrite{}
 	}
 	return 0, shareAckWrite{b: b, sp: sp, p: sp.p}
+}
+
+// renews reports whether batches hold a renewal (acknowledgement type 4).
+func renews(batches []share.AckBatch) bool {
+	for _, x := range batches {
+		for _, t := range x.Types {
+			if t == share.AckRenew {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // wait returns once the acknowledgement is written, with the partition's

@@ -653,3 +653,99 @@ func TestGroupConfigSharePartitionMaxRecordLocks(t *testing.T) {
 		t.Fatalf("after accepting 100: acquired %d from %d: %+v", n, first, fr.Topics)
 	}
 }
+
+// TestShareLockRenewalAndItsGroupConfig: a member renews the lock of a
+// record it holds (ShareAcknowledge v2, IsRenewAck, type 4, KIP-1222);
+// past the first lock's deadline another member still gets nothing, and
+// the holder accepts it. With the group's share.renew.acknowledge.enable
+// false, a renewal is INVALID_RECORD_STATE and the lock runs out on time.
+func TestShareLockRenewalAndItsGroupConfig(t *testing.T) {
+	t.Parallel()
+	b := testutil.StartBroker(t, shareBrokerConfig...) // 2 s locks
+	const topic, group = "gc-renew", "gc-renew-g"
+	testutil.CreateTopic(t, b.Admin(), topic, 1)
+	cl := b.Client(kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	produceValues(t, cl, topic, 1, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	id := shareTopicID(t, cl, topic)
+	join := func(name string) *rawShareMember {
+		m := &rawShareMember{cl: cl, group: group, member: name, maxWait: 100}
+		testutil.Eventually(t, 15*time.Second, func() error {
+			if resp, err := m.heartbeat(ctx, []string{topic}); err != nil || resp.ErrorCode != 0 {
+				return fmt.Errorf("heartbeat: %v %v", err, resp)
+			}
+			return nil
+		})
+		return m
+	}
+	ack := func(m *rawShareMember, off int64, typ int8, renew bool) int16 {
+		t.Helper()
+		req := kmsg.NewPtrShareAcknowledgeRequest()
+		req.Version = 2
+		req.GroupID, req.MemberID, req.ShareSessionEpoch, req.IsRenewAck = &m.group, &m.member, m.session, renew
+		rt := kmsg.NewShareAcknowledgeRequestTopic()
+		rt.TopicID = id
+		rp := kmsg.NewShareAcknowledgeRequestTopicPartition()
+		rp.Partition = 0
+		a := kmsg.NewShareAcknowledgeRequestTopicPartitionAcknowledgementBatch()
+		a.FirstOffset, a.LastOffset, a.AcknowledgeTypes = off, off, []int8{typ}
+		rp.AcknowledgementBatches = append(rp.AcknowledgementBatches, a)
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil || resp.ErrorCode != 0 {
+			t.Fatalf("ShareAcknowledge: %v %+v", err, resp)
+		}
+		m.session++
+		return resp.Topics[0].Partitions[0].ErrorCode
+	}
+	acquire := func(m *rawShareMember) int {
+		t.Helper()
+		fr, err := m.fetch(ctx, id, 0, nil)
+		if err != nil || fr.ErrorCode != 0 {
+			t.Fatalf("fetch: %v %+v", err, fr)
+		}
+		n, _, _ := acquiredCount(fr)
+		return n
+	}
+	holder, other := join("holder"), join("other")
+	if n := acquire(holder); n != 1 {
+		t.Fatalf("holder acquired %d records, want 1", n)
+	}
+	acquired := time.Now()
+	acquire(other) // opens its session
+	for i := 0; i < 2; i++ {
+		time.Sleep(1200 * time.Millisecond)
+		if code := ack(holder, 0, 4, true); code != 0 {
+			t.Fatalf("renewal %d: %v", i, kerr.ErrorForCode(code))
+		}
+	}
+	if since := time.Since(acquired); since < 2*time.Second {
+		t.Fatalf("only %v since the acquisition", since)
+	}
+	if n := acquire(other); n != 0 {
+		t.Fatalf("another member acquired a record whose lock was renewed (%v after the first lock)", time.Since(acquired))
+	}
+	if code := ack(holder, 0, 1, false); code != 0 {
+		t.Fatalf("accept after renewals: %v", kerr.ErrorForCode(code))
+	}
+
+	// Renewals off for the group.
+	produceValues(t, cl, topic, 1, 1) // offset 1
+	if code := alterGroupConfigs(t, cl, group, false, setGroupConfig("share.renew.acknowledge.enable", "false")); code != 0 {
+		t.Fatalf("set share.renew.acknowledge.enable: %v", kerr.ErrorForCode(code))
+	}
+	if n := acquire(holder); n != 1 {
+		t.Fatalf("holder acquired %d records, want 1", n)
+	}
+	if code := ack(holder, 1, 4, true); code != kerr.InvalidRecordState.Code {
+		t.Fatalf("renewal with share.renew.acknowledge.enable=false: %v, want INVALID_RECORD_STATE", kerr.ErrorForCode(code))
+	}
+	testutil.Eventually(t, 10*time.Second, func() error {
+		if n := acquire(other); n != 1 {
+			return fmt.Errorf("the unrenewed record is not redelivered yet")
+		}
+		return nil
+	})
+}

@@ -14,9 +14,11 @@ import (
 // (Min, Max: group.consumer.min/max.*, group.share.min/max.*).
 //
 // samsa serves the group configs of Kafka 4.2 whose feature it has.
-// Kafka's share.renew.acknowledge.enable and streams.* group configs are
-// unknown names here (INVALID_CONFIG), and share.auto.offset.reset takes
-// latest and earliest but not by_duration.
+// Kafka's streams.* group configs are unknown names here
+// (INVALID_CONFIG), and share.auto.offset.reset takes latest and earliest
+// but not by_duration. share.renew.acknowledge.enable has no broker
+// config to fall back to (Fallback ""), as in Kafka: its default is the
+// group config's own.
 var groupDefs = []groupDef{
 	{Def: Def{Name: "consumer.heartbeat.interval.ms", Type: TypeInt, Default: "5000", Validate: atLeast(1),
 		Doc: "How often the members of this consumer group (KIP-848) heartbeat."},
@@ -48,6 +50,8 @@ var groupDefs = []groupDef{
 		Doc: "How long a member of this share group holds the records it acquired before they become available to other members again."},
 		Fallback: "group.share.record.lock.duration.ms",
 		Min:      "group.share.min.record.lock.duration.ms", Max: "group.share.max.record.lock.duration.ms"},
+	{Def: Def{Name: "share.renew.acknowledge.enable", Type: TypeBoolean, Default: "true",
+		Doc: "Whether the members of this share group may renew the locks of the records they hold (KIP-1222 RENEW acknowledgements); when false a renewal is INVALID_RECORD_STATE."}},
 	{Def: Def{Name: "share.session.timeout.ms", Type: TypeInt, Default: "45000", Validate: atLeast(1),
 		Doc: "How long a member of this share group (KIP-932) may go without a heartbeat before it is removed."},
 		Fallback: "group.share.session.timeout.ms",
@@ -58,7 +62,7 @@ var groupDefs = []groupDef{
 type groupDef struct {
 	Def
 	// Fallback is the broker config whose value a group without the
-	// override takes.
+	// override takes; "" for a config whose default is its own.
 	Fallback string
 	// Min and Max name the broker configs that bound the value; "" for
 	// configs without bounds.
@@ -109,6 +113,7 @@ type Group struct {
 	ShareHeartbeatIntervalMs     int32  // share.heartbeat.interval.ms
 	ShareIsolationLevel          string // share.isolation.level
 	SharePartitionMaxRecordLocks int32  // share.partition.max.record.locks
+	ShareRenewAcknowledgeEnable  bool   // share.renew.acknowledge.enable
 	ShareRecordLockDurationMs    int32  // share.record.lock.duration.ms
 	ShareSessionTimeoutMs        int32  // share.session.timeout.ms
 }
@@ -127,6 +132,7 @@ func (b *Broker) GroupDefaults() map[string]string {
 		"share.heartbeat.interval.ms":      i(g.ShareHeartbeatIntervalMs),
 		"share.isolation.level":            g.ShareIsolationLevel,
 		"share.partition.max.record.locks": i(g.SharePartitionMaxRecordLocks),
+		"share.renew.acknowledge.enable":   strconv.FormatBool(g.ShareRenewAcknowledgeEnable),
 		"share.record.lock.duration.ms":    i(g.ShareRecordLockDurationMs),
 		"share.session.timeout.ms":         i(g.ShareSessionTimeoutMs),
 	}
@@ -141,6 +147,7 @@ func (b *Broker) groupDefaults() Group {
 		ShareHeartbeatIntervalMs:     b.GroupShareHeartbeatIntervalMs,
 		ShareIsolationLevel:          b.ShareIsolationLevel,
 		SharePartitionMaxRecordLocks: b.GroupSharePartitionMaxRecordLocks,
+		ShareRenewAcknowledgeEnable:  true,
 		ShareRecordLockDurationMs:    b.GroupShareRecordLockDurationMs,
 		ShareSessionTimeoutMs:        b.GroupShareSessionTimeoutMs,
 	}
@@ -253,6 +260,11 @@ func (b *Broker) resolveGroup(overrides map[string]string, clamp bool) Group {
 	num("share.heartbeat.interval.ms", &g.ShareHeartbeatIntervalMs)
 	str("share.isolation.level", &g.ShareIsolationLevel)
 	num("share.partition.max.record.locks", &g.SharePartitionMaxRecordLocks)
+	if v, ok := overrides["share.renew.acknowledge.enable"]; ok {
+		if t, err := parseBool(v); err == nil {
+			g.ShareRenewAcknowledgeEnable = t
+		}
+	}
 	num("share.record.lock.duration.ms", &g.ShareRecordLockDurationMs)
 	num("share.session.timeout.ms", &g.ShareSessionTimeoutMs)
 	return g

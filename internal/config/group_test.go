@@ -37,6 +37,7 @@ func TestValidateGroup(t *testing.T) {
 		{"lock duration below its own floor", map[string]string{"share.record.lock.duration.ms": "999"}, ErrInvalidConfig, "share.record.lock.duration.ms"},
 		{"delivery count above max", map[string]string{"share.delivery.count.limit": "11"}, ErrInvalidConfig, "group.share.max.delivery.count.limit"},
 		{"delivery count below its floor", map[string]string{"share.delivery.count.limit": "1"}, ErrInvalidConfig, "share.delivery.count.limit"},
+		{"renew not a boolean", map[string]string{"share.renew.acknowledge.enable": "1"}, ErrInvalidConfig, "share.renew.acknowledge.enable"},
 		{"record locks above max", map[string]string{"share.partition.max.record.locks": "4001"}, ErrInvalidConfig, "group.share.max.partition.max.record.locks"},
 		{"record locks below its floor", map[string]string{"share.partition.max.record.locks": "99"}, ErrInvalidConfig, "share.partition.max.record.locks"},
 		{"not a number", map[string]string{"consumer.session.timeout.ms": "45s"}, ErrInvalidConfig, "consumer.session.timeout.ms"},
@@ -92,15 +93,17 @@ func TestResolveGroupFallsBackAndClamps(t *testing.T) {
 		t.Fatalf("defaults: %+v", g)
 	}
 	g = b.ResolveGroup(map[string]string{
-		"share.auto.offset.reset":       "latest",
-		"share.record.lock.duration.ms": "120000", // stored before the bound narrowed
-		"consumer.session.timeout.ms":   "1000",
-		"share.isolation.level":         "bogus",
+		"share.auto.offset.reset":        "latest",
+		"share.record.lock.duration.ms":  "120000", // stored before the bound narrowed
+		"consumer.session.timeout.ms":    "1000",
+		"share.isolation.level":          "bogus",
+		"share.renew.acknowledge.enable": "FALSE",
 	})
 	want := b.ResolveGroup(nil)
 	want.ShareAutoOffsetReset = "latest"
 	want.ShareRecordLockDurationMs = 60000
 	want.ConsumerSessionTimeoutMs = 45000
+	want.ShareRenewAcknowledgeEnable = false
 	if g != want {
 		t.Fatalf("ResolveGroup = %+v, want %+v", g, want)
 	}
@@ -109,6 +112,13 @@ func TestResolveGroupFallsBackAndClamps(t *testing.T) {
 	}
 	for _, d := range GroupDefs() {
 		fb, _, _, ok := GroupFallback(d.Name)
+		if ok && fb == "" {
+			// Its own default: the resolved value is it.
+			if got := b.GroupDefaults()[d.Name]; got != d.Default {
+				t.Errorf("%s resolves to %q without an override, want its default %q", d.Name, got, d.Default)
+			}
+			continue
+		}
 		if bd, found := LookupBroker(fb); !ok || !found || bd.Default != d.Default {
 			t.Errorf("%s falls back to %q (known %v), whose default differs", d.Name, fb, found)
 		}

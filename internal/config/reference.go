@@ -67,10 +67,13 @@ func Reference() string {
 			hi, _ := LookupBroker(d.Max)
 			bounds = fmt.Sprintf("`%s` (%s) to `%s` (%s)", d.Min, lo.Default, d.Max, hi.Default)
 		}
-		fmt.Fprintf(&b, "| `%s` | %s | `%s` | %s | %s |\n", d.Name, d.Type, d.Fallback, bounds, escapeCell(d.Doc))
+		fallback := "`" + d.Fallback + "`"
+		if d.Fallback == "" {
+			fallback = "none: `" + d.Default + "`"
+		}
+		fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s |\n", d.Name, d.Type, fallback, bounds, escapeCell(d.Doc))
 	}
-	b.WriteString("\nKafka's `share.renew.acknowledge.enable` and `streams.*` group configs are\n")
-	b.WriteString("unknown names in samsa (INVALID_CONFIG), and\n")
+	b.WriteString("\nKafka's `streams.*` group configs are unknown names in samsa (INVALID_CONFIG), and\n")
 	b.WriteString("`share.auto.offset.reset` takes `latest` and `earliest`, not `by_duration:`.\n")
 	b.WriteString("\n## Kafka server.properties\n\n")
 	b.WriteString("A Kafka `server.properties`, from a KRaft or a ZooKeeper cluster, loads:\n\n")
