@@ -207,16 +207,7 @@ func TestGroupConfigShareRecordLockDurationRedelivers(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	id := shareTopicID(t, cl, topic)
-	join := func(member string) *rawShareMember {
-		m := &rawShareMember{cl: cl, group: group, member: member, maxWait: 500}
-		testutil.Eventually(t, 15*time.Second, func() error {
-			if resp, err := m.heartbeat(ctx, []string{topic}); err != nil || resp.ErrorCode != 0 {
-				return fmt.Errorf("heartbeat: %v %v", err, resp)
-			}
-			return nil
-		})
-		return m
-	}
+	join := func(name string) *rawShareMember { return joinShareMember(ctx, t, cl, group, topic, name, 500) }
 	holder, other := join("holder"), join("other")
 	fr, err := holder.fetch(ctx, id, 0, nil)
 	if err != nil || fr.ErrorCode != 0 {
@@ -619,16 +610,7 @@ func TestGroupConfigSharePartitionMaxRecordLocks(t *testing.T) {
 		t.Fatalf("set share.partition.max.record.locks: %v", kerr.ErrorForCode(code))
 	}
 	id := shareTopicID(t, cl, topic)
-	join := func(name string) *rawShareMember {
-		m := &rawShareMember{cl: cl, group: group, member: name, maxWait: 100}
-		testutil.Eventually(t, 15*time.Second, func() error {
-			if resp, err := m.heartbeat(ctx, []string{topic}); err != nil || resp.ErrorCode != 0 {
-				return fmt.Errorf("heartbeat: %v %v", err, resp)
-			}
-			return nil
-		})
-		return m
-	}
+	join := func(name string) *rawShareMember { return joinShareMember(ctx, t, cl, group, topic, name, 100) }
 	m1, m2 := join("m1"), join("m2")
 	fr, err := m1.fetch(ctx, id, 0, nil)
 	if err != nil || fr.ErrorCode != 0 {
@@ -669,16 +651,7 @@ func TestShareLockRenewalAndItsGroupConfig(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	id := shareTopicID(t, cl, topic)
-	join := func(name string) *rawShareMember {
-		m := &rawShareMember{cl: cl, group: group, member: name, maxWait: 100}
-		testutil.Eventually(t, 15*time.Second, func() error {
-			if resp, err := m.heartbeat(ctx, []string{topic}); err != nil || resp.ErrorCode != 0 {
-				return fmt.Errorf("heartbeat: %v %v", err, resp)
-			}
-			return nil
-		})
-		return m
-	}
+	join := func(name string) *rawShareMember { return joinShareMember(ctx, t, cl, group, topic, name, 100) }
 	ack := func(m *rawShareMember, off int64, typ int8, renew bool) int16 {
 		t.Helper()
 		req := kmsg.NewPtrShareAcknowledgeRequest()

@@ -107,6 +107,20 @@ type rawShareMember struct {
 	node    int32
 }
 
+// joinShareMember joins member to group, subscribed to topic, as a raw
+// member whose fetches park at most maxWait ms.
+func joinShareMember(ctx context.Context, t *testing.T, cl *kgo.Client, group, topic, member string, maxWait int32) *rawShareMember {
+	t.Helper()
+	m := &rawShareMember{cl: cl, group: group, member: member, maxWait: maxWait}
+	testutil.Eventually(t, 15*time.Second, func() error {
+		if resp, err := m.heartbeat(ctx, []string{topic}); err != nil || resp.ErrorCode != 0 {
+			return fmt.Errorf("heartbeat: %v %v", err, resp)
+		}
+		return nil
+	})
+	return m
+}
+
 func (m *rawShareMember) heartbeat(ctx context.Context, topics []string) (*kmsg.ShareGroupHeartbeatResponse, error) {
 	req := kmsg.NewPtrShareGroupHeartbeatRequest()
 	req.GroupID, req.MemberID, req.MemberEpoch, req.SubscribedTopicNames = m.group, m.member, m.epoch, topics
