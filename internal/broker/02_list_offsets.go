@@ -1,6 +1,6 @@
 package broker
 
-// ListOffsets: v0-8
+// ListOffsets: v0-11
 //
 // * v0: a list of offsets per partition, at most MaxNumOffsets, newest
 //   first, as Kafka 3.x answered it (legacyOffsets).
@@ -14,6 +14,21 @@ package broker
 // * v7: timestamp -3, the record with the largest timestamp (KIP-734).
 // * v8: timestamp -4, earliest local offset (KIP-405); without tiered
 //   storage it is the log start offset.
+// * v9: timestamp -5, the latest offset in tiered storage (KIP-1005).
+//   samsa has no tiered storage, so it answers as Kafka does for a topic
+//   without remote storage: no error, offset -1, timestamp -1, leader
+//   epoch -1 (Reference: Kafka UnifiedLog.fetchOffsetByTimestamp,
+//   LATEST_TIERED_TIMESTAMP when remoteLogEnabled is false).
+// * v10: TimeoutMillis (KIP-1075), a bound on remote storage lookups;
+//   samsa has none to bound, so it is accepted and not used.
+// * v11: timestamp -6, the earliest offset still pending upload to tiered
+//   storage (KIP-1023); answered as -5 is, offset -1, timestamp -1,
+//   leader epoch -1, as Kafka's fetchEarliestPendingUploadOffset does
+//   without remote storage.
+//
+// A special timestamp below the version that introduced it (-3 below v7,
+// -5 below v9, -6 below v11) is UNSUPPORTED_VERSION, like any other
+// negative timestamp that is not one of them.
 //
 // Offsets are bounded by what a consumer at the request's isolation level
 // can fetch: a lookup by timestamp never returns an offset it could not
@@ -73,6 +88,10 @@ func (b *Broker) handleListOffsets(req *kmsg.ListOffsetsRequest) kmsg.Response {
 				sp.Offset = p.EndOffset(iso)
 			case ts == -2 || ts == -4: // earliest, earliest local
 				sp.Offset = p.LogStartOffset()
+			case ts == -5 && req.Version >= 9, ts == -6 && req.Version >= 11:
+				// Latest tiered, earliest pending upload: no tiered
+				// storage, so nothing is tiered or pending.
+				sp.LeaderEpoch = -1
 			case ts == -3 && req.Version >= 7: // max timestamp
 				mts, off, ok, err := p.MaxTimestamp(iso)
 				switch {

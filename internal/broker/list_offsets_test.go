@@ -195,3 +195,69 @@ func TestListOffsetsV0(t *testing.T) {
 		t.Fatalf("latest, 2 offsets: %v, want %v", p.OldStyleOffsets, all[:2])
 	}
 }
+
+// TestListOffsetsTieredTimestampsWithoutTieredStorage: -5 (latest tiered,
+// v9+) and -6 (earliest pending upload, v11+) find nothing, offset -1 with
+// no error, as Kafka answers for a topic without remote storage; below
+// their versions they are UNSUPPORTED_VERSION.
+//
+// Reference: KIP-1005, KIP-1023; Kafka UnifiedLog.fetchOffsetByTimestamp.
+func TestListOffsetsTieredTimestampsWithoutTieredStorage(t *testing.T) {
+	t.Parallel()
+	b := testutil.StartBroker(t)
+	topic := "lo-tiered"
+	testutil.CreateTopic(t, b.Admin(), topic, 1)
+	cl := producer(t, b, kgo.ProducerLinger(0))
+	for i := range 3 {
+		produceSync(t, cl, &kgo.Record{Topic: topic, Value: []byte{byte(i)}})
+	}
+	list := func(v int16, ts int64) kmsg.ListOffsetsResponseTopicPartition {
+		t.Helper()
+		req := kmsg.NewPtrListOffsetsRequest()
+		req.ReplicaID = -1
+		rt := kmsg.NewListOffsetsRequestTopic()
+		rt.Topic = topic
+		rp := kmsg.NewListOffsetsRequestTopicPartition()
+		rp.Timestamp = ts
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		resp := request[*kmsg.ListOffsetsResponse](t, pinned(t, b, 2, v), req)
+		if resp.Version != v {
+			t.Fatalf("answered at v%d, want v%d", resp.Version, v)
+		}
+		if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+			t.Fatalf("malformed response: %+v", resp.Topics)
+		}
+		return resp.Topics[0].Partitions[0]
+	}
+	for _, c := range []struct {
+		name string
+		v    int16
+		ts   int64
+		code int16
+	}{
+		{"latest tiered v9", 9, -5, 0},
+		{"latest tiered v10", 10, -5, 0},
+		{"latest tiered v11", 11, -5, 0},
+		{"earliest pending upload v11", 11, -6, 0},
+		{"latest tiered v8", 8, -5, kerr.UnsupportedVersion.Code},
+		{"earliest pending upload v10", 10, -6, kerr.UnsupportedVersion.Code},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := list(c.v, c.ts)
+			if p.ErrorCode != c.code {
+				t.Fatalf("error %v, want %v", kerr.ErrorForCode(p.ErrorCode), kerr.ErrorForCode(c.code))
+			}
+			if p.Offset != -1 || p.Timestamp != -1 || (c.code == 0 && p.LeaderEpoch != -1) {
+				t.Fatalf("offset %d timestamp %d leader epoch %d, want -1 each", p.Offset, p.Timestamp, p.LeaderEpoch)
+			}
+		})
+	}
+	// The other timestamps answer as before at the new versions.
+	if p := list(11, -1); p.ErrorCode != 0 || p.Offset != 3 || p.LeaderEpoch < 0 {
+		t.Fatalf("latest at v11: %v offset %d epoch %d, want 3", kerr.ErrorForCode(p.ErrorCode), p.Offset, p.LeaderEpoch)
+	}
+	if p := list(10, -2); p.ErrorCode != 0 || p.Offset != 0 {
+		t.Fatalf("earliest at v10: %v offset %d, want 0", kerr.ErrorForCode(p.ErrorCode), p.Offset)
+	}
+}

@@ -10,7 +10,7 @@ type apiRange struct{ min, max int16 }
 var versions = map[int16]apiRange{
 	0:  {3, 12}, // Produce
 	1:  {4, 16}, // Fetch
-	2:  {0, 8},  // ListOffsets
+	2:  {0, 11}, // ListOffsets
 	3:  {0, 12}, // Metadata
 	8:  {0, 9},  // OffsetCommit
 	9:  {0, 9},  // OffsetFetch
