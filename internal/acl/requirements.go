@@ -272,6 +272,8 @@ var APIRequirements = map[int16]APIRequirement{
 		note("a group with a member subscribed or assigned to a topic the principal may not describe is TOPIC_AUTHORIZATION_FAILED",
 			one(opDescribe, rtTopic, ScopeEachTopic)),
 	}, Note: "the documentation says READ; Kafka's broker checks DESCRIBE"},
+	71: {Key: 71, Name: "GetTelemetrySubscriptions", Note: "KIP-714; no ACL check (KafkaApis.handleGetTelemetrySubscriptionsRequest)"},
+	72: {Key: 72, Name: "PushTelemetry", Note: "KIP-714; no ACL check (KafkaApis.handlePushTelemetryRequest)"},
 	75: {Key: 75, Name: "DescribeTopicPartitions", Checks: []Check{one(opDescribe, rtTopic, ScopeEachTopic)}},
 	76: {Key: 76, Name: "ShareGroupHeartbeat", Checks: []Check{
 		one(opRead, rtGroup, ScopeGroup),

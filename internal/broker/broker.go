@@ -340,6 +340,10 @@ func (b *Broker) dispatch(ctx context.Context, c *server.Conn, req *server.Reque
 		return msg(b.handleIncrementalAlterConfigs(ctx, r))
 	case *kmsg.DescribeClusterRequest:
 		return msg(b.handleDescribeCluster(c, r))
+	case *kmsg.GetTelemetrySubscriptionsRequest:
+		return msg(b.handleGetTelemetrySubscriptions(r))
+	case *kmsg.PushTelemetryRequest:
+		return msg(b.handlePushTelemetry(r))
 	case *kmsg.DescribeTopicPartitionsRequest:
 		return msg(b.handleDescribeTopicPartitions(c, r))
 	case *kmsg.OffsetForLeaderEpochRequest:

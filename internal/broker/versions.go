@@ -58,6 +58,8 @@ var versions = map[int16]apiRange{
 	66: {0, 1},  // ListTransactions
 	68: {0, 1},  // ConsumerGroupHeartbeat
 	69: {0, 1},  // ConsumerGroupDescribe
+	71: {0, 0},  // GetTelemetrySubscriptions (unadvertised)
+	72: {0, 0},  // PushTelemetry (unadvertised)
 	76: {1, 1},  // ShareGroupHeartbeat
 	77: {1, 1},  // ShareGroupDescribe
 	78: {1, 2},  // ShareFetch
@@ -71,6 +73,14 @@ var versions = map[int16]apiRange{
 	91: {0, 0},  // AlterShareGroupOffsets
 	92: {0, 0},  // DeleteShareGroupOffsets
 	75: {0, 0},  // DescribeTopicPartitions
+}
+
+// unadvertised holds the keys that are decoded and answered but left out
+// of ApiVersions, as Kafka leaves out the client telemetry APIs when no
+// client metrics receiver is configured (71_get_telemetry_subscriptions.go).
+var unadvertised = map[int16]bool{
+	71: true, // GetTelemetrySubscriptions
+	72: true, // PushTelemetry
 }
 
 // refusedBelow holds, for Produce and Fetch, the lowest version decoded
@@ -104,12 +114,12 @@ func refused(key, version int16) bool {
 }
 
 // apiVersionKeys returns the served ranges sorted by key, as ApiVersions
-// reports them.
+// reports them, without the unadvertised keys.
 func apiVersionKeys() []kmsg.ApiVersionsResponseApiKey {
 	keys := make([]kmsg.ApiVersionsResponseApiKey, 0, len(versions))
 	for k := int16(0); k < 100; k++ {
 		r, ok := versions[k]
-		if !ok {
+		if !ok || unadvertised[k] {
 			continue
 		}
 		keys = append(keys, kmsg.ApiVersionsResponseApiKey{ApiKey: k, MinVersion: r.min, MaxVersion: r.max})
