@@ -274,6 +274,8 @@ var APIRequirements = map[int16]APIRequirement{
 	}, Note: "the documentation says READ; Kafka's broker checks DESCRIBE"},
 	71: {Key: 71, Name: "GetTelemetrySubscriptions", Note: "KIP-714; no ACL check (KafkaApis.handleGetTelemetrySubscriptionsRequest)"},
 	72: {Key: 72, Name: "PushTelemetry", Note: "KIP-714; no ACL check (KafkaApis.handlePushTelemetryRequest)"},
+	74: {Key: 74, Name: "ListConfigResources", Checks: []Check{one(opDescCfgs, rtCluster, ScopeCluster)},
+		Note: "KIP-1142 (ListClientMetricsResources, KIP-1000, before Kafka 4.1)"},
 	75: {Key: 75, Name: "DescribeTopicPartitions", Checks: []Check{one(opDescribe, rtTopic, ScopeEachTopic)}},
 	76: {Key: 76, Name: "ShareGroupHeartbeat", Checks: []Check{
 		one(opRead, rtGroup, ScopeGroup),

@@ -435,6 +435,13 @@ func (b *Broker) guard(z authz, body kmsg.Request) (deny kmsg.Response, fix func
 			resp.ErrorCode = clusterAuthFailed
 			return resp, nil
 		}
+	case *kmsg.ListConfigResourcesRequest:
+		// Reference: KafkaApis.handleListConfigResources.
+		if !z.cluster(opDescribeConfigs) {
+			resp := r.ResponseKind().(*kmsg.ListConfigResourcesResponse)
+			resp.ErrorCode = clusterAuthFailed
+			return resp, nil
+		}
 	case *kmsg.ListPartitionReassignmentsRequest:
 		if !z.cluster(opDescribe) {
 			resp := r.ResponseKind().(*kmsg.ListPartitionReassignmentsResponse)

@@ -1263,6 +1263,14 @@ var mxAPIs = []mxAPI{
 		got: func(m kmsg.Response, _ string) mxGot {
 			return mxCode(m.(*kmsg.ListPartitionReassignmentsResponse).ErrorCode)
 		}},
+	{key: 74, checks: []mxCheck{{index: 0}}, noTopic: true,
+		ref: "KafkaApis.handleListConfigResources",
+		build: func(e *mxEnv, t *testing.T, _ string) kmsg.Request {
+			return kmsg.NewPtrListConfigResourcesRequest()
+		},
+		got: func(m kmsg.Response, _ string) mxGot {
+			return mxCode(m.(*kmsg.ListConfigResourcesResponse).ErrorCode)
+		}},
 	{key: 48, checks: []mxCheck{{index: 0}}, noTopic: true,
 		ref: "KafkaApis.handleDescribeClientQuotasRequest",
 		build: func(e *mxEnv, t *testing.T, _ string) kmsg.Request {

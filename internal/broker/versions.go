@@ -60,6 +60,7 @@ var versions = map[int16]apiRange{
 	69: {0, 1},  // ConsumerGroupDescribe
 	71: {0, 0},  // GetTelemetrySubscriptions (unadvertised)
 	72: {0, 0},  // PushTelemetry (unadvertised)
+	74: {0, 1},  // ListConfigResources
 	76: {1, 1},  // ShareGroupHeartbeat
 	77: {1, 1},  // ShareGroupDescribe
 	78: {1, 2},  // ShareFetch
