@@ -435,6 +435,14 @@ func (b *Broker) guard(z authz, body kmsg.Request) (deny kmsg.Response, fix func
 			resp.ErrorCode = clusterAuthFailed
 			return resp, nil
 		}
+	case *kmsg.UpdateFeaturesRequest:
+		// Reference: ControllerApis.handleUpdateFeatures: ALTER on the
+		// cluster.
+		if !z.cluster(opAlter) {
+			resp := r.ResponseKind().(*kmsg.UpdateFeaturesResponse)
+			resp.ErrorCode = clusterAuthFailed
+			return resp, nil
+		}
 	case *kmsg.ListConfigResourcesRequest:
 		// Reference: KafkaApis.handleListConfigResources.
 		if !z.cluster(opDescribeConfigs) {

@@ -1263,6 +1263,16 @@ var mxAPIs = []mxAPI{
 		got: func(m kmsg.Response, _ string) mxGot {
 			return mxCode(m.(*kmsg.ListPartitionReassignmentsResponse).ErrorCode)
 		}},
+	{key: 57, checks: []mxCheck{{index: 0}}, noTopic: true,
+		ref: "ControllerApis.handleUpdateFeatures",
+		build: func(e *mxEnv, t *testing.T, _ string) kmsg.Request {
+			req := kmsg.NewPtrUpdateFeaturesRequest()
+			req.ValidateOnly = true
+			return req
+		},
+		got: func(m kmsg.Response, _ string) mxGot {
+			return mxCode(m.(*kmsg.UpdateFeaturesResponse).ErrorCode)
+		}},
 	{key: 74, checks: []mxCheck{{index: 0}}, noTopic: true,
 		ref: "KafkaApis.handleListConfigResources",
 		build: func(e *mxEnv, t *testing.T, _ string) kmsg.Request {

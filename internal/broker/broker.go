@@ -344,6 +344,8 @@ func (b *Broker) dispatch(ctx context.Context, c *server.Conn, req *server.Reque
 		return msg(b.handleGetTelemetrySubscriptions(r))
 	case *kmsg.PushTelemetryRequest:
 		return msg(b.handlePushTelemetry(r))
+	case *kmsg.UpdateFeaturesRequest:
+		return msg(b.handleUpdateFeatures(r))
 	case *kmsg.ListConfigResourcesRequest:
 		return msg(b.handleListConfigResources(r))
 	case *kmsg.DescribeTopicPartitionsRequest:

@@ -52,6 +52,7 @@ var versions = map[int16]apiRange{
 	49: {0, 1},  // AlterClientQuotas
 	50: {0, 0},  // DescribeUserScramCredentials
 	51: {0, 0},  // AlterUserScramCredentials
+	57: {0, 2},  // UpdateFeatures
 	60: {0, 1},  // DescribeCluster
 	61: {0, 0},  // DescribeProducers
 	65: {0, 0},  // DescribeTransactions
