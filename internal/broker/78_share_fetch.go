@@ -79,10 +79,10 @@ type shareAckWrite struct {
 }
 
 // shareAckApply applies one partition's acknowledgements to its state in
-// memory. It returns the partition's error code, and on success the
-// write to wait for before the acknowledgement is answered: a fetch in
-// the same request acquires meanwhile, so that its records do not wait
-// behind the write (the write carries the acquisitions too).
+// memory and starts its write. It returns the partition's error code,
+// and on success the write to wait for before the acknowledgement is
+// answered, so that a request acknowledging several partitions writes
+// them at once and waits for them together.
 func (b *Broker) shareAckApply(z authz, group, member string, key sharePartKey, batches []share.AckBatch, renew bool) (int16, shareAckWrite) {
 	if err := share.ValidateAcks(batches, renew); err != nil {
 		return kerr.InvalidRequest.Code, shareAckWrite{}
