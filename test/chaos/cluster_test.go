@@ -389,3 +389,34 @@ var (
 	portsMu    sync.Mutex
 	portsGiven = map[int]bool{}
 )
+
+// listenFresh listens on a loopback port that freePort has not handed out
+// and marks it as given. A link or proxy that took its port from the
+// kernel directly could get the port freePort just handed to a broker
+// that has not bound it yet (seen: a broker failing with "address already
+// in use" because a link had its port).
+func listenFresh(t *testing.T) net.Listener {
+	t.Helper()
+	portsMu.Lock()
+	defer portsMu.Unlock()
+	var taken []net.Listener // held while retrying, so the kernel moves on
+	defer func() {
+		for _, l := range taken {
+			l.Close()
+		}
+	}()
+	for range 100 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		if !portsGiven[port] {
+			portsGiven[port] = true
+			return l
+		}
+		taken = append(taken, l)
+	}
+	t.Fatal("no fresh loopback port in 100 tries")
+	return nil
+}

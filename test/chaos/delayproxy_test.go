@@ -166,10 +166,7 @@ type delayConn struct {
 // (host:port) under rule.
 func startDelayProxy(t *testing.T, name, target string, rule *delayRule) *delayProxy {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	ln := listenFresh(t)
 	p := &delayProxy{name: name, ln: ln, target: target, rule: rule, stop: make(chan struct{})}
 	p.mu.conns = make(map[*delayConn]struct{})
 	p.wg.Add(1)

@@ -142,10 +142,7 @@ func startTLSLink(t *testing.T, name, target string, cfg *linkTLS) *link {
 
 func newLink(t *testing.T, name, target string, tagKafka bool, cfg *linkTLS) *link {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	ln := listenFresh(t)
 	l := &link{name: name, ln: ln, network: "tcp", target: target, tagKafka: tagKafka, tls: cfg, stop: make(chan struct{})}
 	healed := make(chan struct{})
 	l.healed.Store(&healed)
