@@ -114,10 +114,12 @@ type shareSessionKey struct{ group, member string }
 type shareSession struct {
 	epoch    int32
 	lastUsed time.Time
-	// heldWait is how long the session's last fetch that acquired
-	// nothing while its member held records may park (handleShareFetch);
-	// zero after a fetch that acquired or acknowledged something.
-	heldWait time.Duration
+	// heldWait is how long (ns) the session's last fetch that acquired
+	// nothing while its member held records parked (handleShareFetch):
+	// zero after a fetch that acquired, back to the minimum after one
+	// that acknowledged. Atomic, so that a fetch that acquires does not
+	// take sharePartitions.mu to reset it.
+	heldWait atomic.Int64
 	parts    map[sharePartKey]int32 // partition max bytes
 	order    []sharePartKey         // in the order added
 }
@@ -278,31 +280,9 @@ func (b *Broker) persistLocked(ctx context.Context, sp *sharePart) error {
 	return nil
 }
 
-// startWriteLocked starts a write of the share-partition's state in the
-// background unless one is in flight or nothing is unpersisted, so that
-// an acknowledgement's write runs while the request that carried it
-// acquires; persistLocked then waits for it (or, if it failed, writes
-// again and meets the error itself). sp.mu must be held.
-func (b *Broker) startWriteLocked(sp *sharePart) {
-	p := sp.p
-	if p == nil || sp.writing || sp.persisted >= p.Version() {
-		return
-	}
-	v, snap, stateEpoch := p.Version(), p.Snapshot(), sp.stateEpoch
-	sp.writing, sp.written = true, make(chan struct{})
-	go func() {
-		err := b.sharePersister.write(b.ctx, sp.key, sp.epoch, stateEpoch, snap)
-		sp.mu.Lock()
-		if err := sp.wroteLocked(p, v, err); err != nil && !errors.Is(err, share.ErrFencedStateEpoch) {
-			b.log.Debug("write share-partition state", "group", sp.key.group, "partition", sp.key.partition, "err", err)
-		}
-		sp.mu.Unlock()
-	}()
-}
-
-// wroteLocked ends a write of state p at version v that returned err.
-// A write fenced by the state epoch drops p (see persistLocked). sp.mu
-// must be held.
+// wroteLocked ends persistLocked's write of state p at version v that
+// returned err. A write fenced by the state epoch drops p. sp.mu must be
+// held.
 func (sp *sharePart) wroteLocked(p *share.Partition, v int64, err error) error {
 	sp.writing = false
 	close(sp.written)
@@ -460,10 +440,10 @@ func abortedBatch(aborted []storage.AbortedTxn, bt record.Batch) bool {
 	return false
 }
 
-// shareAckOne applies member's acknowledgements to one share-partition
-// in memory; the caller waits for their write (shareAckWrite) before it
-// answers them. sp.mu must be held.
-func (b *Broker) shareAckOne(sp *sharePart, member string, batches []share.AckBatch) error {
+// shareAckOne applies member's acknowledgements to one share-partition and
+// persists them before it answers. sp.mu must be held (persistLocked
+// releases it during the write).
+func (b *Broker) shareAckOne(ctx context.Context, sp *sharePart, member string, batches []share.AckBatch) error {
 	if err := sp.p.Acknowledge(member, b.now(), batches); err != nil {
 		return err
 	}
@@ -477,8 +457,7 @@ func (b *Broker) shareAckOne(sp *sharePart, member string, batches []share.AckBa
 	// answered anyway (shareFetchOne), and the acknowledgement itself is
 	// answered only once written.
 	sp.wakeLocked()
-	b.startWriteLocked(sp)
-	return nil
+	return b.persistLocked(ctx, sp)
 }
 
 // releaseShareMember releases the records member holds in every
