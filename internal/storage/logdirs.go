@@ -28,13 +28,14 @@ type LogDirs struct {
 	// Creates of a new partition cannot put it in two dirs.
 	createMu [createStripes]sync.Mutex
 
-	// placeMu guards creating, the new partitions being created in each
-	// dir (by index in mgrs): placement counts them with the dir's logs,
-	// so partitions created at once (a broker hosting a new topic
-	// creates its partitions in parallel) spread as if one after the
-	// other, while their IO still runs in parallel. A leaf lock.
-	placeMu  sync.Mutex
-	creating []int
+	// placeMu serialises placement: a new partition goes to the online
+	// dir with the fewest logs plus partitions being created there
+	// (Manager.numPlaced), and is reserved there before placeMu is
+	// released, so partitions created at once (a broker hosting a new
+	// topic creates its partitions in parallel) spread as if one after
+	// the other, while their IO still runs in parallel. Taken before a
+	// Manager's mu, never after.
+	placeMu sync.Mutex
 	// moving holds the moves in progress (StartMove), under placeMu.
 	moving map[TopicPartition]*LogMove
 }
@@ -75,7 +76,7 @@ func OpenLogDirs(dirs []string, cfg ManagerConfig) (*LogDirs, error) {
 		}
 		mgrs[i], errs[i] = OpenManager(c)
 	})
-	ld := &LogDirs{creating: make([]int, len(dirs))}
+	ld := &LogDirs{}
 	for i, m := range mgrs {
 		if m != nil {
 			ld.mgrs = append(ld.mgrs, m)
@@ -169,7 +170,7 @@ func (ld *LogDirs) Create(tp TopicPartition, topicID [16]byte, cfg Config) (*Log
 		if m.Offline() {
 			continue
 		}
-		if n := m.numLogs() + ld.creating[i]; best < 0 || n < bestN {
+		if n := m.numPlaced(); best < 0 || n < bestN {
 			best, bestN = i, n
 		}
 	}
@@ -177,14 +178,9 @@ func (ld *LogDirs) Create(tp TopicPartition, topicID [16]byte, cfg Config) (*Log
 		ld.placeMu.Unlock()
 		return nil, ErrLogDirOffline
 	}
-	ld.creating[best]++
+	ld.mgrs[best].reserve()
 	ld.placeMu.Unlock()
-	defer func() {
-		ld.placeMu.Lock()
-		ld.creating[best]--
-		ld.placeMu.Unlock()
-	}()
-	return ld.mgrs[best].Create(tp, topicID, cfg)
+	return ld.mgrs[best].create(tp, topicID, cfg, true)
 }
 
 // Delete closes tp's log and removes it from the dir that holds it

@@ -44,9 +44,14 @@ type Manager struct {
 	// for their fsyncs in parallel).
 	createMu [createStripes]sync.Mutex
 
-	// mu guards logs. No IO is done under it.
+	// mu guards logs and reserved. No IO is done under it.
 	mu   sync.RWMutex
 	logs map[TopicPartition]*Log
+	// reserved counts the partitions LogDirs has placed in this dir whose
+	// Create is under way: a Create that registers its log drops its
+	// reservation under the same lock, so numPlaced never counts a
+	// partition twice or not at all.
+	reserved int
 
 	// flushMu guards dirty; kick wakes the flusher. flushSlots holds a
 	// token per flush goroutine running (at most maxParallelSyncs).
@@ -213,11 +218,19 @@ func (m *Manager) Offline() bool { return m.offline.Load() }
 // Dir returns the log dir.
 func (m *Manager) Dir() string { return m.dir }
 
-// numLogs returns how many logs the Manager holds.
-func (m *Manager) numLogs() int {
+// numPlaced returns the number of logs in the dir and of partitions
+// placed in it whose Create is under way.
+func (m *Manager) numPlaced() int {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
-	return len(m.logs)
+	return len(m.logs) + m.reserved
+}
+
+// reserve counts a partition placed in the dir until its create ends.
+func (m *Manager) reserve() {
+	m.mu.Lock()
+	m.reserved++
+	m.mu.Unlock()
 }
 
 // Log returns the log of tp, or nil.
@@ -262,6 +275,21 @@ func (m *Manager) logsUnordered() []*Log {
 // the flusher, retention) do not wait for it. It is safe for concurrent
 // use.
 func (m *Manager) Create(tp TopicPartition, topicID [16]byte, cfg Config) (*Log, error) {
+	return m.create(tp, topicID, cfg, false)
+}
+
+// create is Create; reserved says the caller reserved the partition's
+// place (reserve), released when the log is registered or create fails.
+func (m *Manager) create(tp TopicPartition, topicID [16]byte, cfg Config, reserved bool) (*Log, error) {
+	if reserved {
+		defer func() {
+			if reserved {
+				m.mu.Lock()
+				m.reserved--
+				m.mu.Unlock()
+			}
+		}()
+	}
 	if tp.Topic == "" || tp.Partition < 0 || strings.ContainsAny(tp.Topic, "/\\") || tp.Topic == "." || tp.Topic == ".." {
 		return nil, fmt.Errorf("storage: create %q-%d: invalid topic partition", tp.Topic, tp.Partition)
 	}
@@ -322,6 +350,10 @@ func (m *Manager) Create(tp TopicPartition, topicID [16]byte, cfg Config) (*Log,
 		panic(fmt.Sprintf("storage: log %s created twice", dir))
 	}
 	m.logs[tp] = l
+	if reserved {
+		m.reserved--
+		reserved = false
+	}
 	return l, nil
 }
 
