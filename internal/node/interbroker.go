@@ -30,9 +30,10 @@ type leaderClient struct {
 	cluster *cluster.Cluster
 	self    int32
 	log     *slog.Logger
-	// listener is the inter-broker listener, and opts secure connections
-	// to it (TLS, SASL).
+	// listener is the inter-broker listener; sec secures connections to
+	// it (TLS, SASL), and opts are sec as franz-go options.
 	listener string
+	sec      interBrokerSecurity
 	opts     []kgo.Opt
 
 	mu      sync.Mutex
@@ -47,13 +48,26 @@ type leaderConn struct {
 	// epoch changed, and those it stops fetching. A new connection (a
 	// new address) starts with a full fetch. fetchMu serialises the
 	// fetches of the session: a fetcher that stops and the one that
-	// replaces it may overlap for a moment.
+	// replaces it may overlap for a moment. fetches is the connection
+	// the fetches go on (nil until the first, or after an error).
 	fetchMu sync.Mutex
 	session fetchsession.Handler
+	fetches *fetchConn
 }
 
-func newLeaderClient(c *cluster.Cluster, self int32, listener string, opts []kgo.Opt, log *slog.Logger) *leaderClient {
-	return &leaderClient{cluster: c, self: self, log: log, listener: listener, opts: opts, clients: make(map[int32]*leaderConn)}
+func newLeaderClient(c *cluster.Cluster, self int32, listener string, sec interBrokerSecurity, log *slog.Logger) *leaderClient {
+	return &leaderClient{cluster: c, self: self, log: log, listener: listener, sec: sec, opts: sec.opts(), clients: make(map[int32]*leaderConn)}
+}
+
+// close closes the connections to the leader.
+func (c *leaderConn) close() {
+	c.cl.Close()
+	c.fetchMu.Lock()
+	defer c.fetchMu.Unlock()
+	if c.fetches != nil {
+		c.fetches.close()
+		c.fetches = nil
+	}
 }
 
 // Broker returns a connection to broker leader's current address on the
@@ -79,7 +93,7 @@ func (lc *leaderClient) conn(leader int32) (*leaderConn, *kgo.Broker, error) {
 	defer lc.mu.Unlock()
 	c := lc.clients[leader]
 	if c != nil && c.addr != addr {
-		c.cl.Close()
+		c.close()
 		c = nil
 	}
 	if c == nil {
@@ -102,7 +116,7 @@ func (lc *leaderClient) Close() {
 	lc.mu.Lock()
 	defer lc.mu.Unlock()
 	for id, c := range lc.clients {
-		c.cl.Close()
+		c.close()
 		delete(lc.clients, id)
 	}
 }
@@ -111,9 +125,11 @@ func (lc *leaderClient) Close() {
 // fetch session: the leader keeps the partitions and fetch offsets last
 // sent and answers only partitions with news, so an idle follower's fetch
 // of many partitions names none. A session error (the leader restarted or
-// evicted the session) is retried at once as a full fetch.
+// evicted the session) is retried at once as a full fetch. The fetches go
+// on a connection of their own (fetchConn), whose response buffers are
+// pooled: the response's Release returns its buffer.
 func (lc *leaderClient) Fetch(ctx context.Context, leader int32, r replica.FetchRequest) (replica.FetchResponse, error) {
-	c, br, err := lc.conn(leader)
+	c, _, err := lc.conn(leader)
 	if err != nil {
 		return replica.FetchResponse{}, err
 	}
@@ -132,9 +148,23 @@ func (lc *leaderClient) Fetch(ctx context.Context, leader int32, r replica.Fetch
 	c.fetchMu.Lock()
 	defer c.fetchMu.Unlock()
 	for attempt := 0; ; attempt++ {
+		if c.fetches != nil && c.fetches.expired(r.MaxWait) {
+			c.fetches.close()
+			c.fetches = nil
+		}
+		if c.fetches == nil {
+			fc, err := dialFetchConn(ctx, c.addr, "samsa-replica-"+strconv.Itoa(int(lc.self)), lc.sec)
+			if err != nil {
+				c.session.Failed()
+				return replica.FetchResponse{}, err
+			}
+			c.fetches = fc
+		}
 		plan := c.session.Build(want)
-		resp, err := fetchRequest(r, plan).RequestWith(ctx, br)
+		resp, release, err := c.fetches.fetch(ctx, fetchRequest(r, plan))
 		if err != nil {
+			c.fetches.close()
+			c.fetches = nil
 			c.session.Failed()
 			return replica.FetchResponse{}, err
 		}
@@ -150,12 +180,15 @@ func (lc *leaderClient) Fetch(ctx context.Context, leader int32, r replica.Fetch
 		}
 		c.session.Done(sessErr, resp.SessionID, resp.Version >= 13)
 		if sessErr != nil {
+			release()
 			if !plan.Full && attempt == 0 {
 				continue
 			}
 			return replica.FetchResponse{}, sessErr
 		}
-		return fetchedPartitions(resp, names), nil
+		out := fetchedPartitions(resp, names)
+		out.Release = release
+		return out, nil
 	}
 }
 

@@ -272,7 +272,7 @@ func Start(ctx context.Context, nc Config) (_ *Node, err error) {
 		return nil, withPrefix("storage: ", err)
 	}
 	checkOpenFileLimit(log, n.logs)
-	ibOpts, err := interBrokerOpts(cfg)
+	ibSec, err := interBrokerSecurityOf(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -293,7 +293,7 @@ func Start(ctx context.Context, nc Config) (_ *Node, err error) {
 		return nil, err
 	}
 	brokerLog := log.With(PkgKey, "broker")
-	n.peers = newLeaderClient(n.cluster, cfg.NodeID, cfg.InterBrokerListenerName, ibOpts, brokerLog)
+	n.peers = newLeaderClient(n.cluster, cfg.NodeID, cfg.InterBrokerListenerName, ibSec, brokerLog)
 	n.replicas = replica.NewManager(replica.Config{
 		Logs:   n.logs,
 		FS:     fs,

@@ -178,40 +178,52 @@ func (s scramStore) ScramCredential(mechanism, user string) (sasl.ScramCredentia
 	return sasl.ScramCredential{Salt: c.Salt, Iterations: c.Iterations, StoredKey: c.StoredKey, ServerKey: c.ServerKey}, true
 }
 
-// interBrokerOpts returns the client options brokers use on the
-// inter-broker listener: TLS with the listener's trust store (and its key
-// store as client certificate), SASL with the listener's JAAS username and
-// password for sasl.mechanism.inter.broker.protocol.
-func interBrokerOpts(cfg *config.Broker) ([]kgo.Opt, error) {
+// interBrokerSecurityOf returns how brokers connect to the inter-broker
+// listener: TLS with the listener's trust store (and its key store as
+// client certificate), SASL with the listener's JAAS username and password
+// for sasl.mechanism.inter.broker.protocol.
+func interBrokerSecurityOf(cfg *config.Broker) (interBrokerSecurity, error) {
 	ib := cfg.InterBrokerListener()
-	var opts []kgo.Opt
+	var sec interBrokerSecurity
 	if ib.TLS() {
 		tc := listenerTLS(cfg, ib.Name)
 		tc.ClientAuth = ""
 		tlsCfg, err := tlsconfig.NewClient(tc, "")
 		if err != nil {
-			return nil, fmt.Errorf("inter-broker listener %s: %w", ib.Name, err)
+			return sec, fmt.Errorf("inter-broker listener %s: %w", ib.Name, err)
 		}
-		opts = append(opts, kgo.DialTLSConfig(tlsCfg))
+		sec.tls = tlsCfg
 	}
 	if ib.SASL() {
 		m := cfg.SASLMechanismInterBroker
 		_, o, err := sasl.ParseJAAS(cfg.MechanismValue(ib.Name, m, "sasl.jaas.config"))
 		if err != nil {
-			return nil, fmt.Errorf("listener.name.%s.%s.sasl.jaas.config: %w", strings.ToLower(ib.Name), strings.ToLower(m), err)
+			return sec, fmt.Errorf("listener.name.%s.%s.sasl.jaas.config: %w", strings.ToLower(ib.Name), strings.ToLower(m), err)
 		}
 		user, pass := o["username"], o["password"]
 		if user == "" || pass == "" {
-			return nil, fmt.Errorf("listener.name.%s.%s.sasl.jaas.config: needs username and password for inter-broker connections",
+			return sec, fmt.Errorf("listener.name.%s.%s.sasl.jaas.config: needs username and password for inter-broker connections",
 				strings.ToLower(ib.Name), strings.ToLower(m))
 		}
 		mech, ok := ClientMechanism(m, user, pass)
 		if !ok {
-			return nil, errors.New("sasl.mechanism.inter.broker.protocol: " + m + " cannot be used between brokers")
+			return sec, errors.New("sasl.mechanism.inter.broker.protocol: " + m + " cannot be used between brokers")
 		}
-		opts = append(opts, kgo.SASL(mech))
+		sec.mech = mech
 	}
-	return opts, nil
+	return sec, nil
+}
+
+// opts returns sec as franz-go client options.
+func (sec interBrokerSecurity) opts() []kgo.Opt {
+	var opts []kgo.Opt
+	if sec.tls != nil {
+		opts = append(opts, kgo.DialTLSConfig(sec.tls))
+	}
+	if sec.mech != nil {
+		opts = append(opts, kgo.SASL(sec.mech))
+	}
+	return opts
 }
 
 // ClientMechanism returns franz-go's client side of a SASL mechanism

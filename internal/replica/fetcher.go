@@ -38,9 +38,12 @@ type FetchPartition struct {
 	CurrentLeaderEpoch int32
 }
 
-// FetchResponse is a leader's answer.
+// FetchResponse is a leader's answer. Release, if set, is called once
+// the fetcher is done with the partitions' Records (a LeaderClient may
+// read them into a buffer it reuses).
 type FetchResponse struct {
 	Partitions []FetchedPartition
+	Release    func()
 }
 
 // FetchedPartition is one partition of a FetchResponse. Err is one of the
@@ -195,6 +198,9 @@ func (f *fetcher) run() {
 			default:
 				failed = true
 			}
+		}
+		if resp.Release != nil {
+			resp.Release()
 		}
 		// Under samsa's durability rule the next fetch reports an offset
 		// only once everything below it is fsynced here.
