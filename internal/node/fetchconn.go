@@ -37,13 +37,13 @@ type interBrokerSecurity struct {
 // appending from an old response while its replacement fetches never
 // sees its records overwritten.
 type fetchConn struct {
-	conn       net.Conn
-	corrID     int32
-	fetchV     int16     // the Fetch version both ends serve
-	reauthBy   time.Time // zero: the session never expires
-	formatter  *kmsg.RequestFormatter
-	reqBuf     []byte
-	sizeBuf [4]byte
+	conn      net.Conn
+	corrID    int32
+	fetchV    int16     // the Fetch version both ends serve
+	reauthBy  time.Time // zero: the session never expires
+	formatter *kmsg.RequestFormatter
+	reqBuf    []byte
+	sizeBuf   [4]byte
 }
 
 // fetchConnMaxResponse bounds a fetch response: the follower asks for at
