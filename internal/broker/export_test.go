@@ -18,3 +18,11 @@ func SetShareGroupEmptyHook(f func(group string)) (restore func()) {
 	shareGroupEmptyHook.Store(&f)
 	return func() { shareGroupEmptyHook.Store(nil) }
 }
+
+// SetShareGroupDeletingHook makes a share group deletion call f with its
+// group once its deleting topics are written; an error from f ends the
+// deletion there. Until the returned function is called.
+func SetShareGroupDeletingHook(f func(group string) error) (restore func()) {
+	shareGroupDeletingHook.Store(&f)
+	return func() { shareGroupDeletingHook.Store(nil) }
+}

@@ -2,9 +2,11 @@ package broker_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -12,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"samsa/internal/broker"
 	"samsa/internal/group"
 	"samsa/internal/testutil"
 )
@@ -696,5 +699,110 @@ func TestShareStateSurvivesLeaderAndShareCoordinatorKills(t *testing.T) {
 			return fmt.Errorf("after the coordinator %d was killed, c acquired %q; want only the new records", coord, got)
 		}
 		return nil
+	})
+}
+
+// TestShareGroupDeletionInterruptedIsFinishedOnLoad: a share group
+// deletion that stops after its deleting topics are written (the
+// coordinator failed there) is finished by the next coordinator to load
+// the group, here the same broker after a restart, without another
+// DeleteGroups: the group is gone and a new member of the same id starts
+// over, every record at delivery count 1.
+func TestShareGroupDeletionInterruptedIsFinishedOnLoad(t *testing.T) {
+	t.Parallel()
+	b := testutil.StartBroker(t, shareBrokerConfig...)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cl := b.Client(kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	const topic, group = "share-del-resume", "sg-del-resume"
+	testutil.CreateTopic(t, b.Admin(), topic, 1)
+	produceValues(t, cl, topic, 1, 10)
+	id := shareTopicID(t, cl, topic)
+
+	// a acquires the 10 records, accepts 0-4 with its next fetch, leaves.
+	a := joinShareMember(ctx, t, cl, group, topic, "a", 100)
+	testutil.Eventually(t, 20*time.Second, func() error {
+		fr, err := a.fetch(ctx, id, 0, nil)
+		if err != nil || fr.ErrorCode != 0 {
+			return fmt.Errorf("fetch: %v %+v", err, fr)
+		}
+		if n, _, _ := acquiredCount(fr); n != 10 {
+			return fmt.Errorf("acquired %d", n)
+		}
+		return nil
+	})
+	ack := kmsg.NewShareFetchRequestTopicPartitionAcknowledgementBatch()
+	ack.FirstOffset, ack.LastOffset, ack.AcknowledgeTypes = 0, 4, []int8{1}
+	if _, err := a.fetch(ctx, id, 0, []kmsg.ShareFetchRequestTopicPartitionAcknowledgementBatch{ack}); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, 10*time.Second, func() error {
+		if start, _ := shareOffsets(t, ctx, cl, group, topic, 0); start != 5 {
+			return fmt.Errorf("start offset %d after accepting 0-4, want 5", start)
+		}
+		return nil
+	})
+	a.epoch = -1
+	if r, err := a.heartbeat(ctx, nil); err != nil || r.ErrorCode != 0 {
+		t.Fatalf("leave: %v %+v", err, r)
+	}
+
+	var failed atomic.Bool
+	restore := broker.SetShareGroupDeletingHook(func(g string) error {
+		if g == group && failed.CompareAndSwap(false, true) {
+			return errors.New("injected: coordinator failed mid-deletion")
+		}
+		return nil
+	})
+	defer restore()
+	req := kmsg.NewPtrDeleteGroupsRequest()
+	req.Groups = []string{group}
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !failed.Load() || resp.Groups[0].ErrorCode == 0 {
+		t.Fatalf("the interrupted deletion answered %v (hook ran: %v)", kerr.ErrorForCode(resp.Groups[0].ErrorCode), failed.Load())
+	}
+	cl.Close()
+
+	b.Restart()
+	cl = b.Client(kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	testutil.Eventually(t, 30*time.Second, func() error {
+		lreq := kmsg.NewPtrListGroupsRequest()
+		lreq.TypesFilter = []string{"share"}
+		lr, err := lreq.RequestWith(ctx, cl)
+		if err != nil {
+			return err
+		}
+		for _, g := range lr.Groups {
+			if g.Group == group {
+				return errors.New("the group is still listed")
+			}
+		}
+		return nil
+	})
+	n := &rawShareMember{cl: cl, group: group, member: "n", maxWait: 100}
+	testutil.Eventually(t, 20*time.Second, func() error {
+		if r, err := n.heartbeat(ctx, []string{topic}); err != nil || r.ErrorCode != 0 {
+			n.epoch = 0
+			return fmt.Errorf("heartbeat: %v %v", err, r)
+		}
+		fr, err := n.fetch(ctx, id, 0, nil)
+		if err != nil || fr.ErrorCode != 0 {
+			return fmt.Errorf("fetch: %v %+v", err, fr)
+		}
+		for _, tp := range fr.Topics {
+			for _, p := range tp.Partitions {
+				for _, ar := range p.AcquiredRecords {
+					if ar.FirstOffset != 0 || ar.LastOffset != 9 || ar.DeliveryCount != 1 {
+						t.Fatalf("after the deletion was finished, a new member acquired %d-%d at delivery count %d; want 0-9 at 1",
+							ar.FirstOffset, ar.LastOffset, ar.DeliveryCount)
+					}
+					return nil
+				}
+			}
+		}
+		return errors.New("nothing acquired yet")
 	})
 }

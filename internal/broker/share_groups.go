@@ -185,6 +185,7 @@ func (b *Broker) loadShareGroups(partition int32, recs map[string][]group.KV) {
 	now := b.now()
 	loaded := map[string]*share.Group{}
 	stateTopics := map[string]map[string]bool{}
+	deleting := map[string]bool{}
 	for id, kvs := range recs {
 		g := share.NewGroup(id, sg.cfg)
 		alive := false
@@ -203,11 +204,12 @@ func (b *Broker) loadShareGroups(partition int32, recs map[string][]group.KV) {
 					ts[tp.Topic] = true
 				}
 				// A deletion the previous coordinator did not finish is
-				// retried by the next one.
+				// finished by this one (resumeShareGroupDeletions).
 				for _, tp := range r.Deleting {
 					ts[tp.Topic] = true
 				}
 				stateTopics[id] = ts
+				deleting[id] = len(r.Deleting) > 0
 			}
 			g.ApplyRecord(r)
 		}
@@ -232,6 +234,57 @@ func (b *Broker) loadShareGroups(partition int32, recs map[string][]group.KV) {
 	}
 	if len(loaded) > 0 {
 		b.log.Info("share: loaded share groups", "partition", partition, "groups", len(loaded))
+	}
+	var resume []string
+	for id := range loaded {
+		if deleting[id] {
+			resume = append(resume, id)
+		}
+	}
+	if len(resume) > 0 {
+		// NB: the load calling this holds a count of b.loads, so Close
+		// waits for this too.
+		b.loads.Add(1)
+		go func() {
+			defer b.loads.Done()
+			b.resumeShareGroupDeletions(resume)
+		}()
+	}
+}
+
+// resumeShareGroupDeletions finishes the deletions of share groups that a
+// previous coordinator began (their deleting topics are written) and did
+// not finish: it failed or lost the coordination before the group's
+// tombstones. Without this the group, and what is left of its state,
+// would stay until someone deleted it again. The deletion runs as
+// DeleteGroups runs it, once the partition's load has ended; it stops for
+// good when the group is gone, has members again (then it lives on, as
+// a group deleted while a member joined does), or is coordinated
+// elsewhere.
+func (b *Broker) resumeShareGroupDeletions(ids []string) {
+	for _, id := range ids {
+		wait := 50 * time.Millisecond
+		for attempt := 1; ; attempt++ {
+			isShare, err := b.deleteShareGroup(b.ctx, id)
+			switch {
+			case err == nil && isShare:
+				b.log.Info("share: finished a share group deletion a previous coordinator began", "group", id)
+			case err == nil, errors.Is(err, group.ErrNonEmptyGroup), errors.Is(err, group.ErrNotCoordinator):
+			case b.ctx.Err() != nil:
+				return
+			case attempt < 20:
+				select {
+				case <-b.ctx.Done():
+					return
+				case <-time.After(wait):
+				}
+				wait = min(2*wait, 2*time.Second)
+				continue
+			default:
+				b.log.Warn("share: could not finish a share group deletion; DeleteGroups retries it", "group", id, "err", err)
+			}
+			break
+		}
 	}
 }
 
@@ -415,6 +468,11 @@ func (b *Broker) deleteShareGroup(ctx context.Context, id string) (isShare bool,
 	if err := b.appendShareRecords(ctx, id, []share.GroupRecord{deleting}); err != nil {
 		return true, err
 	}
+	if h := shareGroupDeletingHook.Load(); h != nil {
+		if err := (*h)(id); err != nil {
+			return true, err
+		}
+	}
 	sps := b.sharePartitions
 	sps.mu.Lock()
 	for k := range sps.parts {
@@ -506,6 +564,11 @@ func (b *Broker) emptyShareGroup(ctx context.Context, id string, create bool) (u
 // shareGroupEmptyHook, when set, is called by emptyShareGroup with the
 // group's change lock held (tests).
 var shareGroupEmptyHook atomic.Pointer[func(group string)]
+
+// shareGroupDeletingHook, when set, is called by deleteShareGroup once the
+// group's deleting topics are written; an error ends the deletion there
+// (tests: a coordinator that fails mid-deletion).
+var shareGroupDeletingHook atomic.Pointer[func(group string) error]
 
 // shareGroupHasTopic reports whether topic is one the share group's
 // offsets are kept for (subscribed, or altered).
