@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -49,25 +50,38 @@ type leaderConn struct {
 	// new address) starts with a full fetch. fetchMu serialises the
 	// fetches of the session: a fetcher that stops and the one that
 	// replaces it may overlap for a moment. fetches is the connection
-	// the fetches go on (nil until the first, or after an error).
+	// the fetches go on (nil until the first, or after an error), also
+	// published in current so that close can end a fetch under way
+	// without waiting for fetchMu; closed is set by close.
 	fetchMu sync.Mutex
 	session fetchsession.Handler
 	fetches *fetchConn
+	current atomic.Pointer[fetchConn]
+	closed  atomic.Bool
 }
 
 func newLeaderClient(c *cluster.Cluster, self int32, listener string, sec interBrokerSecurity, log *slog.Logger) *leaderClient {
 	return &leaderClient{cluster: c, self: self, log: log, listener: listener, sec: sec, opts: sec.opts(), clients: make(map[int32]*leaderConn)}
 }
 
-// close closes the connections to the leader.
+// close closes the connections to the leader; a fetch under way on it
+// fails.
 func (c *leaderConn) close() {
 	c.cl.Close()
-	c.fetchMu.Lock()
-	defer c.fetchMu.Unlock()
+	c.closed.Store(true)
+	if fc := c.current.Load(); fc != nil {
+		fc.close()
+	}
+}
+
+// setFetches replaces the fetch connection (nil: none), closing the old.
+// Called with fetchMu held.
+func (c *leaderConn) setFetches(fc *fetchConn) {
 	if c.fetches != nil {
 		c.fetches.close()
-		c.fetches = nil
 	}
+	c.fetches = fc
+	c.current.Store(fc)
 }
 
 // Broker returns a connection to broker leader's current address on the
@@ -149,8 +163,7 @@ func (lc *leaderClient) Fetch(ctx context.Context, leader int32, r replica.Fetch
 	defer c.fetchMu.Unlock()
 	for attempt := 0; ; attempt++ {
 		if c.fetches != nil && c.fetches.expired(r.MaxWait) {
-			c.fetches.close()
-			c.fetches = nil
+			c.setFetches(nil)
 		}
 		if c.fetches == nil {
 			fc, err := dialFetchConn(ctx, c.addr, "samsa-replica-"+strconv.Itoa(int(lc.self)), lc.sec)
@@ -158,13 +171,17 @@ func (lc *leaderClient) Fetch(ctx context.Context, leader int32, r replica.Fetch
 				c.session.Failed()
 				return replica.FetchResponse{}, err
 			}
-			c.fetches = fc
+			c.setFetches(fc)
+		}
+		if c.closed.Load() {
+			// close ran before the connection was published.
+			c.setFetches(nil)
+			return replica.FetchResponse{}, errLeaderConnClosed
 		}
 		plan := c.session.Build(want)
 		resp, release, err := c.fetches.fetch(ctx, fetchRequest(r, plan))
 		if err != nil {
-			c.fetches.close()
-			c.fetches = nil
+			c.setFetches(nil)
 			c.session.Failed()
 			return replica.FetchResponse{}, err
 		}
@@ -191,6 +208,10 @@ func (lc *leaderClient) Fetch(ctx context.Context, leader int32, r replica.Fetch
 		return out, nil
 	}
 }
+
+// errLeaderConnClosed fails a fetch on a connection closed meanwhile (the
+// leader moved to another address, or the broker is stopping).
+var errLeaderConnClosed = errors.New("node: connection to the leader closed")
 
 // fetchRequest is the replica fetch r with the session fields and
 // partitions of plan.
