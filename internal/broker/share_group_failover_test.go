@@ -380,18 +380,15 @@ func TestShareStateDeleteFencesOldWritersAfterShareCoordinatorKill(t *testing.T)
 		if p := fr.Topics[0].Partitions[0]; p.ErrorCode != 0 {
 			return fmt.Errorf("fetch: %v", kerr.ErrorForCode(p.ErrorCode))
 		}
-		for _, tp := range fr.Topics {
-			for _, p := range tp.Partitions {
-				for _, ar := range p.AcquiredRecords {
-					if ar.FirstOffset != 0 || ar.LastOffset != 9 || ar.DeliveryCount != 1 {
-						t.Fatalf("after the delete and the share coordinator kill, b acquired %d-%d at delivery count %d; want 0-9 at 1 (the old state came back)",
-							ar.FirstOffset, ar.LastOffset, ar.DeliveryCount)
-					}
-					return nil
-				}
-			}
+		ar, ok := firstAcquired(fr)
+		if !ok {
+			return errors.New("nothing acquired yet")
 		}
-		return errors.New("nothing acquired yet")
+		if ar.FirstOffset != 0 || ar.LastOffset != 9 || ar.DeliveryCount != 1 {
+			t.Fatalf("after the delete and the share coordinator kill, b acquired %d-%d at delivery count %d; want 0-9 at 1 (the old state came back)",
+				ar.FirstOffset, ar.LastOffset, ar.DeliveryCount)
+		}
+		return nil
 	})
 	if start, _ := shareOffsets(t, ctx, cl, group, topic, 0); start != 0 {
 		t.Fatalf("start offset %d after b acquired, want 0", start)

@@ -197,6 +197,19 @@ func acquiredCount(resp *kmsg.ShareFetchResponse) (n int, first int64, last int6
 	return n, first, last
 }
 
+// firstAcquired returns the first acquired range of resp; ok is false
+// when it acquired nothing.
+func firstAcquired(resp *kmsg.ShareFetchResponse) (ar kmsg.ShareFetchResponseTopicPartitionAcquiredRecord, ok bool) {
+	for _, t := range resp.Topics {
+		for _, p := range t.Partitions {
+			for _, a := range p.AcquiredRecords {
+				return a, true
+			}
+		}
+	}
+	return ar, false
+}
+
 // TestShareGroupFourConsumersAcceptEveryRecordOnce: four share consumers
 // on two partitions accept every record exactly once, including the
 // records a member acquired before it died without acknowledging them,
@@ -792,17 +805,14 @@ func TestShareGroupDeletionInterruptedIsFinishedOnLoad(t *testing.T) {
 		if err != nil || fr.ErrorCode != 0 {
 			return fmt.Errorf("fetch: %v %+v", err, fr)
 		}
-		for _, tp := range fr.Topics {
-			for _, p := range tp.Partitions {
-				for _, ar := range p.AcquiredRecords {
-					if ar.FirstOffset != 0 || ar.LastOffset != 9 || ar.DeliveryCount != 1 {
-						t.Fatalf("after the deletion was finished, a new member acquired %d-%d at delivery count %d; want 0-9 at 1",
-							ar.FirstOffset, ar.LastOffset, ar.DeliveryCount)
-					}
-					return nil
-				}
-			}
+		ar, ok := firstAcquired(fr)
+		if !ok {
+			return errors.New("nothing acquired yet")
 		}
-		return errors.New("nothing acquired yet")
+		if ar.FirstOffset != 0 || ar.LastOffset != 9 || ar.DeliveryCount != 1 {
+			t.Fatalf("after the deletion was finished, a new member acquired %d-%d at delivery count %d; want 0-9 at 1",
+				ar.FirstOffset, ar.LastOffset, ar.DeliveryCount)
+		}
+		return nil
 	})
 }
