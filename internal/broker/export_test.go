@@ -19,10 +19,10 @@ func SetShareGroupEmptyHook(f func(group string)) (restore func()) {
 	return func() { shareGroupEmptyHook.Store(nil) }
 }
 
-// SetShareGroupDeletingHook makes a share group deletion call f with its
-// group once its deleting topics are written; an error from f ends the
+// SetShareGroupDeletingHook makes a deletion of share group group call f
+// once its deleting topics are written; an error from f ends the
 // deletion there. Until the returned function is called.
-func SetShareGroupDeletingHook(f func(group string) error) (restore func()) {
-	shareGroupDeletingHook.Store(&f)
-	return func() { shareGroupDeletingHook.Store(nil) }
+func SetShareGroupDeletingHook(group string, f func() error) (restore func()) {
+	shareGroupDeletingHooks.Store(group, f)
+	return func() { shareGroupDeletingHooks.Delete(group) }
 }

@@ -715,24 +715,17 @@ func TestShareStateSurvivesLeaderAndShareCoordinatorKills(t *testing.T) {
 	})
 }
 
-// TestShareGroupDeletionInterruptedIsFinishedOnLoad: a share group
-// deletion that stops after its deleting topics are written (the
-// coordinator failed there) is finished by the next coordinator to load
-// the group, here the same broker after a restart, without another
-// DeleteGroups: the group is gone and a new member of the same id starts
-// over, every record at delivery count 1.
-func TestShareGroupDeletionInterruptedIsFinishedOnLoad(t *testing.T) {
-	t.Parallel()
-	b := testutil.StartBroker(t, shareBrokerConfig...)
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
+// interruptShareGroupDeletion makes share group group on b, whose member
+// acquired the 10 records of topic, accepted 0-4 and left, then deletes
+// it with a deletion that stops once its deleting topics are written (a
+// coordinator failing there). It returns the topic's id.
+func interruptShareGroupDeletion(t *testing.T, ctx context.Context, b *testutil.Broker, topic, group string) [16]byte {
+	t.Helper()
 	cl := b.Client(kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	const topic, group = "share-del-resume", "sg-del-resume"
+	defer cl.Close()
 	testutil.CreateTopic(t, b.Admin(), topic, 1)
 	produceValues(t, cl, topic, 1, 10)
 	id := shareTopicID(t, cl, topic)
-
-	// a acquires the 10 records, accepts 0-4 with its next fetch, leaves.
 	a := joinShareMember(ctx, t, cl, group, topic, "a", 100)
 	testutil.Eventually(t, 20*time.Second, func() error {
 		fr, err := a.fetch(ctx, id, 0, nil)
@@ -761,13 +754,13 @@ func TestShareGroupDeletionInterruptedIsFinishedOnLoad(t *testing.T) {
 	}
 
 	var failed atomic.Bool
-	restore := broker.SetShareGroupDeletingHook(func(g string) error {
-		if g == group && failed.CompareAndSwap(false, true) {
+	restore := broker.SetShareGroupDeletingHook(group, func() error {
+		if failed.CompareAndSwap(false, true) {
 			return errors.New("injected: coordinator failed mid-deletion")
 		}
 		return nil
 	})
-	defer restore()
+	t.Cleanup(restore)
 	req := kmsg.NewPtrDeleteGroupsRequest()
 	req.Groups = []string{group}
 	resp, err := req.RequestWith(ctx, cl)
@@ -777,42 +770,118 @@ func TestShareGroupDeletionInterruptedIsFinishedOnLoad(t *testing.T) {
 	if !failed.Load() || resp.Groups[0].ErrorCode == 0 {
 		t.Fatalf("the interrupted deletion answered %v (hook ran: %v)", kerr.ErrorForCode(resp.Groups[0].ErrorCode), failed.Load())
 	}
+	return id
+}
+
+// describeShareGroupLoaded returns ShareGroupDescribe's error for group
+// (nil: it exists) once its coordinator has loaded it and until answers
+// satisfies done (nil: any answer); before, the coordinator answers
+// COORDINATOR_LOAD_IN_PROGRESS or NOT_COORDINATOR.
+func describeShareGroupLoaded(t *testing.T, ctx context.Context, cl *kgo.Client, group string, done func(error) bool) error {
+	t.Helper()
+	var got error
+	testutil.Eventually(t, 30*time.Second, func() error {
+		req := kmsg.NewPtrShareGroupDescribeRequest()
+		req.GroupIDs = []string{group}
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			return err
+		}
+		if len(resp.Groups) != 1 {
+			return fmt.Errorf("described %d groups", len(resp.Groups))
+		}
+		got = kerr.ErrorForCode(resp.Groups[0].ErrorCode)
+		if got == kerr.CoordinatorLoadInProgress || got == kerr.NotCoordinator || got == kerr.CoordinatorNotAvailable {
+			return got
+		}
+		if done != nil && !done(got) {
+			return fmt.Errorf("describe the group: %v", got)
+		}
+		return nil
+	})
+	return got
+}
+
+// firstAcquiredBy joins m and returns the first range it acquires of
+// the topic with id.
+func firstAcquiredBy(t *testing.T, ctx context.Context, m *rawShareMember, topic string, id [16]byte) kmsg.ShareFetchResponseTopicPartitionAcquiredRecord {
+	t.Helper()
+	var ar kmsg.ShareFetchResponseTopicPartitionAcquiredRecord
+	testutil.Eventually(t, 20*time.Second, func() error {
+		if r, err := m.heartbeat(ctx, []string{topic}); err != nil || r.ErrorCode != 0 {
+			m.epoch = 0
+			return fmt.Errorf("heartbeat: %v %v", err, r)
+		}
+		fr, err := m.fetch(ctx, id, 0, nil)
+		if err != nil || fr.ErrorCode != 0 {
+			return fmt.Errorf("fetch: %v %+v", err, fr)
+		}
+		var ok bool
+		if ar, ok = firstAcquired(fr); !ok {
+			return errors.New("nothing acquired yet")
+		}
+		return nil
+	})
+	return ar
+}
+
+// TestShareGroupDeletionInterruptedIsFinishedOnLoad: a share group
+// deletion that stops after its deleting topics are written (the
+// coordinator failed there) is finished by the next coordinator to load
+// the group, here the same broker after a restart, without another
+// DeleteGroups: the group is gone and a new member of the same id starts
+// over, every record at delivery count 1.
+func TestShareGroupDeletionInterruptedIsFinishedOnLoad(t *testing.T) {
+	t.Parallel()
+	b := testutil.StartBroker(t, shareBrokerConfig...)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	const topic, group = "share-del-resume", "sg-del-resume"
+	id := interruptShareGroupDeletion(t, ctx, b, topic, group)
+
+	b.Restart()
+	cl := b.Client(kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	// Eventually fails the test unless the group goes.
+	describeShareGroupLoaded(t, ctx, cl, group, func(err error) bool { return err == kerr.GroupIDNotFound })
+	n := &rawShareMember{cl: cl, group: group, member: "n", maxWait: 100}
+	if ar := firstAcquiredBy(t, ctx, n, topic, id); ar.FirstOffset != 0 || ar.LastOffset != 9 || ar.DeliveryCount != 1 {
+		t.Fatalf("after the deletion was finished, a new member acquired %d-%d at delivery count %d; want 0-9 at 1",
+			ar.FirstOffset, ar.LastOffset, ar.DeliveryCount)
+	}
+}
+
+// TestShareGroupJoinAbandonsAnInterruptedDeletion: a member that joins a
+// group whose deletion stopped halfway abandons the deletion, so the
+// coordinator that loads the group next (the same broker after a
+// restart) keeps it, with its state: a new member starts at offset 5,
+// after the records accepted before.
+func TestShareGroupJoinAbandonsAnInterruptedDeletion(t *testing.T) {
+	t.Parallel()
+	b := testutil.StartBroker(t, shareBrokerConfig...)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	const topic, group = "share-del-abandon", "sg-del-abandon"
+	id := interruptShareGroupDeletion(t, ctx, b, topic, group)
+	cl := b.Client(kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	m := joinShareMember(ctx, t, cl, group, topic, "m", 100)
+	m.epoch = -1
+	if r, err := m.heartbeat(ctx, nil); err != nil || r.ErrorCode != 0 {
+		t.Fatalf("leave: %v %+v", err, r)
+	}
 	cl.Close()
 
 	b.Restart()
 	cl = b.Client(kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	testutil.Eventually(t, 30*time.Second, func() error {
-		lreq := kmsg.NewPtrListGroupsRequest()
-		lreq.TypesFilter = []string{"share"}
-		lr, err := lreq.RequestWith(ctx, cl)
-		if err != nil {
-			return err
-		}
-		for _, g := range lr.Groups {
-			if g.Group == group {
-				return errors.New("the group is still listed")
-			}
-		}
-		return nil
-	})
+	if err := describeShareGroupLoaded(t, ctx, cl, group, nil); err != nil {
+		t.Fatalf("describe the group after the restart: %v, want it kept", err)
+	}
+	// A resumed deletion would run within milliseconds of the load.
+	time.Sleep(500 * time.Millisecond)
+	if err := describeShareGroupLoaded(t, ctx, cl, group, nil); err != nil {
+		t.Fatalf("describe the group 500 ms after the restart: %v, want it kept", err)
+	}
 	n := &rawShareMember{cl: cl, group: group, member: "n", maxWait: 100}
-	testutil.Eventually(t, 20*time.Second, func() error {
-		if r, err := n.heartbeat(ctx, []string{topic}); err != nil || r.ErrorCode != 0 {
-			n.epoch = 0
-			return fmt.Errorf("heartbeat: %v %v", err, r)
-		}
-		fr, err := n.fetch(ctx, id, 0, nil)
-		if err != nil || fr.ErrorCode != 0 {
-			return fmt.Errorf("fetch: %v %+v", err, fr)
-		}
-		ar, ok := firstAcquired(fr)
-		if !ok {
-			return errors.New("nothing acquired yet")
-		}
-		if ar.FirstOffset != 0 || ar.LastOffset != 9 || ar.DeliveryCount != 1 {
-			t.Fatalf("after the deletion was finished, a new member acquired %d-%d at delivery count %d; want 0-9 at 1",
-				ar.FirstOffset, ar.LastOffset, ar.DeliveryCount)
-		}
-		return nil
-	})
+	if ar := firstAcquiredBy(t, ctx, n, topic, id); ar.FirstOffset != 5 {
+		t.Fatalf("a new member of the kept group acquired %d-%d; want from 5 (0-4 were accepted)", ar.FirstOffset, ar.LastOffset)
+	}
 }

@@ -31,7 +31,7 @@ import (
 // if expired without writing.
 type shareGroups struct {
 	cfg share.GroupConfig
-	mu  sync.Mutex // guards groups, topics, locks and every Group in them
+	mu  sync.Mutex // guards groups, topics, deleting, locks and every Group in them
 	// groups by id. A Group here is never changed in place: a change
 	// replaces it.
 	groups map[string]*share.Group
@@ -39,6 +39,13 @@ type shareGroups struct {
 	// offsets were altered: the share-partitions whose state DeleteGroups
 	// deletes (ShareGroupStatePartitionMetadata's initialized topics).
 	topics map[string]map[string]bool
+	// deleting holds the groups whose latest topics record names their
+	// topics as deleting: a deletion was begun (deleteShareGroup) and
+	// has not ended. The next change that leaves the group with members
+	// abandons it by writing the topics as initialized again, so a
+	// later coordinator does not finish a deletion of a group in use
+	// (resumeShareGroupDeletions).
+	deleting map[string]bool
 	// locks serialise the changes of each group, from reading it to
 	// installing the change once its records are durable; an
 	// AlterShareGroupOffsets holds the group's until its new state is
@@ -63,8 +70,9 @@ func newShareGroups(b *Broker) *shareGroups {
 			MaxSize:           int(b.cfg.GroupShareMaxSize),
 		},
 		groups: map[string]*share.Group{},
-		topics: map[string]map[string]bool{},
-		locks:  map[string]*changeLock{},
+		topics:   map[string]map[string]bool{},
+		deleting: map[string]bool{},
+		locks:    map[string]*changeLock{},
 	}
 }
 
@@ -108,6 +116,7 @@ func (b *Broker) changeShareGroupLocked(ctx context.Context, id string, create b
 	sg.mu.Lock()
 	base := sg.groups[id]
 	before := maps.Clone(sg.topics[id])
+	deleting := sg.deleting[id]
 	sg.mu.Unlock()
 	var g *share.Group
 	switch {
@@ -129,7 +138,8 @@ func (b *Broker) changeShareGroupLocked(ctx context.Context, id string, create b
 	} else {
 		recs = g.RecordsSince(base)
 	}
-	if !maps.Equal(before, topics) {
+	abandon := deleting && !g.Empty()
+	if abandon || !maps.Equal(before, topics) {
 		recs = append(recs, b.shareStateTopicsRecord(id, topics))
 	}
 	if err := b.appendShareRecords(ctx, id, recs); err != nil {
@@ -138,6 +148,9 @@ func (b *Broker) changeShareGroupLocked(ctx context.Context, id string, create b
 	sg.mu.Lock()
 	sg.groups[id] = g
 	sg.topics[id] = topics
+	if abandon {
+		delete(sg.deleting, id)
+	}
 	sg.mu.Unlock()
 	return ferr
 }
@@ -224,12 +237,16 @@ func (b *Broker) loadShareGroups(partition int32, recs map[string][]group.KV) {
 		if group.Partition(id, b.cfg.OffsetsTopicNumPartitions) == partition {
 			delete(sg.groups, id)
 			delete(sg.topics, id)
+			delete(sg.deleting, id)
 		}
 	}
 	for id, g := range loaded {
 		sg.groups[id] = g
 		if ts := stateTopics[id]; ts != nil {
 			sg.topics[id] = ts
+		}
+		if deleting[id] {
+			sg.deleting[id] = true
 		}
 	}
 	if len(loaded) > 0 {
@@ -368,6 +385,7 @@ func (b *Broker) shareHeartbeat(ctx context.Context, id string, req share.Heartb
 func (b *Broker) forgetShareGroup(id string) {
 	b.shares.mu.Lock()
 	delete(b.shares.groups, id)
+	delete(b.shares.deleting, id)
 	b.shares.mu.Unlock()
 }
 
@@ -468,8 +486,11 @@ func (b *Broker) deleteShareGroup(ctx context.Context, id string) (isShare bool,
 	if err := b.appendShareRecords(ctx, id, []share.GroupRecord{deleting}); err != nil {
 		return true, err
 	}
-	if h := shareGroupDeletingHook.Load(); h != nil {
-		if err := (*h)(id); err != nil {
+	sg.mu.Lock()
+	sg.deleting[id] = true
+	sg.mu.Unlock()
+	if h, ok := shareGroupDeletingHooks.Load(id); ok {
+		if err := h.(func() error)(); err != nil {
 			return true, err
 		}
 	}
@@ -494,6 +515,7 @@ func (b *Broker) deleteShareGroup(ctx context.Context, id string) (isShare bool,
 	sg.mu.Lock()
 	delete(sg.groups, id)
 	delete(sg.topics, id)
+	delete(sg.deleting, id)
 	sg.mu.Unlock()
 	return true, nil
 }
@@ -565,10 +587,10 @@ func (b *Broker) emptyShareGroup(ctx context.Context, id string, create bool) (u
 // group's change lock held (tests).
 var shareGroupEmptyHook atomic.Pointer[func(group string)]
 
-// shareGroupDeletingHook, when set, is called by deleteShareGroup once the
-// group's deleting topics are written; an error ends the deletion there
-// (tests: a coordinator that fails mid-deletion).
-var shareGroupDeletingHook atomic.Pointer[func(group string) error]
+// shareGroupDeletingHooks holds, by group, a func deleteShareGroup calls
+// once the group's deleting topics are written; an error ends the
+// deletion there (tests: a coordinator that fails mid-deletion).
+var shareGroupDeletingHooks sync.Map
 
 // shareGroupHasTopic reports whether topic is one the share group's
 // offsets are kept for (subscribed, or altered).

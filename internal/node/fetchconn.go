@@ -182,7 +182,9 @@ func (fc *fetchConn) fetch(ctx context.Context, req *kmsg.FetchRequest) (*kmsg.F
 	if err := fc.roundTrip(ctx, req, resp, &buf); err != nil {
 		return nil, nil, err
 	}
-	return resp, func() { putRespBuf(buf) }, nil
+	// NB: once only: a buffer in the pool twice would be handed to two
+	// responses at once.
+	return resp, sync.OnceFunc(func() { putRespBuf(buf) }), nil
 }
 
 // roundTrip writes req, reads its response into resp. With pooled nil
@@ -200,9 +202,24 @@ func (fc *fetchConn) roundTrip(ctx context.Context, req kmsg.Request, resp kmsg.
 	if err := fc.conn.SetDeadline(deadline); err != nil {
 		return err
 	}
-	// A cancelled context ends a parked fetch at once.
+	// A cancelled context ends a parked fetch at once. Once the func has
+	// run (or started) the connection's deadline is in the past, so the
+	// round trip fails even if it got its answer first: the caller then
+	// drops the connection rather than reuse it.
 	stop := context.AfterFunc(ctx, func() { fc.conn.SetDeadline(time.Unix(1, 0)) })
-	defer stop()
+	err := fc.exchange(ctx, req, resp, pooled)
+	if !stop() && err == nil {
+		if pooled != nil {
+			putRespBuf(*pooled)
+			*pooled = nil
+		}
+		err = ctx.Err()
+	}
+	return err
+}
+
+// exchange is roundTrip's write and read, under the deadlines it set.
+func (fc *fetchConn) exchange(ctx context.Context, req kmsg.Request, resp kmsg.Response, pooled **[]byte) error {
 
 	fc.corrID++
 	fc.reqBuf = fc.formatter.AppendRequest(fc.reqBuf[:0], req, fc.corrID)

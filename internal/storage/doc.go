@@ -286,6 +286,8 @@
 // Lock order:
 //
 //	Manager.cleanerMu -> Log.cleanMu -> Log.appendMu
+//	LogDirs.createMu -> LogDirs.placeMu -> Manager.mu (placement reads
+//	each dir's count and reserves a place under placeMu)
 //	Manager.createMu -> Manager.mu
 //	Manager.mu -> (released before) Log.appendMu -> Log.mu -> segment.fileMu
 //	Log.chMu, Log.epochMu, Manager.flushMu, Manager.delMu, Manager.ckMu and
