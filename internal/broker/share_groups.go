@@ -69,7 +69,7 @@ func newShareGroups(b *Broker) *shareGroups {
 			SessionTimeout:    time.Duration(b.cfg.GroupShareSessionTimeoutMs) * time.Millisecond,
 			MaxSize:           int(b.cfg.GroupShareMaxSize),
 		},
-		groups: map[string]*share.Group{},
+		groups:   map[string]*share.Group{},
 		topics:   map[string]map[string]bool{},
 		deleting: map[string]bool{},
 		locks:    map[string]*changeLock{},
