@@ -240,6 +240,7 @@ func (b *Broker) loadShareGroups(partition int32, recs map[string][]group.KV) {
 			delete(sg.deleting, id)
 		}
 	}
+	var resume []string
 	for id, g := range loaded {
 		sg.groups[id] = g
 		if ts := stateTopics[id]; ts != nil {
@@ -247,16 +248,11 @@ func (b *Broker) loadShareGroups(partition int32, recs map[string][]group.KV) {
 		}
 		if deleting[id] {
 			sg.deleting[id] = true
+			resume = append(resume, id)
 		}
 	}
 	if len(loaded) > 0 {
 		b.log.Info("share: loaded share groups", "partition", partition, "groups", len(loaded))
-	}
-	var resume []string
-	for id := range loaded {
-		if deleting[id] {
-			resume = append(resume, id)
-		}
 	}
 	if len(resume) > 0 {
 		// NB: the load calling this holds a count of b.loads, so Close

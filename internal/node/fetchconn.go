@@ -17,14 +17,6 @@ import (
 	kgosasl "github.com/twmb/franz-go/pkg/sasl"
 )
 
-// interBrokerSecurity is how this broker connects to the inter-broker
-// listener of the others: TLS (nil: plaintext) and the SASL mechanism
-// (nil: none).
-type interBrokerSecurity struct {
-	tls  *tls.Config
-	mech kgosasl.Mechanism
-}
-
 // fetchConn is the connection a follower fetches from one leader on:
 // its own TCP connection, outside the franz-go client that carries the
 // other inter-broker requests, so that a fetch response is read into a
@@ -47,8 +39,8 @@ type fetchConn struct {
 }
 
 // fetchConnMaxResponse bounds a fetch response: the follower asks for at
-// most replica.fetch.response.max.bytes (10 MiB) of records; anything
-// far larger is a broken peer, not a reason to allocate.
+// most 10 MiB of records (replica.Manager's MaxBytes); anything far
+// larger is a broken peer, not a reason to allocate.
 const fetchConnMaxResponse = 1 << maxRespClass
 
 // fetchConnIOTimeout bounds a request's round trip beyond the fetch's own
@@ -220,7 +212,6 @@ func (fc *fetchConn) roundTrip(ctx context.Context, req kmsg.Request, resp kmsg.
 
 // exchange is roundTrip's write and read, under the deadlines it set.
 func (fc *fetchConn) exchange(ctx context.Context, req kmsg.Request, resp kmsg.Response, pooled **[]byte) error {
-
 	fc.corrID++
 	fc.reqBuf = fc.formatter.AppendRequest(fc.reqBuf[:0], req, fc.corrID)
 	if _, err := fc.conn.Write(fc.reqBuf); err != nil {

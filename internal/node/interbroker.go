@@ -50,13 +50,12 @@ type leaderConn struct {
 	// new address) starts with a full fetch. fetchMu serialises the
 	// fetches of the session: a fetcher that stops and the one that
 	// replaces it may overlap for a moment. fetches is the connection
-	// the fetches go on (nil until the first, or after an error), also
-	// published in current so that close can end a fetch under way
-	// without waiting for fetchMu; closed is set by close.
+	// the fetches go on (nil until the first, or after an error): set
+	// with fetchMu held, and atomic so that close can end a fetch under
+	// way without waiting for fetchMu; closed is set by close.
 	fetchMu sync.Mutex
 	session fetchsession.Handler
-	fetches *fetchConn
-	current atomic.Pointer[fetchConn]
+	fetches atomic.Pointer[fetchConn]
 	closed  atomic.Bool
 }
 
@@ -69,7 +68,7 @@ func newLeaderClient(c *cluster.Cluster, self int32, listener string, sec interB
 func (c *leaderConn) close() {
 	c.cl.Close()
 	c.closed.Store(true)
-	if fc := c.current.Load(); fc != nil {
+	if fc := c.fetches.Load(); fc != nil {
 		fc.close()
 	}
 }
@@ -77,11 +76,9 @@ func (c *leaderConn) close() {
 // setFetches replaces the fetch connection (nil: none), closing the old.
 // Called with fetchMu held.
 func (c *leaderConn) setFetches(fc *fetchConn) {
-	if c.fetches != nil {
-		c.fetches.close()
+	if old := c.fetches.Swap(fc); old != nil {
+		old.close()
 	}
-	c.fetches = fc
-	c.current.Store(fc)
 }
 
 // Broker returns a connection to broker leader's current address on the
@@ -162,10 +159,10 @@ func (lc *leaderClient) Fetch(ctx context.Context, leader int32, r replica.Fetch
 	c.fetchMu.Lock()
 	defer c.fetchMu.Unlock()
 	for attempt := 0; ; attempt++ {
-		if c.fetches != nil && c.fetches.expired(r.MaxWait) {
+		if fc := c.fetches.Load(); fc != nil && fc.expired(r.MaxWait) {
 			c.setFetches(nil)
 		}
-		if c.fetches == nil {
+		if c.fetches.Load() == nil {
 			fc, err := dialFetchConn(ctx, c.addr, "samsa-replica-"+strconv.Itoa(int(lc.self)), lc.sec)
 			if err != nil {
 				c.session.Failed()
@@ -179,7 +176,7 @@ func (lc *leaderClient) Fetch(ctx context.Context, leader int32, r replica.Fetch
 			return replica.FetchResponse{}, errLeaderConnClosed
 		}
 		plan := c.session.Build(want)
-		resp, release, err := c.fetches.fetch(ctx, fetchRequest(r, plan))
+		resp, release, err := c.fetches.Load().fetch(ctx, fetchRequest(r, plan))
 		if err != nil {
 			c.setFetches(nil)
 			c.session.Failed()

@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -176,6 +177,14 @@ func (s scramStore) ScramCredential(mechanism, user string) (sasl.ScramCredentia
 		return sasl.ScramCredential{}, false
 	}
 	return sasl.ScramCredential{Salt: c.Salt, Iterations: c.Iterations, StoredKey: c.StoredKey, ServerKey: c.ServerKey}, true
+}
+
+// interBrokerSecurity is how this broker connects to the inter-broker
+// listener of the others: TLS (nil: plaintext) and the SASL mechanism
+// (nil: none).
+type interBrokerSecurity struct {
+	tls  *tls.Config
+	mech kgosasl.Mechanism
 }
 
 // interBrokerSecurityOf returns how brokers connect to the inter-broker
