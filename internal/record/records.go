@@ -108,12 +108,18 @@ func (b Batch) recordsData(maxDecompressed int) ([]byte, error) {
 // the records are decoded into it, aliasing data. It returns the largest
 // timestampDelta. The caller has checked n*minRecordSize <= len(data).
 func scanRecords(data []byte, n int32, strict bool, lastDelta int32, requireKeys bool, out []Record) (ts tsRange, err error) {
+	// NB: this loop runs for every record of every produced batch, so each
+	// varint is first tried as one or two bytes (varintShort, inlined) before the
+	// general readVarint, and readBytes and the offset check are written so
+	// that they inline; the errors are built only on failure.
 	pos := 0
 	prev := int32(-1)
 	for i := int32(0); i < n; i++ {
-		length, k := readVarint(data, pos)
+		length, k := varintShort(data, pos)
 		if k == 0 {
-			return tsRange{}, corruptf("record %d: malformed length varint", i)
+			if length, k = readVarint(data, pos); k == 0 {
+				return tsRange{}, corruptf("record %d: malformed length varint", i)
+			}
 		}
 		pos += k
 		if length < minRecordBody || int(length) > len(data)-pos {
@@ -123,18 +129,22 @@ func scanRecords(data []byte, n int32, strict bool, lastDelta int32, requireKeys
 		pos += int(length)
 
 		p := 1 // attributes
-		tsDelta, k := readVarlong(rec, p)
-		if k == 0 {
+		var tsDelta int64
+		if d, dk := varintShort(rec, p); dk > 0 {
+			tsDelta, k = int64(d), dk
+		} else if tsDelta, k = readVarlong(rec, p); k == 0 {
 			return tsRange{}, corruptf("record %d: malformed timestampDelta", i)
 		}
 		p += k
-		offDelta, k := readVarint(rec, p)
+		offDelta, k := varintShort(rec, p)
 		if k == 0 {
-			return tsRange{}, corruptf("record %d: malformed offsetDelta", i)
+			if offDelta, k = readVarint(rec, p); k == 0 {
+				return tsRange{}, corruptf("record %d: malformed offsetDelta", i)
+			}
 		}
 		p += k
-		if err := checkOffsetDelta(i, offDelta, prev, lastDelta, strict); err != nil {
-			return tsRange{}, err
+		if strict && offDelta != i || !strict && (offDelta <= prev || offDelta > lastDelta) {
+			return tsRange{}, checkOffsetDelta(i, offDelta, prev, lastDelta, strict)
 		}
 		prev = offDelta
 		if i == 0 || tsDelta > ts.max {
@@ -145,18 +155,21 @@ func scanRecords(data []byte, n int32, strict bool, lastDelta int32, requireKeys
 		}
 
 		var key, value []byte
-		if p, key, err = readBytes(rec, p, i, "key"); err != nil {
-			return tsRange{}, err
+		var ok bool
+		if p, key, ok = readBytes(rec, p); !ok {
+			return tsRange{}, corruptf("record %d: bad key length", i)
 		}
 		if requireKeys && key == nil {
 			return tsRange{}, fmt.Errorf("%w: record %d", ErrMissingKey, i)
 		}
-		if p, value, err = readBytes(rec, p, i, "value"); err != nil {
-			return tsRange{}, err
+		if p, value, ok = readBytes(rec, p); !ok {
+			return tsRange{}, corruptf("record %d: bad value length", i)
 		}
-		hc, k := readVarint(rec, p)
+		hc, k := varintShort(rec, p)
 		if k == 0 {
-			return tsRange{}, corruptf("record %d: malformed header count", i)
+			if hc, k = readVarint(rec, p); k == 0 {
+				return tsRange{}, corruptf("record %d: malformed header count", i)
+			}
 		}
 		p += k
 		if hc < 0 || int64(hc)*minHeaderSize > int64(len(rec)-p) {
@@ -167,16 +180,12 @@ func scanRecords(data []byte, n int32, strict bool, lastDelta int32, requireKeys
 			headers = make([]Header, hc)
 		}
 		for h := int32(0); h < hc; h++ {
-			kl, k := readVarint(rec, p)
-			if k == 0 || kl < 0 || int(kl) > len(rec)-p-k {
+			var hk, hv []byte
+			if p, hk, ok = readBytes(rec, p); !ok || hk == nil {
 				return tsRange{}, corruptf("record %d header %d: bad key length", i, h)
 			}
-			p += k
-			hk := rec[p : p+int(kl)]
-			p += int(kl)
-			var hv []byte
-			if p, hv, err = readBytes(rec, p, i, "header value"); err != nil {
-				return tsRange{}, err
+			if p, hv, ok = readBytes(rec, p); !ok {
+				return tsRange{}, corruptf("record %d: bad header value length", i)
 			}
 			if headers != nil {
 				headers[h] = Header{Key: string(hk), Value: hv}
@@ -216,17 +225,24 @@ func checkOffsetDelta(i, offDelta, prev, lastDelta int32, strict bool) error {
 	return nil
 }
 
-// readBytes reads a varint length (-1 for null) and that many bytes. The
-// returned slice is capped so that appending to it cannot clobber data.
-func readBytes(rec []byte, p int, i int32, what string) (int, []byte, error) {
-	l, k := readVarint(rec, p)
-	if k == 0 || l < -1 || int(l) > len(rec)-p-k {
-		return p, nil, corruptf("record %d: bad %s length", i, what)
+// readBytes reads a varint length (-1 for null) and that many bytes; ok
+// is false when the length is malformed or overruns rec. The returned
+// slice is capped so that appending to it cannot clobber data. A one-byte
+// length, the common case, is read inline; the caller builds the error.
+func readBytes(rec []byte, p int) (next int, b []byte, ok bool) {
+	l, k := varintShort(rec, p)
+	if k == 0 {
+		if l, k = readVarint(rec, p); k == 0 {
+			return p, nil, false
+		}
+	}
+	if l < -1 || int(l) > len(rec)-p-k {
+		return p, nil, false
 	}
 	p += k
 	if l < 0 {
-		return p, nil, nil
+		return p, nil, true
 	}
 	end := p + int(l)
-	return end, rec[p:end:end], nil
+	return end, rec[p:end:end], true
 }

@@ -360,3 +360,29 @@ func TestVarints(t *testing.T) {
 		}
 	}
 }
+
+// TestVarintShortAgreesWithReadVarint checks the inlined fast path on every
+// one- and two-byte input, whole or cut short: where it decodes, it must
+// decode what readVarint does; where it declines, readVarint must need
+// more than two bytes or find none.
+func TestVarintShortAgreesWithReadVarint(t *testing.T) {
+	for x := 0; x < 1<<16; x++ {
+		full := []byte{byte(x), byte(x >> 8)}
+		for _, b := range [][]byte{full, full[:1], append(full, 0x01)} {
+			v, n := varintShort(b, 0)
+			want, wantN := readVarint(b, 0)
+			switch {
+			case n > 0 && (v != want || n != wantN):
+				t.Fatalf("% x: varintShort %d (%d bytes), readVarint %d (%d bytes)", b, v, n, want, wantN)
+			case n == 0 && wantN > 0 && wantN <= 2:
+				t.Fatalf("% x: varintShort declined a %d byte varint", b, wantN)
+			}
+		}
+	}
+	if _, n := varintShort(nil, 0); n != 0 {
+		t.Fatalf("empty input decoded")
+	}
+	if _, n := varintShort([]byte{0x02}, 1); n != 0 {
+		t.Fatalf("position past the end decoded")
+	}
+}

@@ -24,6 +24,26 @@ func readVarint(b []byte, pos int) (v int32, n int) {
 	return 0, 0
 }
 
+// varintShort decodes the zigzag varint at b[pos] when it is one or two
+// bytes long, as a record's lengths, counts and deltas under 8192 are; n
+// is 0 when it is longer or b ends first, and readVarint must decode it.
+// Unlike readVarint it is small enough to inline, which is what makes it
+// worth trying first in scanRecords's loop.
+func varintShort(b []byte, pos int) (v int32, n int) {
+	if uint(pos) >= uint(len(b)) {
+		return 0, 0
+	}
+	u := uint32(b[pos])
+	if u < 0x80 {
+		return int32(u>>1) ^ -int32(u&1), 1
+	}
+	if uint(pos+1) >= uint(len(b)) || b[pos+1] >= 0x80 {
+		return 0, 0
+	}
+	u = u&0x7f | uint32(b[pos+1])<<7
+	return int32(u>>1) ^ -int32(u&1), 2
+}
+
 // readVarlong decodes a zigzag int64 from b at pos, as readVarint.
 func readVarlong(b []byte, pos int) (v int64, n int) {
 	var ux uint64
