@@ -108,10 +108,11 @@ func (b Batch) recordsData(maxDecompressed int) ([]byte, error) {
 // the records are decoded into it, aliasing data. It returns the largest
 // timestampDelta. The caller has checked n*minRecordSize <= len(data).
 func scanRecords(data []byte, n int32, strict bool, lastDelta int32, requireKeys bool, out []Record) (ts tsRange, err error) {
-	// NB: this loop runs for every record of every produced batch, so each
-	// varint is first tried as one or two bytes (varintShort, inlined) before the
-	// general readVarint, and readBytes and the offset check are written so
-	// that they inline; the errors are built only on failure.
+	// NB: this loop runs for every record of every produced batch. Each
+	// varint is first tried as one or two bytes (varintShort, which
+	// inlines) before the general readVarint; the key and value lengths and
+	// the offset check are spelled out here, since readBytes and
+	// checkOffsetDelta do not inline; errors are built only on failure.
 	pos := 0
 	prev := int32(-1)
 	for i := int32(0); i < n; i++ {
@@ -156,13 +157,20 @@ func scanRecords(data []byte, n int32, strict bool, lastDelta int32, requireKeys
 
 		var key, value []byte
 		var ok bool
-		if p, key, ok = readBytes(rec, p); !ok {
+		l, k := varintShort(rec, p)
+		if k == 0 {
+			l, k = readVarint(rec, p)
+		}
+		if p, key, ok = bytesAfter(rec, p, l, k); !ok {
 			return tsRange{}, corruptf("record %d: bad key length", i)
 		}
 		if requireKeys && key == nil {
 			return tsRange{}, fmt.Errorf("%w: record %d", ErrMissingKey, i)
 		}
-		if p, value, ok = readBytes(rec, p); !ok {
+		if l, k = varintShort(rec, p); k == 0 {
+			l, k = readVarint(rec, p)
+		}
+		if p, value, ok = bytesAfter(rec, p, l, k); !ok {
 			return tsRange{}, corruptf("record %d: bad value length", i)
 		}
 		hc, k := varintShort(rec, p)
@@ -227,16 +235,20 @@ func checkOffsetDelta(i, offDelta, prev, lastDelta int32, strict bool) error {
 
 // readBytes reads a varint length (-1 for null) and that many bytes; ok
 // is false when the length is malformed or overruns rec. The returned
-// slice is capped so that appending to it cannot clobber data. A one-byte
-// length, the common case, is read inline; the caller builds the error.
+// slice is capped so that appending to it cannot clobber data. The
+// caller builds the error.
 func readBytes(rec []byte, p int) (next int, b []byte, ok bool) {
 	l, k := varintShort(rec, p)
 	if k == 0 {
-		if l, k = readVarint(rec, p); k == 0 {
-			return p, nil, false
-		}
+		l, k = readVarint(rec, p)
 	}
-	if l < -1 || int(l) > len(rec)-p-k {
+	return bytesAfter(rec, p, l, k)
+}
+
+// bytesAfter is readBytes once the length l (a varint of k bytes at p, k
+// 0 when malformed) is decoded.
+func bytesAfter(rec []byte, p int, l int32, k int) (next int, b []byte, ok bool) {
+	if k == 0 || l < -1 || int(l) > len(rec)-p-k {
 		return p, nil, false
 	}
 	p += k
