@@ -307,7 +307,13 @@ func (b *Broker) handleShareFetch(c *server.Conn, req *kmsg.ShareFetchRequest) s
 				continue
 			}
 			rp := add(k)
-			rp.Records = append(rp.Records, recs...)
+			// NB: recs is this fetch's own (shareFetchOne reads into a
+			// new buffer), so the response takes it without a copy.
+			if len(rp.Records) == 0 {
+				rp.Records = recs
+			} else {
+				rp.Records = append(rp.Records, recs...)
+			}
 			for _, a := range acq {
 				ar := kmsg.NewShareFetchResponseTopicPartitionAcquiredRecord()
 				ar.FirstOffset, ar.LastOffset, ar.DeliveryCount = a.First, a.Last, a.DeliveryCount

@@ -312,6 +312,34 @@ const shareReadChunk = 64 << 10
 // at most maxBytes, and acquires what the state allows. It returns the
 // raw batches that hold acquired records and the acquired ranges. Under
 // read_committed, aborted transactions' batches and control batches are
+
+// bufSpan is where a batch is in a read's buffer: buf[from:to].
+type bufSpan struct{ from, to int }
+
+// appendSpans appends the batches at spans of buf to out. The acquired
+// batches of a fetch's first read follow each other in buf, and are then
+// answered as a slice of buf, without a copy; anything else is copied.
+func appendSpans(out, buf []byte, spans []bufSpan) []byte {
+	if len(spans) == 0 {
+		return out
+	}
+	if len(out) == 0 {
+		contiguous := true
+		for i := 1; i < len(spans); i++ {
+			contiguous = contiguous && spans[i].from == spans[i-1].to
+		}
+		if contiguous {
+			// NB: capped, so that a later append copies rather than
+			// writing over the rest of buf.
+			return buf[spans[0].from:spans[len(spans)-1].to:spans[len(spans)-1].to]
+		}
+	}
+	for _, sp := range spans {
+		out = append(out, buf[sp.from:sp.to]...)
+	}
+	return out
+}
+
 // archived instead (share.Batch.Skip).
 func (b *Broker) shareFetchOne(ctx context.Context, sp *sharePart, member string, maxBytes int64, maxRecords int, strict bool) ([]byte, []share.AcquiredRange, error) {
 	now := b.now()
@@ -348,7 +376,7 @@ func (b *Broker) shareFetchOne(ctx context.Context, sp *sharePart, member string
 			aborted = sp.rp.AbortedTxns(off, end)
 		}
 		var batches []share.Batch
-		var kept [][]byte
+		var kept []bufSpan // where batches[i] is in buf
 		for rest := buf; len(rest) > 0; {
 			bt, next, err := record.Split(rest)
 			if err != nil {
@@ -357,7 +385,7 @@ func (b *Broker) shareFetchOne(ctx context.Context, sp *sharePart, member string
 			if bt.LastOffset() >= off && bt.BaseOffset() < end {
 				skip := committed && (bt.Control() || (bt.Transactional() && abortedBatch(aborted, bt)))
 				batches = append(batches, share.Batch{First: bt.BaseOffset(), Last: min(bt.LastOffset(), end-1), Skip: skip})
-				kept = append(kept, rest[:len(rest)-len(next)])
+				kept = append(kept, bufSpan{len(buf) - len(rest), len(buf) - len(next)})
 			}
 			rest = next
 		}
@@ -370,16 +398,18 @@ func (b *Broker) shareFetchOne(ctx context.Context, sp *sharePart, member string
 		}
 		got := sp.p.Acquire(member, now, batches, remaining, strict)
 		// Return only the batches that hold acquired records.
+		var take []bufSpan
 		ai := 0
 		for i, bt := range batches {
 			for ai < len(got) && got[ai].Last < bt.First {
 				ai++
 			}
 			if ai < len(got) && got[ai].First <= bt.Last {
-				out = append(out, kept[i]...)
-				maxBytes -= int64(len(kept[i]))
+				take = append(take, kept[i])
+				maxBytes -= int64(kept[i].to - kept[i].from)
 			}
 		}
+		out = appendSpans(out, buf, take)
 		acq = append(acq, got...)
 		if len(got) == 0 && sp.p.NextFetchOffset() == off {
 			break // nothing more can be taken here (record locks)
