@@ -44,6 +44,7 @@ import (
 	"samsa/internal/replica"
 	"samsa/internal/server"
 	"samsa/internal/share"
+	"samsa/internal/storage"
 )
 
 // shareAckBatches converts the acknowledgement batches of one partition.
@@ -156,6 +157,7 @@ func (b *Broker) handleShareFetch(c *server.Conn, req *kmsg.ShareFetchRequest) s
 	// The response lists every partition of the request, in order, plus
 	// the session's other partitions that return records.
 	idx := map[sharePartKey]*kmsg.ShareFetchResponseTopicPartition{}
+	regions := map[sharePartKey][]storage.Region{} // the acquired batches
 	var order []sharePartKey
 	add := func(k sharePartKey) *kmsg.ShareFetchResponseTopicPartition {
 		if p := idx[k]; p != nil {
@@ -220,10 +222,10 @@ func (b *Broker) handleShareFetch(c *server.Conn, req *kmsg.ShareFetchRequest) s
 	}
 	if req.ShareSessionEpoch == -1 {
 		b.releaseShareMember(group, member)
-		return server.Reply{Msg: b.shareFetchResponse(resp, order, idx)}
+		return b.shareFetchReply(resp, order, idx, regions)
 	}
 	if renew || req.MaxBytes <= 0 {
-		return server.Reply{Msg: b.shareFetchResponse(resp, order, idx)}
+		return b.shareFetchReply(resp, order, idx, regions)
 	}
 
 	maxRecords := int(req.MaxRecords)
@@ -246,7 +248,7 @@ func (b *Broker) handleShareFetch(c *server.Conn, req *kmsg.ShareFetchRequest) s
 			if mb <= 0 {
 				mb = budget
 			}
-			var recs []byte
+			var recs []storage.Region
 			var acq []share.AcquiredRange
 			var sp *sharePart
 			var topic string
@@ -307,20 +309,16 @@ func (b *Broker) handleShareFetch(c *server.Conn, req *kmsg.ShareFetchRequest) s
 				continue
 			}
 			rp := add(k)
-			// NB: recs is this fetch's own (shareFetchOne reads into a
-			// new buffer), so the response takes it without a copy.
-			if len(rp.Records) == 0 {
-				rp.Records = recs
-			} else {
-				rp.Records = append(rp.Records, recs...)
-			}
+			regions[k] = append(regions[k], recs...)
 			for _, a := range acq {
 				ar := kmsg.NewShareFetchResponseTopicPartitionAcquiredRecord()
 				ar.FirstOffset, ar.LastOffset, ar.DeliveryCount = a.First, a.Last, a.DeliveryCount
 				rp.AcquiredRecords = append(rp.AcquiredRecords, ar)
 				acquired += int(a.Last - a.First + 1)
 			}
-			budget -= int64(len(recs))
+			for _, r := range recs {
+				budget -= r.Size
+			}
 		}
 		return acquired, watches, lockDeadline, seen, held
 	}
@@ -329,7 +327,7 @@ func (b *Broker) handleShareFetch(c *server.Conn, req *kmsg.ShareFetchRequest) s
 		if n > 0 && sess.heldWait.Load() != 0 {
 			sess.heldWait.Store(0)
 		}
-		return server.Reply{Msg: b.shareFetchResponse(resp, order, idx)}
+		return b.shareFetchReply(resp, order, idx, regions)
 	}
 	wait := time.Duration(req.MaxWaitMillis) * time.Millisecond
 	if held {
@@ -374,7 +372,9 @@ func (b *Broker) handleShareFetch(c *server.Conn, req *kmsg.ShareFetchRequest) s
 			b.unparkShareFetch(seen, wake)
 		}
 		fetch()
-		return server.Reply{Msg: b.shareFetchResponse(resp, order, idx), Parked: time.Since(start)}
+		r := b.shareFetchReply(resp, order, idx, regions)
+		r.Parked = time.Since(start)
+		return r
 	}}
 }
 
@@ -382,12 +382,15 @@ func (b *Broker) handleShareFetch(c *server.Conn, req *kmsg.ShareFetchRequest) s
 // records and acquired nothing (handleShareFetch).
 const shareHeldWaitMin = 2 * time.Millisecond
 
-// shareFetchResponse groups the partitions by topic in the order they
-// were added: the request's partitions, then the session's others that
-// have records or an error.
-func (b *Broker) shareFetchResponse(resp *kmsg.ShareFetchResponse, order []sharePartKey, idx map[sharePartKey]*kmsg.ShareFetchResponseTopicPartition) *kmsg.ShareFetchResponse {
+// shareFetchReply groups the partitions by topic in the order they were
+// added: the request's partitions, then the session's others that have
+// records or an error. An answer with records is laid out for sendfile
+// (encodeShareFetchResponse), one without is encoded by kmsg.
+func (b *Broker) shareFetchReply(resp *kmsg.ShareFetchResponse, order []sharePartKey, idx map[sharePartKey]*kmsg.ShareFetchResponseTopicPartition, regions map[sharePartKey][]storage.Region) server.Reply {
 	topics := map[[16]byte]int{}
 	resp.Topics = resp.Topics[:0]
+	var regs [][][]storage.Region
+	hasRecords := false
 	for _, k := range order {
 		p := idx[k]
 		i, ok := topics[k.topicID]
@@ -395,10 +398,16 @@ func (b *Broker) shareFetchResponse(resp *kmsg.ShareFetchResponse, order []share
 			t := kmsg.NewShareFetchResponseTopic()
 			t.TopicID = k.topicID
 			resp.Topics = append(resp.Topics, t)
+			regs = append(regs, nil)
 			i = len(resp.Topics) - 1
 			topics[k.topicID] = i
 		}
 		resp.Topics[i].Partitions = append(resp.Topics[i].Partitions, *p)
+		regs[i] = append(regs[i], regions[k])
+		hasRecords = hasRecords || len(regions[k]) > 0
 	}
-	return resp
+	if !hasRecords {
+		return server.Reply{Msg: resp}
+	}
+	return server.Reply{Body: encodeShareFetchResponse(resp, regs)}
 }

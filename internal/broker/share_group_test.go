@@ -1,9 +1,13 @@
 package broker_test
 
 import (
+	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
+	"os"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -17,6 +21,7 @@ import (
 	"samsa/internal/broker"
 	"samsa/internal/group"
 	"samsa/internal/testutil"
+	"samsa/internal/tlsconfig"
 )
 
 // group_Partition is the partition of a coordinator key.
@@ -883,5 +888,72 @@ func TestShareGroupJoinAbandonsAnInterruptedDeletion(t *testing.T) {
 	n := &rawShareMember{cl: cl, group: group, member: "n", maxWait: 100}
 	if ar := firstAcquiredBy(t, ctx, n, topic, id); ar.FirstOffset != 5 {
 		t.Fatalf("a new member of the kept group acquired %d-%d; want from 5 (0-4 were accepted)", ar.FirstOffset, ar.LastOffset)
+	}
+}
+
+// TestShareGroupConsumesOverTLS: a share fetch answers its batches from
+// the log's files (sendfile on a plain listener); on an SSL listener they
+// go through the TLS copy instead. Every record arrives once, with its
+// value, in batches smaller and larger than the broker's 64 KiB header
+// window.
+func TestShareGroupConsumesOverTLS(t *testing.T) {
+	t.Parallel()
+	files, err := tlsconfig.GenerateDevCerts(t.TempDir(), nil, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := testutil.StartBroker(t, append(shareBrokerConfig,
+		"listeners=PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0",
+		"inter.broker.listener.name=PLAINTEXT",
+		"ssl.keystore.location="+files.Server,
+		"ssl.truststore.location="+files.CA,
+	)...)
+	const topic, group = "share-tls", "sg-tls"
+	testutil.CreateTopic(t, b.Admin(), topic, 1)
+	want := map[string]bool{}
+	for i, size := range []int{10, 200 << 10, 100, 90 << 10, 5} {
+		cl := b.Client(kgo.ProducerLinger(0))
+		var recs []*kgo.Record
+		for j := 0; j < 3; j++ {
+			v := fmt.Sprintf("%d-%d-%s", i, j, bytes.Repeat([]byte("x"), size))
+			want[v] = true
+			recs = append(recs, &kgo.Record{Topic: topic, Value: []byte(v)})
+		}
+		produceSync(t, cl, recs...)
+	}
+	pem, err := os.ReadFile(files.CA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(pem)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var mu sync.Mutex
+	got := map[string]int{}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		shareConsumer(ctx, t, b.Node.ListenerAddr("SSL"), group, topic, func(r *kgo.Record) kgo.AckStatus {
+			mu.Lock()
+			got[string(r.Value)]++
+			if len(got) == len(want) {
+				cancel()
+			}
+			mu.Unlock()
+			return kgo.AckAccept
+		}, kgo.DialTLSConfig(&tls.Config{RootCAs: pool, ServerName: "localhost"}))
+	}()
+	<-done
+	mu.Lock()
+	defer mu.Unlock()
+	for v := range want {
+		if got[v] != 1 {
+			t.Errorf("record %.8s... delivered %d times", v, got[v])
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("%d distinct records, want %d", len(got), len(want))
 	}
 }

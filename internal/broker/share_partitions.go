@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"sync"
 	"sync/atomic"
@@ -310,38 +311,15 @@ const shareReadChunk = 64 << 10
 // reads the log from the first available offset up to the high watermark
 // (the last stable offset under share.isolation.level read_committed),
 // at most maxBytes, and acquires what the state allows. It returns the
-// raw batches that hold acquired records and the acquired ranges. Under
-// read_committed, aborted transactions' batches and control batches are
-
-// bufSpan is where a batch is in a read's buffer: buf[from:to].
-type bufSpan struct{ from, to int }
-
-// appendSpans appends the batches at spans of buf to out. The acquired
-// batches of a fetch's first read follow each other in buf, and are then
-// answered as a slice of buf, without a copy; anything else is copied.
-func appendSpans(out, buf []byte, spans []bufSpan) []byte {
-	if len(spans) == 0 {
-		return out
-	}
-	if len(out) == 0 {
-		contiguous := true
-		for i := 1; i < len(spans); i++ {
-			contiguous = contiguous && spans[i].from == spans[i-1].to
-		}
-		if contiguous {
-			// NB: capped, so that a later append copies rather than
-			// writing over the rest of buf.
-			return buf[spans[0].from:spans[len(spans)-1].to:spans[len(spans)-1].to]
-		}
-	}
-	for _, sp := range spans {
-		out = append(out, buf[sp.from:sp.to]...)
-	}
-	return out
-}
-
-// archived instead (share.Batch.Skip).
-func (b *Broker) shareFetchOne(ctx context.Context, sp *sharePart, member string, maxBytes int64, maxRecords int, strict bool) ([]byte, []share.AcquiredRange, error) {
+// file regions of the batches that hold acquired records, which the
+// answer sends with sendfile as a Fetch does, and the acquired ranges.
+// Under read_committed, aborted transactions' batches and control
+// batches are archived instead (share.Batch.Skip).
+//
+// Acquisition takes whole batches, so only their headers are read here
+// (the log's read has checked each batch, CRC included, as for any
+// fetch); the records themselves are never copied through the broker.
+func (b *Broker) shareFetchOne(ctx context.Context, sp *sharePart, member string, maxBytes int64, maxRecords int, strict bool) ([]storage.Region, []share.AcquiredRange, error) {
 	now := b.now()
 	sp.p.ExpireLocks(now)
 	committed := b.groupConfig(sp.key.group).ShareIsolationLevel == "read_committed"
@@ -349,8 +327,10 @@ func (b *Broker) shareFetchOne(ctx context.Context, sp *sharePart, member string
 	if committed {
 		end = sp.rp.LastStableOffset()
 	}
-	var out []byte
+	var out []storage.Region
 	var acq []share.AcquiredRange
+	hr := newBatchHeaders()
+	defer hr.release()
 	chunk := int64(shareReadChunk)
 	for maxBytes > 0 && (maxRecords <= 0 || len(acq) == 0 || acquiredRecords(acq) < maxRecords) {
 		off := sp.p.NextFetchOffset()
@@ -358,16 +338,12 @@ func (b *Broker) shareFetchOne(ctx context.Context, sp *sharePart, member string
 			break
 		}
 		res, err := sp.rp.ReadRecords(off, min(chunk, maxBytes), end)
+		if err == nil {
+			err = hr.read(res)
+		}
 		if err != nil {
 			if len(acq) > 0 {
 				break // answer what was acquired; the next fetch reports it
-			}
-			return nil, nil, err
-		}
-		buf, err := res.AppendTo(nil)
-		if err != nil {
-			if len(acq) > 0 {
-				break
 			}
 			return nil, nil, err
 		}
@@ -376,18 +352,13 @@ func (b *Broker) shareFetchOne(ctx context.Context, sp *sharePart, member string
 			aborted = sp.rp.AbortedTxns(off, end)
 		}
 		var batches []share.Batch
-		var kept []bufSpan // where batches[i] is in buf
-		for rest := buf; len(rest) > 0; {
-			bt, next, err := record.Split(rest)
-			if err != nil {
-				break // a torn tail past the high watermark cannot be; stop
-			}
+		var kept []storage.Region // where batches[i] is
+		for i, bt := range hr.headers {
 			if bt.LastOffset() >= off && bt.BaseOffset() < end {
 				skip := committed && (bt.Control() || (bt.Transactional() && abortedBatch(aborted, bt)))
 				batches = append(batches, share.Batch{First: bt.BaseOffset(), Last: min(bt.LastOffset(), end-1), Skip: skip})
-				kept = append(kept, bufSpan{len(buf) - len(rest), len(buf) - len(next)})
+				kept = append(kept, hr.regions[i])
 			}
-			rest = next
 		}
 		if len(batches) == 0 {
 			break
@@ -398,18 +369,16 @@ func (b *Broker) shareFetchOne(ctx context.Context, sp *sharePart, member string
 		}
 		got := sp.p.Acquire(member, now, batches, remaining, strict)
 		// Return only the batches that hold acquired records.
-		var take []bufSpan
 		ai := 0
 		for i, bt := range batches {
 			for ai < len(got) && got[ai].Last < bt.First {
 				ai++
 			}
 			if ai < len(got) && got[ai].First <= bt.Last {
-				take = append(take, kept[i])
-				maxBytes -= int64(kept[i].to - kept[i].from)
+				out = appendRegion(out, kept[i])
+				maxBytes -= kept[i].Size
 			}
 		}
-		out = appendSpans(out, buf, take)
 		acq = append(acq, got...)
 		if len(got) == 0 && sp.p.NextFetchOffset() == off {
 			break // nothing more can be taken here (record locks)
@@ -448,6 +417,70 @@ func (b *Broker) shareFetchOne(ctx context.Context, sp *sharePart, member string
 		return nil, nil, nil
 	}
 	return out, acq, nil
+}
+
+// appendRegion appends r to rs, extending the last region when r follows
+// it in the same file (the batches of one read), so that the answer has
+// one sendfile per run of batches rather than one per batch.
+func appendRegion(rs []storage.Region, r storage.Region) []storage.Region {
+	if n := len(rs); n > 0 && rs[n-1].File == r.File && rs[n-1].Pos+rs[n-1].Size == r.Pos {
+		rs[n-1].Size += r.Size
+		return rs
+	}
+	return append(rs, r)
+}
+
+// batchHeaders reads the headers of the batches a log read returned,
+// through a pooled 64 KiB window: batches smaller than the window cost
+// one read of the window between them, a larger batch one read of its
+// first bytes, never the whole batch.
+type batchHeaders struct {
+	buf     *[]byte
+	headers []record.Batch   // each HeaderSize bytes, a copy
+	regions []storage.Region // headers[i]'s batch, whole
+	store   []byte           // backing of headers
+}
+
+func newBatchHeaders() *batchHeaders {
+	return &batchHeaders{buf: copyBuffers.Get().(*[]byte)}
+}
+
+func (h *batchHeaders) release() { copyBuffers.Put(h.buf) }
+
+// read lists the batches of res in h (replacing the last list). A batch
+// cut short (which the log's read does not return) ends the list.
+func (h *batchHeaders) read(res storage.ReadResult) error {
+	h.headers, h.regions, h.store = h.headers[:0], h.regions[:0], h.store[:0]
+	win := *h.buf
+	for _, r := range res.Regions {
+		var winPos, winLen int64 = 0, 0 // the window holds [winPos, winPos+winLen) of r.File
+		for pos, limit := r.Pos, r.Pos+r.Size; limit-pos >= record.HeaderSize; {
+			if pos < winPos || pos+record.HeaderSize > winPos+winLen {
+				n := min(int64(len(win)), limit-pos)
+				k, err := r.File.ReadAt(win[:n], pos)
+				if int64(k) < record.HeaderSize {
+					if err == nil {
+						err = io.ErrUnexpectedEOF
+					}
+					return fmt.Errorf("broker: read batch header at %d: %w", pos, err)
+				}
+				winPos, winLen = pos, int64(k)
+			}
+			hdr := record.Batch(win[pos-winPos : pos-winPos+record.HeaderSize])
+			size := int64(record.LogOverhead) + int64(hdr.BatchLength())
+			if size < record.HeaderSize || size > limit-pos {
+				break
+			}
+			h.store = append(h.store, hdr...)
+			h.regions = append(h.regions, storage.Region{File: r.File, Pos: pos, Size: size})
+			pos += size
+		}
+	}
+	// NB: the headers slice h.store only once it stops growing.
+	for i := range h.regions {
+		h.headers = append(h.headers, record.Batch(h.store[i*record.HeaderSize:(i+1)*record.HeaderSize:(i+1)*record.HeaderSize]))
+	}
+	return nil
 }
 
 func acquiredRecords(acq []share.AcquiredRange) int {
