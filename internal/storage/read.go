@@ -121,15 +121,19 @@ func (l *Log) read(offset int64, maxBytes int64, maxOffset int64, minOneBatch bo
 	pos := segs[i].index.lookup(int32(offset - segs[i].baseOffset))
 	l.mu.RUnlock()
 
-	var hbuf [scanHeaderSize]byte
+	w := newBatchWindow()
+	defer w.release()
 	found := false
 	for ; i < len(segs); i, pos = i+1, 0 {
 		seg := segs[i]
 		end := seg.size.Load()
 		regionStart := int64(-1)
 		chk := newBatchCheck(segs, i)
+		w.reset(seg.log)
 		for pos < end {
-			h, err := readHeader(seg.log, pos, end, &hbuf)
+			// NB: ahead is what the read may still return, and the
+			// next header; bounded, maxBytes may be math.MaxInt64.
+			h, hb, err := w.header(pos, min(maxBytes-res.Size, crcBufSize)+scanHeaderSize, end)
 			if err != nil {
 				if cerr := chk.headerErr(l, pos, err); cerr != nil {
 					if res.Size > 0 {
@@ -156,7 +160,7 @@ func (l *Log) read(offset int64, maxBytes int64, maxOffset int64, minOneBatch bo
 			// Every batch handed out is checked first (see the package
 			// doc, "Checks on read"). The good batches before a bad one
 			// are returned; a read that starts at the bad one fails.
-			if err := chk.check(l, pos, h, &hbuf); err != nil {
+			if err := chk.check(l, pos, h, hb, w, end); err != nil {
 				if res.Size > 0 && errors.Is(err, ErrCorrupt) {
 					return res.add(seg, regionStart, pos), nil
 				}

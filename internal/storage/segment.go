@@ -184,6 +184,13 @@ func readHeader(f vfs.File, pos, end int64, buf *[scanHeaderSize]byte) (batchHea
 		}
 		return batchHeader{}, err
 	}
+	return parseHeader(buf[:], pos, end)
+}
+
+// parseHeader decodes the header bytes buf (scanHeaderSize of them) of the
+// batch at pos, which must end by end.
+func parseHeader(buf []byte, pos, end int64) (batchHeader, error) {
+	buf = buf[:scanHeaderSize]
 	length := int64(int32(binary.BigEndian.Uint32(buf[8:12])))
 	h := batchHeader{
 		baseOffset:   int64(binary.BigEndian.Uint64(buf[0:8])),

@@ -109,8 +109,9 @@ func (c *batchCheck) headerErr(l *Log, pos int64, err error) error {
 
 // check verifies the batch at pos with header h and raw header bytes hb:
 // magic 2, offsets inside the segment and after the previous batch, and
-// the CRC-32C over attributes..end read from the file in fixed chunks.
-func (c *batchCheck) check(l *Log, pos int64, h batchHeader, hb *[scanHeaderSize]byte) error {
+// the CRC-32C over attributes..end, read through w (the segment's window,
+// below end).
+func (c *batchCheck) check(l *Log, pos int64, h batchHeader, hb []byte, w *batchWindow, end int64) error {
 	switch {
 	case h.magic != 2:
 		return c.corrupt(l, pos, fmt.Errorf("%w: %d", errBadMagic, h.magic))
@@ -123,7 +124,7 @@ func (c *batchCheck) check(l *Log, pos int64, h batchHeader, hb *[scanHeaderSize
 		return nil
 	}
 	want := binary.BigEndian.Uint32(hb[17:21])
-	got, err := crcAt(c.seg.log, pos+21, h.size-21)
+	got, err := w.crc(pos+21, h.size-21, end)
 	if err != nil {
 		if errors.Is(err, io.EOF) && c.limit >= 0 {
 			return c.corrupt(l, pos, err)
@@ -137,19 +138,85 @@ func (c *batchCheck) check(l *Log, pos int64, h batchHeader, hb *[scanHeaderSize
 	return nil
 }
 
-// crcAt returns the CRC-32C of n bytes of f at pos, read through a pooled
-// buffer.
-func crcAt(f vfs.File, pos, n int64) (uint32, error) {
-	bp := crcBufs.Get().(*[]byte)
-	defer crcBufs.Put(bp)
-	buf := *bp
+// batchWindow is a read's view of one segment file through a pooled
+// buffer: the headers it walks and the bytes it checksums come from a
+// window read ahead of them, one pread for as many batches as fit in it,
+// instead of a pread for each header and another for each batch's bytes.
+// It never reads at or past the end it is given (the segment size the
+// read loaded), so it sees only published bytes.
+type batchWindow struct {
+	f     vfs.File
+	buf   []byte
+	start int64 // file position of buf[0]
+	n     int64 // bytes of buf read
+}
+
+// windowMin is the least a window read takes, so that a read of one small
+// batch still gets its neighbours' headers with it.
+const windowMin = 8 << 10
+
+func newBatchWindow() *batchWindow {
+	return &batchWindow{buf: *crcBufs.Get().(*[]byte)}
+}
+
+func (w *batchWindow) release() {
+	b := w.buf
+	w.buf = nil
+	crcBufs.Put(&b)
+}
+
+// reset points the window at f, holding nothing.
+func (w *batchWindow) reset(f vfs.File) { w.f, w.start, w.n = f, 0, 0 }
+
+// fill reads a new window at pos: ahead bytes (at least windowMin, at most
+// the buffer), below end.
+func (w *batchWindow) fill(pos, ahead, end int64) error {
+	n := min(max(ahead, windowMin), int64(len(w.buf)), end-pos)
+	if n <= 0 {
+		return io.EOF
+	}
+	k, err := w.f.ReadAt(w.buf[:n], pos)
+	w.start, w.n = pos, int64(k)
+	if int64(k) < n {
+		if err == nil || errors.Is(err, io.EOF) {
+			err = io.EOF
+		}
+		return err
+	}
+	return nil
+}
+
+// header returns the header bytes of the batch at pos, which must end by
+// end; ahead is how many bytes from pos the read may still look at.
+func (w *batchWindow) header(pos, ahead, end int64) (batchHeader, []byte, error) {
+	if end-pos < scanHeaderSize {
+		return batchHeader{}, nil, errTornTail
+	}
+	if pos < w.start || pos+scanHeaderSize > w.start+w.n {
+		if err := w.fill(pos, max(ahead, scanHeaderSize), end); err != nil && w.n < scanHeaderSize {
+			if errors.Is(err, io.EOF) {
+				return batchHeader{}, nil, errTornTail
+			}
+			return batchHeader{}, nil, err
+		}
+	}
+	hb := w.buf[pos-w.start : pos-w.start+scanHeaderSize]
+	h, err := parseHeader(hb, pos, end)
+	return h, hb, err
+}
+
+// crc returns the CRC-32C of the n bytes at pos, below end: what the
+// window holds of them, then further windows.
+func (w *batchWindow) crc(pos, n, end int64) (uint32, error) {
 	var crc uint32
 	for n > 0 {
-		k := min(n, int64(len(buf)))
-		if _, err := f.ReadAt(buf[:k], pos); err != nil {
-			return 0, err
+		if pos < w.start || pos >= w.start+w.n {
+			if err := w.fill(pos, n, end); err != nil && pos >= w.start+w.n {
+				return 0, err
+			}
 		}
-		crc = crc32.Update(crc, castagnoli, buf[:k])
+		k := min(n, w.start+w.n-pos)
+		crc = crc32.Update(crc, castagnoli, w.buf[pos-w.start:pos-w.start+k])
 		pos += k
 		n -= k
 	}

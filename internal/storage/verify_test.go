@@ -1,10 +1,12 @@
 package storage
 
 import (
+	"bytes"
 	"errors"
 	"path/filepath"
 	"testing"
 
+	"samsa/internal/record"
 	"samsa/internal/vfs"
 )
 
@@ -98,4 +100,82 @@ func TestReadRefusesDamagedBatchOfSealedSegment(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestReadChecksBatchesAcrossWindows reads batches smaller and larger than
+// the 64 KiB window a read walks the segment through, from every offset
+// and with budgets that end mid-window, and checks that a byte damaged
+// past a large batch's first window is still found by its CRC.
+func TestReadChecksBatchesAcrossWindows(t *testing.T) {
+	forEachFS(t, func(t *testing.T, fs vfs.FS, dir string) {
+		m := openManager(t, fs, dir, nil)
+		cfg := DefaultConfig()
+		cfg.FileDeleteDelayMs = 60000
+		l, err := m.Create(testTP, [16]byte{}, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want []appended
+		next := int64(0)
+		for i, size := range []int{100, 150 << 10, 1 << 10, 70 << 10, 10, 64<<10 - 61, 3 << 10, 200 << 10, 50} {
+			bb := record.NewBuilder(record.CodecNone, 1_700_000_000_000)
+			bb.Add(record.Record{Key: []byte{byte(i)}, Value: bytes.Repeat([]byte{byte('a' + i)}, size)})
+			b, err := bb.Build()
+			if err != nil {
+				t.Fatal(err)
+			}
+			b.SetBaseOffset(next)
+			if _, err := l.Append(b, 7, false, 0); err != nil {
+				t.Fatal(err)
+			}
+			want = append(want, appended{base: next, last: next, bytes: bytes.Clone(b)})
+			next++
+		}
+		checkLog(t, l, want)
+		for _, budget := range []int64{1, 5 << 10, 64 << 10, 100 << 10, 300 << 10} {
+			var got []byte
+			for off := int64(0); off < next; {
+				res, err := l.Read(off, budget, 1<<62, true)
+				if err != nil {
+					t.Fatalf("budget %d, Read(%d): %v", budget, off, err)
+				}
+				b, err := res.AppendTo(nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got = append(got, b...)
+				off = res.NextOffset
+			}
+			if !bytes.Equal(got, concat(want)) {
+				t.Fatalf("budget %d: read %d bytes, want %d", budget, len(got), len(concat(want)))
+			}
+		}
+
+		// Damage the 200 KiB batch 150 KiB in, after a clean restart.
+		segs := l.Segments()
+		if err := m.Close(); err != nil {
+			t.Fatal(err)
+		}
+		pos := 0
+		for _, b := range want[:7] {
+			pos += len(b.bytes)
+		}
+		path := filepath.Join(dir, partitionDir(testTP), segmentName(segs[0].BaseOffset)+logSuffix)
+		data := readFileBytes(t, fs, path)
+		data[pos+150<<10] ^= 0x01
+		writeFileBytes(t, fs, path, data)
+		m = openManager(t, fs, dir, nil)
+		defer m.Close()
+		l = m.Log(testTP)
+		_, err = l.Read(want[7].base, 1<<20, 1<<62, true)
+		var ce *CorruptBatchError
+		if !errors.Is(err, errBadCRC) || !errors.As(err, &ce) || ce.Position != int64(pos) {
+			t.Fatalf("Read(%d) = %v, want a CRC mismatch at position %d", want[7].base, err, pos)
+		}
+		// The batches before it still read.
+		got := readBytes(t, l, 0, 1<<30, 1<<62, false)
+		if !bytes.Equal(got, concat(want[:7])) {
+			t.Fatalf("read before the damage: %d bytes, want %d", len(got), len(concat(want[:7])))
+		}
+	})
 }
