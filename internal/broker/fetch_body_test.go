@@ -17,18 +17,8 @@ import (
 // response is byte for byte kmsg's encoding of the same response, at every
 // served version.
 func TestFetchBodyEncodesLikeKmsg(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "seg.log")
-	data := make([]byte, 64<<10)
 	rng := rand.New(rand.NewSource(1))
-	rng.Read(data)
-	if err := os.WriteFile(path, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	f, err := vfs.Default.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	f, data := randomFile(t, rng)
 
 	for v := versions[1].min; v <= versions[1].max; v++ {
 		for trial := 0; trial < 20; trial++ {
@@ -68,22 +58,50 @@ func TestFetchBodyEncodesLikeKmsg(t *testing.T) {
 				resp.Topics = append(resp.Topics, t)
 				regions = append(regions, tr)
 			}
-			want := resp.AppendTo(nil)
-			body := encodeFetchResponse(resp, regions)
-			got, err := body.AppendTo(nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !bytes.Equal(got, want) {
-				t.Fatalf("v%d trial %d: encoding differs from kmsg (got %d bytes, want %d)", v, trial, len(got), len(want))
-			}
-			if body.Len() != len(want) {
-				t.Fatalf("v%d: Len %d, encoded %d", v, body.Len(), len(want))
-			}
-			var buf bytes.Buffer
-			if n, err := body.WriteTo(&buf); err != nil || n != int64(len(want)) || !bytes.Equal(buf.Bytes(), want) {
-				t.Fatalf("v%d: WriteTo wrote %d bytes, err %v", v, n, err)
-			}
+			checkLayout(t, v, trial, encodeFetchResponse(resp, regions), resp.AppendTo(nil))
 		}
 	}
+}
+
+// checkLayout checks that body, a response laid out for sendfile, is
+// byte for byte want (kmsg's encoding) through AppendTo, Len and WriteTo.
+func checkLayout(t *testing.T, v int16, trial int, body *fetchBody, want []byte) {
+	t.Helper()
+	got, err := body.AppendTo(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("v%d trial %d: encoding differs from kmsg (got %d bytes, want %d)", v, trial, len(got), len(want))
+	}
+	if body.Len() != len(want) {
+		t.Fatalf("v%d: Len %d, encoded %d", v, body.Len(), len(want))
+	}
+	var buf bytes.Buffer
+	if n, err := body.WriteTo(&buf); err != nil || n != int64(len(want)) || !bytes.Equal(buf.Bytes(), want) {
+		t.Fatalf("v%d: WriteTo wrote %d bytes, err %v", v, n, err)
+	}
+}
+
+// randomFile is fileOf 64 KiB of rng's bytes.
+func randomFile(t *testing.T, rng *rand.Rand) (vfs.File, []byte) {
+	data := make([]byte, 64<<10)
+	rng.Read(data)
+	return fileOf(t, data), data
+}
+
+// fileOf writes data to a file of the test's and opens it through vfs,
+// as a segment is; the file is closed when the test ends.
+func fileOf(t *testing.T, data []byte) vfs.File {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "seg.log")
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := vfs.Default.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f
 }

@@ -3,14 +3,11 @@ package broker
 import (
 	"bytes"
 	"math/rand"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"samsa/internal/storage"
-	"samsa/internal/vfs"
 )
 
 // TestShareFetchBodyEncodesLikeKmsg checks that the sendfile layout of a
@@ -18,18 +15,8 @@ import (
 // response, at every served version, with and without error messages,
 // records, acquired ranges and node endpoints.
 func TestShareFetchBodyEncodesLikeKmsg(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "seg.log")
-	data := make([]byte, 64<<10)
 	rng := rand.New(rand.NewSource(1))
-	rng.Read(data)
-	if err := os.WriteFile(path, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	f, err := vfs.Default.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	f, data := randomFile(t, rng)
 	str := func() *string {
 		if rng.Intn(2) == 0 {
 			return nil
@@ -97,26 +84,7 @@ func TestShareFetchBodyEncodesLikeKmsg(t *testing.T) {
 					}
 				}
 			}
-			body := encodeShareFetchResponse(resp, regions)
-			got, err := body.AppendTo(nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !bytes.Equal(got, want) {
-				t.Fatalf("v%d trial %d: encoding differs from kmsg (got %d bytes, want %d)", v, trial, len(got), len(want))
-			}
-			if body.Len() != len(want) {
-				t.Fatalf("v%d: Len %d, encoded %d", v, body.Len(), len(want))
-			}
-			var buf bytes.Buffer
-			if n, err := body.WriteTo(&buf); err != nil || n != int64(len(want)) || !bytes.Equal(buf.Bytes(), want) {
-				t.Fatalf("v%d: WriteTo wrote %d bytes, err %v", v, n, err)
-			}
-			dec := kmsg.NewPtrShareFetchResponse()
-			dec.SetVersion(v)
-			if err := dec.ReadFrom(got); err != nil {
-				t.Fatalf("v%d: kmsg cannot read the layout: %v", v, err)
-			}
+			checkLayout(t, v, trial, &encodeShareFetchResponse(resp, regions).fetchBody, want)
 		}
 	}
 }

@@ -2,13 +2,10 @@ package broker
 
 import (
 	"bytes"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"samsa/internal/record"
 	"samsa/internal/storage"
-	"samsa/internal/vfs"
 )
 
 // TestBatchHeadersListsEveryBatch reads the headers of batches smaller
@@ -36,15 +33,7 @@ func TestBatchHeadersListsEveryBatch(t *testing.T) {
 		next += int64(rb.n)
 		file = append(file, b...)
 	}
-	path := filepath.Join(t.TempDir(), "seg.log")
-	if err := os.WriteFile(path, file, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	f, err := vfs.Default.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	f := fileOf(t, file)
 
 	h := newBatchHeaders()
 	defer h.release()
