@@ -17,7 +17,9 @@ package broker
 // nothing waits in the replica manager's delay queue until a session
 // partition's high watermark moves, an acknowledgement or release on one
 // of them may free records, MaxWaitMillis passes or the earliest lock of
-// the partitions expires, and then tries once more.
+// the partitions expires, and then tries once more. An answer with
+// records is a shareFetchBody: the acquired batches go from the log's
+// files to the socket with sendfile, never copied through the broker.
 //
 // READ on the group and on each topic (TOPIC_AUTHORIZATION_FAILED for
 // that partition). A broker keeps at most group.share.max.share.sessions

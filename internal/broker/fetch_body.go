@@ -94,6 +94,15 @@ func (e *fetchEncoder) str(flex bool, s string) {
 	e.cur = append(e.cur, s...)
 }
 
+// nullableStr writes a compact nullable string.
+func (e *fetchEncoder) nullableStr(s *string) {
+	if s == nil {
+		e.uvarint(0)
+		return
+	}
+	e.str(true, *s)
+}
+
 // encodeFetchResponse lays out resp at its version. regions[i][j] are the
 // record batches of resp.Topics[i].Partitions[j]; a partition's
 // RecordBatches field is ignored.

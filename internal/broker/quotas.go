@@ -225,10 +225,20 @@ func throttleReply(r server.Reply, version int16, d time.Duration) server.Reply 
 		if !after {
 			return delayReply(r, d)
 		}
+	case r.Body != nil:
+		// NB: a laid-out body carries its own throttle_time_ms (the
+		// share fetch's; the Fetch's is set by its own quota path).
+		if st, ok := r.Body.(throttleSetter); ok {
+			st.SetThrottle(throttleMillis(d))
+		}
 	}
 	r.Throttle = d
 	return r
 }
+
+// throttleSetter is a laid-out response body whose throttle_time_ms can be
+// set after it is encoded; its version is past KIP-219.
+type throttleSetter interface{ SetThrottle(ms int32) }
 
 // delayReply answers r after d: Kafka delays the responses of clients that
 // predate KIP-219, which do not back off on their own. The connection is

@@ -1,6 +1,8 @@
 package broker
 
 import (
+	"encoding/binary"
+
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"samsa/internal/storage"
@@ -30,13 +32,12 @@ func (b *shareFetchBody) ErrorCodes(f func(code int16)) {
 	}
 }
 
-// nullableStr writes a compact nullable string.
-func (e *fetchEncoder) nullableStr(s *string) {
-	if s == nil {
-		e.uvarint(0)
-		return
-	}
-	e.str(true, *s)
+// SetThrottle puts ms in the encoded throttle_time_ms, unless the response
+// has a longer one (throttleReply). It is the first field, so the first
+// encoded piece's first four bytes.
+func (b *shareFetchBody) SetThrottle(ms int32) {
+	b.share.ThrottleMillis = max(b.share.ThrottleMillis, ms)
+	binary.BigEndian.PutUint32(b.pieces[0].b[0:4], uint32(b.share.ThrottleMillis))
 }
 
 // encodeShareFetchResponse lays out resp (every served version is

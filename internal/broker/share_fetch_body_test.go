@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"math/rand"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"samsa/internal/server"
 	"samsa/internal/storage"
 )
 
@@ -85,6 +87,38 @@ func TestShareFetchBodyEncodesLikeKmsg(t *testing.T) {
 				}
 			}
 			checkLayout(t, v, trial, &encodeShareFetchResponse(resp, regions).fetchBody, want)
+		}
+	}
+}
+
+// TestShareFetchBodyCarriesItsThrottle: a quota's throttle reaches the
+// throttle_time_ms of a share fetch answered as a sendfile layout, as it
+// does a kmsg-encoded one (KIP-219), and the connection is muted for it.
+func TestShareFetchBodyCarriesItsThrottle(t *testing.T) {
+	rng := rand.New(rand.NewSource(2))
+	f, _ := randomFile(t, rng)
+	for v := versions[78].min; v <= versions[78].max; v++ {
+		resp := kmsg.NewPtrShareFetchResponse()
+		resp.SetVersion(v)
+		tp := kmsg.NewShareFetchResponseTopic()
+		tp.Partitions = append(tp.Partitions, kmsg.NewShareFetchResponseTopicPartition())
+		resp.Topics = append(resp.Topics, tp)
+		body := encodeShareFetchResponse(resp, [][][]storage.Region{{{{File: f, Pos: 10, Size: 100}}}})
+		r := throttleReply(server.Reply{Body: body}, v, 1500*time.Millisecond)
+		if r.Throttle != 1500*time.Millisecond {
+			t.Fatalf("v%d: connection muted %v, want 1.5s", v, r.Throttle)
+		}
+		got, err := body.AppendTo(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dec := kmsg.NewPtrShareFetchResponse()
+		dec.SetVersion(v)
+		if err := dec.ReadFrom(got); err != nil {
+			t.Fatal(err)
+		}
+		if dec.ThrottleMillis != 1500 || len(dec.Topics) != 1 || len(dec.Topics[0].Partitions[0].Records) != 100 {
+			t.Fatalf("v%d: throttle %d ms, %d topics", v, dec.ThrottleMillis, len(dec.Topics))
 		}
 	}
 }

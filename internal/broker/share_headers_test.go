@@ -66,6 +66,22 @@ func TestBatchHeadersListsEveryBatch(t *testing.T) {
 		t.Fatalf("cut read: %d headers", len(h.headers))
 	}
 
+	// A region cut short ends the list: the next region's batches are
+	// not listed after the gap.
+	gap := storage.ReadResult{Regions: []storage.Region{
+		{File: f, Pos: 0, Size: wants[1].pos + wants[1].size/2},
+		{File: f, Pos: wants[2].pos, Size: int64(len(file)) - wants[2].pos},
+	}}
+	if err := h.read(gap); err != nil {
+		t.Fatal(err)
+	}
+	if len(h.headers) != 1 || h.headers[0].BaseOffset() != wants[0].base {
+		t.Fatalf("read with a cut region: %d headers", len(h.headers))
+	}
+	if err := h.read(cut); err != nil {
+		t.Fatal(err)
+	}
+
 	// The batches of one read are answered as one region.
 	var rs []storage.Region
 	for _, r := range h.regions {

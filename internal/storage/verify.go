@@ -56,8 +56,9 @@ var (
 // counted again.
 func (m *Manager) CorruptBatches() int64 { return m.corruptBatches.Load() }
 
-// crcBufSize is the chunk a batch's bytes are read in for its CRC, so
-// that checking a batch costs a fixed buffer whatever its declared length.
+// crcBufSize is the window a read checks batches through (batchWindow),
+// so that checking a batch costs a fixed buffer whatever its declared
+// length.
 const crcBufSize = 64 << 10
 
 var crcBufs = sync.Pool{New: func() any { b := make([]byte, crcBufSize); return &b }}
@@ -110,7 +111,7 @@ func (c *batchCheck) headerErr(l *Log, pos int64, err error) error {
 // check verifies the batch at pos with header h and raw header bytes hb:
 // magic 2, offsets inside the segment and after the previous batch, and
 // the CRC-32C over attributes..end, read through w (the segment's window,
-// below end).
+// below end). hb may be w's own bytes: it is read before w moves.
 func (c *batchCheck) check(l *Log, pos int64, h batchHeader, hb []byte, w *batchWindow, end int64) error {
 	switch {
 	case h.magic != 2:
@@ -144,8 +145,11 @@ func (c *batchCheck) check(l *Log, pos int64, h batchHeader, hb []byte, w *batch
 // instead of a pread for each header and another for each batch's bytes.
 // It never reads at or past the end it is given (the segment size the
 // read loaded), so it sees only published bytes.
+//
+// A batchWindow belongs to one read; it is not safe for concurrent use.
 type batchWindow struct {
 	f     vfs.File
+	pool  *[]byte // from crcBufs; buf is *pool
 	buf   []byte
 	start int64 // file position of buf[0]
 	n     int64 // bytes of buf read
@@ -155,14 +159,18 @@ type batchWindow struct {
 // batch still gets its neighbours' headers with it.
 const windowMin = 8 << 10
 
+// newBatchWindow takes a window's buffer from the pool; release gives it
+// back.
 func newBatchWindow() *batchWindow {
-	return &batchWindow{buf: *crcBufs.Get().(*[]byte)}
+	p := crcBufs.Get().(*[]byte)
+	return &batchWindow{pool: p, buf: *p}
 }
 
+// release returns the buffer to the pool; nothing read through w may be
+// used after.
 func (w *batchWindow) release() {
-	b := w.buf
 	w.buf = nil
-	crcBufs.Put(&b)
+	crcBufs.Put(w.pool)
 }
 
 // reset points the window at f, holding nothing.
@@ -186,8 +194,10 @@ func (w *batchWindow) fill(pos, ahead, end int64) error {
 	return nil
 }
 
-// header returns the header bytes of the batch at pos, which must end by
-// end; ahead is how many bytes from pos the read may still look at.
+// header returns the header of the batch at pos, which must end by end,
+// and its raw bytes; ahead is how many bytes from pos the read may still
+// look at. The bytes are the window's: valid until the next header or crc
+// call moves it.
 func (w *batchWindow) header(pos, ahead, end int64) (batchHeader, []byte, error) {
 	if end-pos < scanHeaderSize {
 		return batchHeader{}, nil, errTornTail
