@@ -94,6 +94,31 @@ func (e *fetchEncoder) str(flex bool, s string) {
 	e.cur = append(e.cur, s...)
 }
 
+// regionsAt returns regions[i][j], or none when the layout has fewer.
+func regionsAt(regions [][][]storage.Region, i, j int) []storage.Region {
+	if i < len(regions) && j < len(regions[i]) {
+		return regions[i][j]
+	}
+	return nil
+}
+
+// regionBytes writes a bytes field (compact in flexible versions) whose
+// content is the file regions rs.
+func (e *fetchEncoder) regionBytes(flex bool, rs []storage.Region) {
+	var size int64
+	for _, r := range rs {
+		size += r.Size
+	}
+	if flex {
+		e.uvarint(uint64(size + 1))
+	} else {
+		e.i32(int32(size))
+	}
+	for _, r := range rs {
+		e.region(r)
+	}
+}
+
 // nullableStr writes a compact nullable string.
 func (e *fetchEncoder) nullableStr(s *string) {
 	if s == nil {
@@ -155,22 +180,7 @@ func encodeFetchResponse(resp *kmsg.FetchResponse, regions [][][]storage.Region)
 			if v >= 11 {
 				e.i32(p.PreferredReadReplica)
 			}
-			var rs []storage.Region
-			if i < len(regions) && j < len(regions[i]) {
-				rs = regions[i][j]
-			}
-			var size int64
-			for _, r := range rs {
-				size += r.Size
-			}
-			if flex {
-				e.uvarint(uint64(size + 1))
-			} else {
-				e.i32(int32(size))
-			}
-			for _, r := range rs {
-				e.region(r)
-			}
+			e.regionBytes(flex, regionsAt(regions, i, j))
 			if flex {
 				e.uvarint(0) // partition tags
 			}

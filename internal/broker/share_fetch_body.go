@@ -67,20 +67,9 @@ func encodeShareFetchResponse(resp *kmsg.ShareFetchResponse, regions [][][]stora
 			e.i32(p.CurrentLeader.LeaderID)
 			e.i32(p.CurrentLeader.LeaderEpoch)
 			e.uvarint(0) // current leader tags
-			var rs []storage.Region
-			if i < len(regions) && j < len(regions[i]) {
-				rs = regions[i][j]
-			}
-			switch {
+			switch rs := regionsAt(regions, i, j); {
 			case len(rs) > 0:
-				var size int64
-				for _, r := range rs {
-					size += r.Size
-				}
-				e.uvarint(uint64(size + 1))
-				for _, r := range rs {
-					e.region(r)
-				}
+				e.regionBytes(true, rs)
 			case p.Records == nil:
 				e.uvarint(0)
 			default:
